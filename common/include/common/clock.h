@@ -1,0 +1,59 @@
+// Time source. Only this component reads the system clock (STYLE.md rule 5); every other
+// component takes a `Clock&` so tests can drive time by hand.
+//
+// Units: NowMs() is milliseconds since the Unix epoch (wall time: deliver times are absolute);
+// NowMicros() is microseconds since the Unix epoch.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace tokimq {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t NowMicros() const = 0;
+  int64_t NowMs() const { return NowMicros() / 1000; }
+
+  // Blocks the calling thread until NowMs() >= deadline_ms, or until `timeout` of real time has
+  // passed, whichever is first. SystemClock sleeps; ManualClock wakes on AdvanceMs/SetMs. Used by
+  // service threads so that no service busy-spins and manual-clock brokers still react at once.
+  virtual void WaitUntilMs(int64_t deadline_ms, std::chrono::milliseconds timeout) const = 0;
+
+  // True for ManualClock: the broker refuses the admin "advance clock" request otherwise.
+  virtual bool IsManual() const { return false; }
+};
+
+// Reads std::chrono::system_clock. Thread-safe. Process-wide singleton via Default().
+class SystemClock final : public Clock {
+ public:
+  static SystemClock* Default();
+  int64_t NowMicros() const override;
+  void WaitUntilMs(int64_t deadline_ms, std::chrono::milliseconds timeout) const override;
+};
+
+// Time that moves only when told. Thread-safe: any thread may read or advance it; waiters in
+// WaitUntilMs wake on every change. Time never goes backwards (SetMs to an earlier time is
+// ignored).
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(int64_t start_ms = 1'700'000'000'000) : micros_(start_ms * 1000) {}
+  int64_t NowMicros() const override { return micros_.load(std::memory_order_acquire); }
+  void WaitUntilMs(int64_t deadline_ms, std::chrono::milliseconds timeout) const override;
+  bool IsManual() const override { return true; }
+
+  void AdvanceMs(int64_t ms) { AdvanceMicros(ms * 1000); }
+  void AdvanceMicros(int64_t us);
+  void SetMs(int64_t ms);
+
+ private:
+  std::atomic<int64_t> micros_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+};
+
+}  // namespace tokimq

@@ -1,0 +1,168 @@
+#include "common/fault_injection_fs.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace tokimq {
+
+class FaultInjectionFile final : public File {
+ public:
+  FaultInjectionFile(FaultInjectionFileSystem* fs, std::unique_ptr<File> base)
+      : fs_(fs), base_(std::move(base)) {}
+
+  absl::Status Append(std::string_view data) override { return PWrite(base_->Size(), data); }
+
+  absl::Status PWrite(uint64_t offset, std::string_view data) override {
+    size_t allowed = 0;
+    absl::Status st = fs_->AdmitWrite(data.size(), &allowed);
+    if (allowed > 0) TOKIMQ_RETURN_IF_ERROR(base_->PWrite(offset, data.substr(0, allowed)));
+    return st;
+  }
+  absl::StatusOr<size_t> PRead(uint64_t offset, size_t n, char* scratch) const override {
+    return base_->PRead(offset, n, scratch);
+  }
+  absl::Status Sync() override {
+    TOKIMQ_RETURN_IF_ERROR(fs_->AdmitSync());
+    TOKIMQ_RETURN_IF_ERROR(base_->Sync());
+    fs_->OnSynced(base_->path(), base_->Size());
+    return absl::OkStatus();
+  }
+  absl::Status Truncate(uint64_t size) override {
+    TOKIMQ_RETURN_IF_ERROR(base_->Truncate(size));
+    fs_->OnTruncated(base_->path(), size);
+    return absl::OkStatus();
+  }
+  uint64_t Size() const override { return base_->Size(); }
+  const std::string& path() const override { return base_->path(); }
+
+ private:
+  FaultInjectionFileSystem* fs_;
+  std::unique_ptr<File> base_;
+};
+
+void FaultInjectionFileSystem::SetFailSync(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_sync_ = on;
+}
+void FaultInjectionFileSystem::SetNoSpace(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  no_space_ = on;
+}
+void FaultInjectionFileSystem::TearAfterBytes(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(mu_);
+  tear_budget_ = static_cast<int64_t>(bytes);
+  torn_ = false;
+}
+void FaultInjectionFileSystem::ClearFaults() {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_sync_ = no_space_ = torn_ = false;
+  tear_budget_ = -1;
+}
+uint64_t FaultInjectionFileSystem::bytes_written() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return bytes_written_;
+}
+int FaultInjectionFileSystem::sync_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return sync_count_;
+}
+
+absl::Status FaultInjectionFileSystem::AdmitWrite(size_t n, size_t* allowed) {
+  std::lock_guard<std::mutex> l(mu_);
+  *allowed = 0;
+  if (torn_) return absl::InternalError("injected failure: write after torn write");
+  if (no_space_) return absl::ResourceExhaustedError("injected failure: no space left on device");
+  if (tear_budget_ >= 0 && static_cast<uint64_t>(tear_budget_) < n) {
+    *allowed = static_cast<size_t>(tear_budget_);
+    bytes_written_ += *allowed;
+    tear_budget_ = -1;
+    torn_ = true;
+    return absl::InternalError("injected failure: torn write");
+  }
+  if (tear_budget_ >= 0) tear_budget_ -= static_cast<int64_t>(n);
+  *allowed = n;
+  bytes_written_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionFileSystem::AdmitSync() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (fail_sync_ || torn_) return absl::InternalError("injected failure: fsync failed");
+  ++sync_count_;
+  return absl::OkStatus();
+}
+
+void FaultInjectionFileSystem::OnSynced(const std::string& path, uint64_t size) {
+  std::lock_guard<std::mutex> l(mu_);
+  synced_size_[path] = size;
+}
+
+void FaultInjectionFileSystem::OnTruncated(const std::string& path, uint64_t size) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = synced_size_.find(path);
+  if (it != synced_size_.end() && it->second > size) it->second = size;
+}
+
+absl::StatusOr<std::unique_ptr<File>> FaultInjectionFileSystem::Open(const std::string& path,
+                                                                      OpenMode mode) {
+  bool existed = base_->Exists(path);
+  TOKIMQ_ASSIGN_OR_RETURN(auto f, base_->Open(path, mode));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (mode == OpenMode::kTruncate || !existed) {
+      synced_size_[path] = 0;
+    } else if (!synced_size_.count(path)) {
+      synced_size_[path] = f->Size();  // data present before we started tracking is durable
+    }
+  }
+  return std::unique_ptr<File>(new FaultInjectionFile(this, std::move(f)));
+}
+
+absl::Status FaultInjectionFileSystem::Rename(const std::string& from, const std::string& to) {
+  TOKIMQ_RETURN_IF_ERROR(base_->Rename(from, to));
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = synced_size_.find(from);
+  if (it != synced_size_.end()) {
+    synced_size_[to] = it->second;
+    synced_size_.erase(from);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionFileSystem::Remove(const std::string& path) {
+  TOKIMQ_RETURN_IF_ERROR(base_->Remove(path));
+  std::lock_guard<std::mutex> l(mu_);
+  synced_size_.erase(path);
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitSync());
+  return base_->SyncDir(path);
+}
+
+absl::StatusOr<uint64_t> FaultInjectionFileSystem::FreeSpace(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (no_space_) return 0;
+  }
+  return base_->FreeSpace(path);
+}
+
+absl::Status FaultInjectionFileSystem::DropUnsyncedData() {
+  std::map<std::string, uint64_t> snapshot;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    snapshot = synced_size_;
+    fail_sync_ = no_space_ = torn_ = false;
+    tear_budget_ = -1;
+  }
+  for (const auto& [path, size] : snapshot) {
+    if (!base_->Exists(path)) continue;
+    TOKIMQ_ASSIGN_OR_RETURN(auto f, base_->Open(path, OpenMode::kReadWrite));
+    if (f->Size() > size) TOKIMQ_RETURN_IF_ERROR(f->Truncate(size));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tokimq

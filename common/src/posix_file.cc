@@ -1,0 +1,191 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "common/status.h"
+
+namespace tokimq {
+namespace {
+
+absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err) {
+  std::string msg = absl::StrCat(std::string(op), " ", path, ": ", std::strerror(err));
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  return absl::InternalError(msg);
+}
+
+class PosixFile final : public File {
+ public:
+  PosixFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  ~PosixFile() override { ::close(fd_); }
+
+  absl::Status Append(std::string_view data) override {
+    return PWrite(size_.load(std::memory_order_relaxed), data);
+  }
+
+  absl::Status PWrite(uint64_t offset, std::string_view data) override {
+    const char* p = data.data();
+    size_t left = data.size();
+    uint64_t off = offset;
+    while (left > 0) {
+      ssize_t n = ::pwrite(fd_, p, left, static_cast<off_t>(off));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        Grow(off);
+        return ErrnoStatus("pwrite", path_, err);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+      off += static_cast<uint64_t>(n);
+    }
+    Grow(off);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<size_t> PRead(uint64_t offset, size_t n, char* scratch) const override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("pread", path_, errno);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    return done;
+  }
+
+  absl::Status Sync() override {
+    if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+    return absl::OkStatus();
+  }
+
+  absl::Status Truncate(uint64_t size) override {
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoStatus("ftruncate", path_, errno);
+    size_.store(size, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+
+  uint64_t Size() const override { return size_.load(std::memory_order_relaxed); }
+  const std::string& path() const override { return path_; }
+
+ private:
+  void Grow(uint64_t end) {
+    uint64_t cur = size_.load(std::memory_order_relaxed);
+    while (end > cur && !size_.compare_exchange_weak(cur, end)) {
+    }
+  }
+  std::string path_;
+  int fd_;
+  std::atomic<uint64_t> size_;
+};
+
+class PosixFileSystem final : public FileSystem {
+ public:
+  absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
+    int flags = O_CLOEXEC;
+    switch (mode) {
+      case OpenMode::kReadOnly: flags |= O_RDONLY; break;
+      case OpenMode::kReadWrite: flags |= O_RDWR | O_CREAT; break;
+      case OpenMode::kTruncate: flags |= O_RDWR | O_CREAT | O_TRUNC; break;
+    }
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return ErrnoStatus("open", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoStatus("fstat", path, err);
+    }
+    return std::unique_ptr<File>(new PosixFile(path, fd, static_cast<uint64_t>(st.st_size)));
+  }
+
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename", from, errno);
+    return absl::OkStatus();
+  }
+  absl::Status Remove(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return ErrnoStatus("unlink", path, errno);
+    return absl::OkStatus();
+  }
+  absl::Status CreateDirs(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return absl::InternalError(absl::StrCat("mkdir ", path, ": ", ec.message()));
+    return absl::OkStatus();
+  }
+  absl::Status SyncDir(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus("open dir", path, errno);
+    int rc = ::fsync(fd);
+    int err = errno;
+    ::close(fd);
+    if (rc != 0) return ErrnoStatus("fsync dir", path, err);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
+    DIR* d = ::opendir(path.c_str());
+    if (d == nullptr) return ErrnoStatus("opendir", path, errno);
+    std::vector<std::string> names;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  bool Exists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
+  absl::StatusOr<uint64_t> FreeSpace(const std::string& path) override {
+    struct statvfs s;
+    if (::statvfs(path.c_str(), &s) != 0) return ErrnoStatus("statvfs", path, errno);
+    return static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
+  }
+};
+
+}  // namespace
+
+FileSystem* FileSystem::Default() {
+  static PosixFileSystem fs;
+  return &fs;
+}
+
+std::string DirName(const std::string& path) {
+  auto pos = path.find_last_of('/');
+  if (pos == std::string::npos) return ".";
+  if (pos == 0) return "/";
+  return path.substr(0, pos);
+}
+
+absl::Status WriteFileAtomic(FileSystem* fs, const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp";
+  {
+    TOKIMQ_ASSIGN_OR_RETURN(auto f, fs->Open(tmp, OpenMode::kTruncate));
+    TOKIMQ_RETURN_IF_ERROR(f->Append(data));
+    TOKIMQ_RETURN_IF_ERROR(f->Sync());
+  }
+  TOKIMQ_RETURN_IF_ERROR(fs->Rename(tmp, path));
+  return fs->SyncDir(DirName(path));
+}
+
+absl::StatusOr<std::string> ReadWholeFile(FileSystem* fs, const std::string& path) {
+  TOKIMQ_ASSIGN_OR_RETURN(auto f, fs->Open(path, OpenMode::kReadOnly));
+  std::string out(f->Size(), '\0');
+  TOKIMQ_ASSIGN_OR_RETURN(size_t n, f->PRead(0, out.size(), out.data()));
+  out.resize(n);
+  return out;
+}
+
+}  // namespace tokimq

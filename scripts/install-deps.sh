@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, only the Debian 12 packages tokimq needs that are missing.
+# Idempotent: a second run installs nothing. Used by README.md and .ci/run.
+# Usage: scripts/install-deps.sh [--peers]   (--peers adds redis-server and beanstalkd for bench/)
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libisal-dev librocksdb-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
+  libboost-dev libboost-system-dev
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+)
+if [[ "${1:-}" == "--peers" ]]; then pkgs+=(redis-server beanstalkd); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

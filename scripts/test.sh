@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds tokimq with address + undefined sanitizers and runs every test with ctest.
+# Usage: scripts/test.sh [preset]   (default: asan; debug and release also work)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset="${1:-asan}"
+scripts/install-deps.sh
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" --target tokimq_tests all
+ctest --preset "$preset"

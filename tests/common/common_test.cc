@@ -1,0 +1,147 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/clock.h"
+#include "common/coding.h"
+#include "common/crc32c.h"
+#include "common/fault_injection_fs.h"
+#include "common/file.h"
+#include "common/metrics.h"
+#include "test_util.h"
+
+namespace tokimq {
+namespace {
+
+TEST(Crc32cTest, MatchesStandardCheckValue) {
+  EXPECT_EQ(crc32c::Value("123456789"), 0xE3069283u);
+  EXPECT_EQ(crc32c::Value("", 0), 0u);
+}
+
+TEST(Crc32cTest, ExtendEqualsWholeBuffer) {
+  std::string a = "hello ", b = "world";
+  EXPECT_EQ(crc32c::Extend(crc32c::Value(a), b.data(), b.size()), crc32c::Value(a + b));
+}
+
+TEST(CodingTest, FixedWidthIsLittleEndianAndRoundTrips) {
+  std::string s;
+  PutFixed32(&s, 0x01020304u);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0], 0x04);
+  EXPECT_EQ(s[3], 0x01);
+  PutFixed64(&s, 0xFFEEDDCCBBAA9988ull);
+  PutFixed16(&s, 0xBEEF);
+  Decoder d(s);
+  uint32_t a;
+  uint64_t b;
+  uint16_t c;
+  ASSERT_TRUE(d.GetFixed32(&a));
+  ASSERT_TRUE(d.GetFixed64(&b));
+  ASSERT_TRUE(d.GetFixed16(&c));
+  EXPECT_EQ(a, 0x01020304u);
+  EXPECT_EQ(b, 0xFFEEDDCCBBAA9988ull);
+  EXPECT_EQ(c, 0xBEEF);
+  EXPECT_EQ(d.remaining(), 0u);
+}
+
+TEST(CodingTest, LengthPrefixLongerThanInputIsRejected) {
+  std::string s;
+  PutFixed32(&s, 1000);  // claims 1000 bytes
+  s += "abc";
+  Decoder d(s);
+  std::string_view out;
+  EXPECT_FALSE(d.GetLengthPrefixed(&out));
+  EXPECT_EQ(d.remaining(), 7u);  // nothing consumed
+}
+
+TEST(ManualClockTest, MovesOnlyWhenAdvanced) {
+  ManualClock clock(5000);
+  EXPECT_EQ(clock.NowMs(), 5000);
+  clock.AdvanceMs(250);
+  EXPECT_EQ(clock.NowMs(), 5250);
+  clock.SetMs(100);  // backwards: ignored
+  EXPECT_EQ(clock.NowMs(), 5250);
+  clock.WaitUntilMs(5000, std::chrono::milliseconds(0));  // already past: returns
+  EXPECT_TRUE(clock.IsManual());
+}
+
+TEST(HistogramTest, PercentilesWithinBucketError) {
+  Histogram h;
+  for (int i = 1; i <= 1000; ++i) h.Record(i);
+  EXPECT_EQ(h.Count(), 1000);
+  EXPECT_EQ(h.Max(), 1000);
+  int64_t p50 = h.Percentile(0.5);
+  EXPECT_GE(p50, 500);
+  EXPECT_LE(p50, 532);
+  EXPECT_EQ(h.Percentile(1.0), 1000);
+  h.Record(3);
+  EXPECT_EQ(h.Percentile(0.0), 1);
+}
+
+TEST(GaugeTest, NeverGoesBelowZeroAndCountsUnderflow) {
+  Gauge g;
+  g.Add(2);
+  g.Sub(3);
+  EXPECT_EQ(g.Value(), 0);
+  EXPECT_EQ(g.underflows(), 1);
+}
+
+class FaultInjectionFsTest : public ::testing::Test {
+ protected:
+  tokimq::testing::TempDir dir_;
+  FaultInjectionFileSystem fs_;
+};
+
+TEST_F(FaultInjectionFsTest, DropUnsyncedDataKeepsSyncedPrefix) {
+  std::string path = dir_.Join("f");
+  {
+    auto f = fs_.Open(path, OpenMode::kReadWrite).value();
+    ASSERT_TRUE(f->Append("durable").ok());
+    ASSERT_TRUE(f->Sync().ok());
+    ASSERT_TRUE(f->Append("-lost").ok());
+    EXPECT_EQ(f->Size(), 12u);
+  }
+  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
+  EXPECT_EQ(ReadWholeFile(&fs_, path).value(), "durable");
+}
+
+TEST_F(FaultInjectionFsTest, TornWriteKeepsPrefixAndFailsLaterWrites) {
+  auto f = fs_.Open(dir_.Join("t"), OpenMode::kReadWrite).value();
+  fs_.TearAfterBytes(3);
+  EXPECT_FALSE(f->Append("abcdef").ok());
+  EXPECT_EQ(f->Size(), 3u);
+  EXPECT_FALSE(f->Append("x").ok());
+  EXPECT_FALSE(f->Sync().ok());
+}
+
+TEST_F(FaultInjectionFsTest, NoSpaceWritesNothing) {
+  auto f = fs_.Open(dir_.Join("n"), OpenMode::kReadWrite).value();
+  fs_.SetNoSpace(true);
+  absl::Status st = f->Append("abc");
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(f->Size(), 0u);
+  EXPECT_EQ(fs_.FreeSpace(dir_.path()).value(), 0u);
+}
+
+TEST_F(FaultInjectionFsTest, FailedSyncIsReported) {
+  auto f = fs_.Open(dir_.Join("s"), OpenMode::kReadWrite).value();
+  ASSERT_TRUE(f->Append("abc").ok());
+  fs_.SetFailSync(true);
+  EXPECT_FALSE(f->Sync().ok());
+  fs_.ClearFaults();
+  EXPECT_TRUE(f->Sync().ok());
+}
+
+TEST(FileTest, WriteFileAtomicReplacesContent) {
+  tokimq::testing::TempDir dir;
+  FileSystem* fs = FileSystem::Default();
+  std::string p = dir.Join("cp");
+  ASSERT_TRUE(WriteFileAtomic(fs, p, "one").ok());
+  ASSERT_TRUE(WriteFileAtomic(fs, p, "two!").ok());
+  EXPECT_EQ(ReadWholeFile(fs, p).value(), "two!");
+  EXPECT_FALSE(fs->Exists(p + ".tmp"));
+  EXPECT_EQ(ReadWholeFile(fs, dir.Join("missing")).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tokimq
