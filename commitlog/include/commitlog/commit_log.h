@@ -1,0 +1,99 @@
+// CommitLog: the single append-only log of every message of a broker.
+//
+// Layout: fixed-size segment files in `dir`, each named by the 20-digit zero-padded physical
+// offset of its first byte (00000000000000000000, 00000000001073741824, ...). A record never
+// spans two segments: when the next record does not fit, the rest of the segment is filled with
+// one blank (padding) record and the record goes to the next segment. Format and worked example:
+// docs/formats/commitlog.md.
+//
+// Ownership and threads: one CommitLog per data dir, owned by MessageStore. Append/AppendBatch
+// are serialised internally (one writer at a time); Read may run concurrently from any thread.
+// Flush policy:
+//   kAsync: Append returns once the bytes are handed to the OS ("appended"); a background
+//           flusher (or Flush()) fsyncs every async_flush_interval_ms.
+//   kSync:  WaitDurable(end) blocks until an fsync covering `end` has returned ("flushed").
+//           One fsync acknowledges every append queued before it (group commit).
+// After a failed fsync or a failed write the log is failed: that call and every later Append,
+// Flush and WaitDurable return an error; nothing after the last successful fsync is reported
+// durable. Reopen to recover.
+//
+// Recovery (Open): segments are scanned from the last checkpointed durable offset (or from the
+// start of the first segment when the shutdown marker says the last run did not end cleanly).
+// A torn last record (short, bad length, CRC mismatch with nothing valid after it) is truncated;
+// a bad record followed by a valid record is corruption: Open fails with kDataLoss naming the
+// segment file and offset.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "commitlog/message.h"
+#include "common/clock.h"
+#include "common/file.h"
+
+namespace tokimq {
+
+enum class FlushMode { kAsync, kSync };
+
+struct CommitLogOptions {
+  std::string dir;                              // created if missing
+  uint64_t segment_size = uint64_t{1} << 30;    // bytes; tests use a few KiB
+  uint32_t max_message_size = 4u << 20;         // bytes of body; larger is kInvalidArgument
+  FlushMode flush_mode = FlushMode::kAsync;
+  int64_t async_flush_interval_ms = 500;        // kAsync only; 0 = no background flusher
+};
+
+struct CommitLogRecoveryInfo {
+  bool clean_shutdown = false;
+  int64_t truncated_bytes = 0;  // torn tail removed
+  int64_t records_scanned = 0;
+};
+
+class CommitLog {
+ public:
+  static absl::StatusOr<std::unique_ptr<CommitLog>> Open(FileSystem* fs, Clock* clock,
+                                                         CommitLogOptions options,
+                                                         CommitLogRecoveryInfo* info = nullptr);
+  virtual ~CommitLog() = default;
+
+  // Appends one record; sets msg->physical_offset and msg->store_ms. Errors:
+  // kInvalidArgument (body > max_message_size, or encoded record > segment size),
+  // kResourceExhausted (disk full), kInternal (I/O, or the log already failed).
+  virtual absl::StatusOr<int64_t> Append(Message* msg) = 0;
+  // Appends several records contiguously (may roll segments between them). All-or-nothing from
+  // the caller's view: on error none of them is reported appended.
+  virtual absl::Status AppendBatch(std::span<Message* const> msgs) = 0;
+
+  // Reads the record at `physical_offset`. kNotFound if the offset is below MinOffset (deleted
+  // by retention) or at/after MaxOffset; kDataLoss if the bytes there fail their checksum;
+  // kInvalidArgument if the offset is not the start of a record.
+  virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;
+  // Reads the record at `physical_offset` and returns it with the offset of the next record
+  // (skipping padding to the next segment). Used by dispatch and recovery scans.
+  virtual absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const = 0;
+
+  // Blocks until every byte below `end_offset` is fsynced (kSync group commit; in kAsync it
+  // forces a flush). Error if the log failed.
+  virtual absl::Status WaitDurable(int64_t end_offset) = 0;
+  // fsyncs everything appended so far.
+  virtual absl::Status Flush() = 0;
+
+  virtual int64_t MinOffset() const = 0;      // first byte still stored (retention moves it)
+  virtual int64_t MaxOffset() const = 0;      // end of the last appended record
+  virtual int64_t FlushedOffset() const = 0;  // end of the durable prefix
+
+  // Deletes whole segments whose newest record is older than now - retention_ms, oldest first,
+  // never the active segment and never a segment containing or after `pinned_min_offset`
+  // (pass INT64_MAX when nothing is pinned). Returns the number of segments deleted.
+  virtual absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
+                                                    int64_t pinned_min_offset) = 0;
+
+  // Flushes, writes the clean-shutdown marker and stops the flusher. Idempotent.
+  virtual absl::Status Close() = 0;
+};
+
+}  // namespace tokimq

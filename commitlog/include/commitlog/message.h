@@ -1,0 +1,52 @@
+// Message: the unit stored in the CommitLog, and the property names the broker and the timer
+// store agree on.
+//
+// A Message is a plain value type; it owns its bytes. Units: *_ms are milliseconds since the
+// Unix epoch; offsets are bytes (physical offset) or entry counts (queue offset).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace tokimq {
+
+// Record flags (persisted: values are never renumbered).
+enum MessageFlag : uint32_t {
+  kFlagNone = 0,
+};
+
+struct Message {
+  std::string topic;
+  int32_t queue_id = 0;
+  int64_t queue_offset = -1;     // assigned by MessageStore::Put
+  int64_t physical_offset = -1;  // assigned by CommitLog::Append
+  int64_t born_ms = 0;           // set by the producer side
+  int64_t store_ms = 0;          // assigned by CommitLog::Append from its Clock
+  uint32_t flags = kFlagNone;
+  std::map<std::string, std::string> properties;
+  std::string body;
+
+  // Bytes this message occupies as a CommitLog record (see docs/formats/commitlog.md).
+  size_t EncodedSize() const;
+};
+
+// Property names. Values are decimal strings unless said otherwise. Following RocketMQ, the
+// timer topic keeps the real destination in properties while the message waits.
+namespace prop {
+inline constexpr char kKeys[] = "KEYS";                  // business key(s), space separated
+inline constexpr char kTag[] = "TAGS";                   // tag used by tag filters
+inline constexpr char kMessageId[] = "UNIQ_KEY";         // message id given at send
+inline constexpr char kMessageGroup[] = "MSG_GROUP";     // FIFO message group
+inline constexpr char kRealTopic[] = "REAL_TOPIC";       // real topic of a timer message
+inline constexpr char kRealQueueId[] = "REAL_QID";       // real queue id of a timer message
+inline constexpr char kDeliverMs[] = "TIMER_DELIVER_MS"; // absolute deliver time (ms)
+inline constexpr char kTimerEnqueueMs[] = "TIMER_ENQUEUE_MS";  // when the TimerLog unit was written
+inline constexpr char kTimerDequeueMs[] = "TIMER_DEQUEUE_MS";  // when it was moved to the real topic
+inline constexpr char kTimerUnitPos[] = "TIMER_UNIT_POS";      // TimerLog position it came from
+inline constexpr char kTimerRollCount[] = "TIMER_ROLL_TIMES";  // how many times it rolled
+inline constexpr char kDeliveryAttempt[] = "DELIVERY_ATTEMPT";
+inline constexpr char kOriginalTopic[] = "ORIGIN_TOPIC";  // topic a DLQ / retry message came from
+}  // namespace prop
+
+}  // namespace tokimq

@@ -1,0 +1,102 @@
+// MessageStore: the CommitLog plus one ConsumeQueue per (topic, queue id), kept consistent.
+//
+// Put assigns the next queue offset of (topic, queue_id), appends the record to the CommitLog
+// and dispatches it into the ConsumeQueue (dispatch is synchronous with the append and repeated
+// on recovery for records the ConsumeQueues had not yet indexed). With FlushMode::kSync, Put
+// returns only after the record is durable (group commit).
+//
+// Layout under options.dir: commitlog/ (segments), consumequeue/<topic>/<queue id>/ (segments of
+// 20-byte entries, docs/formats/consumequeue.md), checkpoint, and the clean-shutdown marker.
+//
+// Thread-safety: every method may be called from any thread. Put/PutBatch are serialised
+// internally; reads run concurrently with appends and see only dispatched records.
+//
+// Retention: DeleteExpired removes CommitLog segments older than the retention age, except at or
+// after the minimum of the pinned offsets (the timer store pins segments holding pending
+// messages). ConsumeQueue entries whose record is gone are skipped by ReadQueue, never returned.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "commitlog/commit_log.h"
+#include "commitlog/message.h"
+
+namespace tokimq {
+
+struct MessageStoreOptions {
+  std::string dir;
+  CommitLogOptions commitlog;                   // commitlog.dir is set to <dir>/commitlog
+  uint64_t consume_queue_segment_entries = 300'000;  // entries per ConsumeQueue segment file
+};
+
+struct PutResult {
+  int64_t physical_offset = -1;
+  int64_t queue_offset = -1;
+  uint32_t size = 0;  // record bytes in the CommitLog
+};
+
+// One ConsumeQueue entry (20 bytes on disk).
+struct ConsumeQueueEntry {
+  int64_t physical_offset = -1;
+  uint32_t size = 0;
+  uint64_t tag_hash = 0;
+};
+
+// Hash of a tag as stored in ConsumeQueue entries (0 for no tag). Stable across versions.
+uint64_t TagHash(const std::string& tag);
+
+class MessageStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<MessageStore>> Open(FileSystem* fs, Clock* clock,
+                                                            MessageStoreOptions options);
+  virtual ~MessageStore() = default;
+
+  // Appends `msg` to (msg.topic, msg.queue_id). Errors as CommitLog::Append. On success the
+  // message is readable through the ConsumeQueue.
+  virtual absl::StatusOr<PutResult> Put(Message msg) = 0;
+  // Appends several messages atomically in order (one durability wait for all).
+  virtual absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) = 0;
+
+  // Reads by physical offset (see CommitLog::Read for errors).
+  virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;
+
+  // Entry at `queue_offset`; std::nullopt if at/after MaxQueueOffset. kNotFound if below the
+  // queue's minimum (deleted).
+  virtual absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,
+                                                                    int32_t queue_id,
+                                                                    int64_t queue_offset) const = 0;
+  // Up to `max_count` messages of the queue starting at `from_offset`, in queue order; each has
+  // queue_offset set. Entries whose record was deleted by retention are skipped.
+  virtual absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic,
+                                                         int32_t queue_id, int64_t from_offset,
+                                                         int max_count) const = 0;
+  // First stored queue offset, and the next queue offset to be assigned (0, 0 for an unknown
+  // queue).
+  virtual int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
+  virtual int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
+
+  // Called after each dispatched record (from the putting thread, outside internal locks):
+  // lets the timer store and long-polling receivers wake up. One listener; set before use.
+  using DispatchListener = std::function<void(const std::string& topic, int32_t queue_id,
+                                              int64_t queue_offset)>;
+  virtual void SetDispatchListener(DispatchListener listener) = 0;
+
+  // Offset providers: each returns the lowest CommitLog offset it still needs (INT64_MAX for
+  // none). DeleteExpired never deletes a segment at or after the minimum over all pins.
+  using PinProvider = std::function<int64_t()>;
+  virtual void AddPinProvider(PinProvider pin) = 0;
+  virtual absl::StatusOr<int> DeleteExpired(int64_t retention_ms) = 0;
+
+  virtual absl::Status Flush() = 0;
+  virtual CommitLog* commit_log() = 0;
+  // Flush, persist ConsumeQueues and the checkpoint, write the clean-shutdown marker. Idempotent.
+  virtual absl::Status Close() = 0;
+};
+
+}  // namespace tokimq
