@@ -1,0 +1,79 @@
+// ConsumerService: lease-based consumption for consumer groups (SQS-style visibility timeout,
+// RocketMQ 5 "pop" semantics).
+//
+// Receive hands out messages of a topic to a group under a lease (invisible duration). While a
+// lease is live no other consumer of the group gets that message. Ack ends the lease (at most
+// once per delivery: a used or stale receipt handle is refused). ChangeInvisibleDuration renews
+// it and returns a new receipt handle; the old one stops working. When a lease expires (or the
+// consumer Nacks), the message becomes receivable again with delivery attempt + 1 after a
+// backoff (default 10s, 30s, 1m, 2m, then doubling up to 1h, then hourly); after max_attempts it
+// goes to the DLQ topic "%DLQ%<group>". Expiries are driven by the TimerStore (a lease-expiry
+// timer message per lease), not by scanning.
+//
+// Durability: group progress and in-flight leases live in RocksDB (synced writes for anything
+// that backs an Ack reply), so they survive restart.
+//
+// Threads: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "commitlog/message.h"
+
+namespace tokimq {
+
+struct GroupPolicy {
+  int max_attempts = 16;                      // then DLQ
+  std::vector<int64_t> backoff_ms;            // empty: default schedule described above
+  int64_t ttl_ms = 0;                         // 0: none; else un-ACKed older than this -> DLQ
+};
+
+struct ReceiveRequest {
+  std::string group;
+  std::string topic;
+  int max_messages = 16;
+  int64_t invisible_ms = 30'000;
+  int64_t long_poll_ms = 0;     // wait up to this long for a message when none is ready
+  std::string tag_filter;       // "" or "*": all; else "a||b"
+};
+
+struct ReceivedMessage {
+  Message message;              // as stored in the topic (queue_offset set)
+  std::string receipt_handle;   // opaque, printable
+  int delivery_attempt = 1;
+  int64_t deliver_ms = 0;       // when it became visible in the topic
+  int64_t invisible_until_ms = 0;
+};
+
+class ConsumerService {
+ public:
+  virtual ~ConsumerService() = default;
+
+  // Errors: kNotFound (unknown topic), kInvalidArgument (bad sizes/durations). An empty result
+  // is OK (nothing ready within long_poll_ms).
+  virtual absl::StatusOr<std::vector<ReceivedMessage>> Receive(const ReceiveRequest& req) = 0;
+  // OK once per delivery. kFailedPrecondition: handle already used, renewed, or its lease
+  // expired and the message was handed out again. kInvalidArgument: malformed handle.
+  virtual absl::Status Ack(const std::string& group, const std::string& receipt_handle) = 0;
+  // Returns the new receipt handle. Errors as Ack.
+  virtual absl::StatusOr<std::string> ChangeInvisibleDuration(const std::string& group,
+                                                              const std::string& receipt_handle,
+                                                              int64_t invisible_ms) = 0;
+  // Ends the lease now; the message comes back after `delay_ms` (nullopt: the backoff
+  // schedule) with attempt + 1. Errors as Ack.
+  virtual absl::Status Nack(const std::string& group, const std::string& receipt_handle,
+                            std::optional<int64_t> delay_ms) = 0;
+
+  virtual void SetGroupPolicy(const std::string& group, GroupPolicy policy) = 0;
+
+  // Gauges for Stats.
+  virtual int64_t InFlight(const std::string& group) const = 0;
+};
+
+}  // namespace tokimq

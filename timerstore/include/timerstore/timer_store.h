@@ -1,0 +1,86 @@
+// TimerStore: delayed delivery on top of the MessageStore, after RocketMQ 5's timer store.
+//
+// A delayed message is first written to the system timer topic (kTimerTopic) with its real
+// topic, real queue id and deliver time kept as properties (prop::kRealTopic, kRealQueueId,
+// kDeliverMs). Enqueue services read the timer topic's ConsumeQueue and link each message into
+// the TimerLog and the TimerWheel; dequeue services walk due slots, load the messages and put
+// each into its real topic at its own millisecond (never before clock.NowMs() >= deliver time).
+// See docs/architecture.md and docs/formats/timerlog.md, timerwheel.md, timercheckpoint.md.
+//
+// Threads: Schedule and Recall may be called from any thread. Start() runs the services on
+// their own threads; tests instead call RunUntilIdle() on a ManualClock and never sleep.
+// Durability: Schedule returns once the timer-topic record is durable per the MessageStore's
+// flush policy; the TimerLog, wheel and checkpoint are flushed in that order by Checkpoint().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "commitlog/message_store.h"
+#include "common/clock.h"
+#include "common/file.h"
+#include "common/metrics.h"
+
+namespace tokimq {
+
+inline constexpr char kTimerTopic[] = "tokimq_sys_timer";
+
+struct TimerStoreOptions {
+  std::string dir;                                   // timerlog/, timerwheel, checkpoint
+  int64_t precision_ms = 1000;                       // tick P; 100 must work
+  int64_t window_ms = 7LL * 24 * 3600 * 1000;        // wheel window; slots = window / P
+  uint64_t timerlog_segment_size = uint64_t{64} << 20;  // bytes
+  int64_t checkpoint_interval_ms = 1000;             // Start() mode only
+};
+
+struct ScheduleResult {
+  PutResult put;              // where the message was written (timer topic, or real topic)
+  std::string recall_handle;  // opaque, printable (no spaces)
+  bool delivered_now = false; // deliver time <= now: written straight to the real topic
+};
+
+// In-process metrics. All values exact; gauges never below zero.
+struct TimerMetrics {
+  Gauge pending;                 // scheduled, not yet delivered, recalled or dropped
+  Gauge pending_by_bucket[9];    // <=5s, 1m, 5m, 15m, 1h, 4h, 8h, 1d, more (by remaining delay)
+  Gauge enqueue_lag;             // timer-topic messages not yet in the TimerLog
+  Gauge dequeue_lag_ms;          // now - oldest due slot not yet fully dequeued
+  Counter delivered;
+  Counter rolled;
+  Counter recalled;
+  Counter dropped;               // units pointing past the CommitLog end after recovery
+  Histogram lateness_ms;         // put time - deliver time
+};
+
+class TimerStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<TimerStore>> Open(FileSystem* fs, Clock* clock,
+                                                          MessageStore* store,
+                                                          TimerStoreOptions options);
+  virtual ~TimerStore() = default;
+
+  // Schedules `msg` (msg.topic / msg.queue_id = real destination) for `deliver_ms` (ms since
+  // epoch). deliver_ms <= now: written straight to the real topic. The caller has already
+  // checked the delay against the topic's maximum. Errors: as MessageStore::Put.
+  virtual absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) = 0;
+
+  // Recalls a scheduled message. OK: it will never be delivered. kNotFound: no such handle.
+  // kFailedPrecondition: already delivered (or already recalled), nothing changed.
+  // kInvalidArgument: the handle is malformed.
+  virtual absl::Status Recall(std::string_view recall_handle) = 0;
+
+  // Runs every service until none can make progress at the current clock time (manual clock).
+  virtual absl::Status RunUntilIdle() = 0;
+  // Starts / stops the service threads. Stop flushes and checkpoints.
+  virtual absl::Status Start() = 0;
+  virtual absl::Status Stop() = 0;
+  // Flushes TimerLog, then wheel, then writes the checkpoint.
+  virtual absl::Status Checkpoint() = 0;
+
+  virtual TimerMetrics& metrics() = 0;
+};
+
+}  // namespace tokimq
