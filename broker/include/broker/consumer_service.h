@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,7 +27,15 @@
 #include "absl/status/statusor.h"
 #include "commitlog/message.h"
 
+namespace rocksdb {
+class DB;
+}
+
 namespace tokimq {
+
+class Clock;
+class MessageStore;
+class TimerStore;
 
 struct GroupPolicy {
   int max_attempts = 16;                      // then DLQ
@@ -74,6 +83,31 @@ class ConsumerService {
 
   // Gauges for Stats.
   virtual int64_t InFlight(const std::string& group) const = 0;
+  virtual int64_t DlqDepth(const std::string& group) const = 0;
+
+  // The broker fans MessageStore dispatch notifications out to this (wakes long polls, and
+  // handles lease-expiry timer messages delivered into kLeaseTopic).
+  virtual void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) = 0;
+  // Processes due lease expiries / retries that are ready at the current clock time (tests on a
+  // ManualClock call this after advancing the clock; Start() does it on a thread).
+  virtual absl::Status RunUntilIdle() = 0;
+  virtual absl::Status Start() = 0;
+  virtual absl::Status Stop() = 0;
 };
+
+// System topic the TimerStore delivers lease-expiry markers into.
+inline constexpr char kLeaseTopic[] = "tokimq_sys_lease";
+
+struct ConsumerServiceDeps {
+  Clock* clock = nullptr;
+  MessageStore* store = nullptr;
+  TimerStore* timers = nullptr;
+  rocksdb::DB* db = nullptr;  // shared broker metadata DB; this service uses keys "group/..."
+  // Number of queues of `topic`, or kNotFound. Used by Receive and for retry/DLQ topics.
+  std::function<absl::StatusOr<int>(const std::string& topic)> queue_count;
+};
+
+// Creates the RocksDB/TimerStore-backed implementation; recovers group state from `db`.
+absl::StatusOr<std::unique_ptr<ConsumerService>> NewConsumerService(ConsumerServiceDeps deps);
 
 }  // namespace tokimq
