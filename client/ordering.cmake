@@ -1,0 +1,12 @@
+# client/ordering: per-key ordering planner and executor (issue 7 part B, docs/ordering.md).
+# Included by client/CMakeLists.txt; depends on common only (DESIGN.md: client <- common, proto).
+file(GLOB_RECURSE tokimq_client_ordering_srcs CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_LIST_DIR}/src/ordering/*.cc)
+add_library(tokimq_client_ordering STATIC ${tokimq_client_ordering_srcs})
+add_library(tokimq::client_ordering ALIAS tokimq_client_ordering)
+target_include_directories(tokimq_client_ordering PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include
+                                                  PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src)
+target_link_libraries(tokimq_client_ordering PUBLIC tokimq::common absl::flat_hash_map
+                                                    absl::status absl::statusor absl::strings
+                                                    Threads::Threads)
+tokimq_warnings(tokimq_client_ordering)

@@ -1,0 +1,1 @@
+tokimq_test_module(ordering DEPS tokimq::client_ordering)
