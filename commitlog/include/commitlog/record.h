@@ -1,0 +1,63 @@
+// Record codec of the CommitLog (grammar: docs/formats/commitlog.md).
+//
+// A CommitLog segment is a sequence of records. A message record carries one Message; a blank
+// record marks that the rest of its segment is unused (the next record did not fit). Both start
+// with the same 12-byte prefix: magic (u32), total size (u32), CRC32C (u32). The magic carries
+// the record kind and the format version. The CRC covers every byte of the record except the CRC
+// field itself (bytes [0, 8) then [12, total_size)).
+//
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "commitlog/message.h"
+
+namespace tokimq::record {
+
+// Persisted values: never renumbered. Low byte = kind and version; upper bytes = "TKQ".
+inline constexpr uint32_t kMessageMagicV1 = 0x51544B01;
+inline constexpr uint32_t kBlankMagicV1 = 0x51544BB1;
+
+inline constexpr size_t kPrefixSize = 12;  // magic, total size, crc
+inline constexpr size_t kBlankSize = kPrefixSize;
+// Size of a message record with empty topic, properties and body.
+inline constexpr size_t kMinMessageSize = 62;
+inline constexpr size_t kMaxTopicSize = 0xFFFF;
+
+// Bytes `msg` occupies as a record.
+size_t EncodedSize(const Message& msg);
+
+// Writes the record of `msg` into dst[0, EncodedSize(msg)); dst must have room for it.
+// Uses msg.physical_offset and msg.store_ms as they are.
+void EncodeTo(const Message& msg, char* dst);
+// Appends the record of `msg` to `dst`.
+void Encode(const Message& msg, std::string* dst);
+
+// Writes the 12-byte blank record that covers `covered` bytes (the rest of a segment).
+void EncodeBlankTo(uint32_t covered, char* dst);
+
+struct Prefix {
+  uint32_t magic = 0;
+  uint32_t total_size = 0;
+  uint32_t crc = 0;
+};
+// Reads the 12-byte prefix at `p` (no validation).
+Prefix DecodePrefix(const char* p);
+
+// True when `rec` (at least kBlankSize bytes) is a blank record with a valid checksum.
+bool IsValidBlank(std::string_view rec);
+
+// Decodes a complete message record (`rec` holds exactly total_size bytes). kDataLoss on a bad
+// magic, a size mismatch, a checksum mismatch or malformed fields. The message's
+// physical_offset is taken from the record.
+absl::Status Decode(std::string_view rec, Message* out);
+
+// True when `rec` (exactly total_size bytes) is a message record whose checksum verifies.
+bool VerifyMessage(std::string_view rec);
+
+}  // namespace tokimq::record

@@ -1,0 +1,440 @@
+// Append, read, group commit, retention and close of the CommitLog. Recovery lives in
+// commit_log_recovery.cc.
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "commit_log_impl.h"
+#include "commitlog/record.h"
+#include "common/coding.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "offset_file.h"
+
+namespace tokimq {
+namespace {
+constexpr size_t kReadAhead = 4096;  // first pread of a record: header and a small body at once
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CommitLog>> CommitLog::Open(FileSystem* fs, Clock* clock,
+                                                           CommitLogOptions options,
+                                                           CommitLogRecoveryInfo* info) {
+  TOKIMQ_ASSIGN_OR_RETURN(auto impl, CommitLogImpl::OpenImpl(fs, clock, std::move(options), info));
+  return std::unique_ptr<CommitLog>(std::move(impl));
+}
+
+CommitLogImpl::CommitLogImpl(FileSystem* fs, Clock* clock, CommitLogOptions options)
+    : fs_(fs), clock_(clock), opt_(std::move(options)) {
+  checkpoint_path_ = opt_.dir + "/checkpoint";
+  clean_marker_path_ = opt_.dir + "/clean_shutdown";
+}
+
+CommitLogImpl::~CommitLogImpl() {
+  // Not a clean shutdown unless Close() was called: no flush, no marker (crash tests rely on it).
+  {
+    std::lock_guard<std::mutex> l(flusher_mu_);
+    stop_flusher_ = true;
+  }
+  flusher_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+}
+
+const std::string& CommitLogImpl::SegmentPathFor(int64_t offset) const {
+  static const std::string kNone = "<no segment>";
+  auto seg = FindSegment(offset);
+  return seg ? seg->path : kNone;
+}
+
+std::shared_ptr<Segment> CommitLogImpl::FindSegment(int64_t offset) const {
+  std::shared_lock<std::shared_mutex> l(seg_mu_);
+  auto it = segments_.upper_bound(offset);
+  if (it == segments_.begin()) return nullptr;
+  --it;
+  if (offset >= it->first + segment_size()) return nullptr;
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<Segment>> CommitLogImpl::CreateSegment(int64_t base) {
+  auto seg = std::make_shared<Segment>();
+  seg->base = base;
+  seg->path = absl::StrFormat("%s/%020d", opt_.dir, base);
+  TOKIMQ_ASSIGN_OR_RETURN(seg->file, fs_->Open(seg->path, OpenMode::kTruncate));
+  TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
+  std::unique_lock<std::shared_mutex> l(seg_mu_);
+  segments_[base] = seg;
+  return seg;
+}
+
+absl::Status CommitLogImpl::FailedStatus() const {
+  std::lock_guard<std::mutex> l(fail_mu_);
+  return absl::InternalError(absl::StrCat("commit log failed earlier: ", failed_.ToString()));
+}
+
+void CommitLogImpl::Fail(const absl::Status& s) {
+  std::lock_guard<std::mutex> l(fail_mu_);
+  if (failed_.ok()) {
+    failed_ = s;
+    TOKIMQ_LOG_ERROR("commit log {} failed: {}", opt_.dir, s.ToString());
+  }
+  has_failed_.store(true, std::memory_order_release);
+}
+
+absl::StatusOr<int64_t> CommitLogImpl::Append(Message* msg) {
+  Message* one[1] = {msg};
+  TOKIMQ_RETURN_IF_ERROR(AppendBatch(one));
+  return msg->physical_offset;
+}
+
+absl::Status CommitLogImpl::AppendBatch(std::span<Message* const> msgs) {
+  for (const Message* m : msgs) {
+    if (m->body.size() > opt_.max_message_size) {
+      return absl::InvalidArgumentError(absl::StrCat("message body of ", m->body.size(),
+                                                     " bytes exceeds max_message_size ",
+                                                     opt_.max_message_size));
+    }
+    if (m->topic.size() > record::kMaxTopicSize) {
+      return absl::InvalidArgumentError("topic name too long");
+    }
+    if (m->EncodedSize() > opt_.segment_size) {
+      return absl::InvalidArgumentError(absl::StrCat("record of ", m->EncodedSize(),
+                                                     " bytes does not fit a segment of ",
+                                                     opt_.segment_size));
+    }
+  }
+  if (msgs.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> l(write_mu_);
+  if (closed_) return absl::FailedPreconditionError("commit log is closed");
+  if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
+  return AppendLocked(msgs);
+}
+
+absl::Status CommitLogImpl::RollLocked(int64_t* pos) {
+  const int64_t seg_end = (*pos / segment_size() + 1) * segment_size();
+  const int64_t room = seg_end - *pos;
+  if (room >= static_cast<int64_t>(record::kBlankSize)) {
+    auto seg = FindSegment(*pos);
+    if (seg == nullptr) return absl::InternalError("no segment for roll");
+    char blank[record::kBlankSize];
+    record::EncodeBlankTo(static_cast<uint32_t>(room), blank);
+    absl::Status s = seg->file->PWrite(static_cast<uint64_t>(*pos - seg->base),
+                                       std::string_view(blank, sizeof(blank)));
+    if (!s.ok()) {
+      Fail(s);
+      return s;
+    }
+  }
+  *pos = seg_end;
+  return absl::OkStatus();
+}
+
+absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs) {
+  const int64_t now = clock_->NowMs();
+  const int64_t seg_size = segment_size();
+  int64_t pos = write_pos_;
+  int64_t run_start = pos;
+  encode_buf_.clear();
+
+  auto write_run = [&]() -> absl::Status {
+    if (encode_buf_.empty()) return absl::OkStatus();
+    const int64_t base = run_start - run_start % seg_size;
+    auto seg = FindSegment(run_start);
+    if (seg == nullptr) {
+      auto created = CreateSegment(base);
+      if (!created.ok()) {
+        Fail(created.status());
+        return created.status();
+      }
+      seg = *created;
+    }
+    absl::Status s = seg->file->PWrite(static_cast<uint64_t>(run_start - base), encode_buf_);
+    if (!s.ok()) Fail(s);
+    encode_buf_.clear();
+    return s;
+  };
+
+  for (Message* m : msgs) {
+    const int64_t size = static_cast<int64_t>(m->EncodedSize());
+    const int64_t seg_end = (pos / seg_size + 1) * seg_size;
+    if (pos + size > seg_end) {
+      TOKIMQ_RETURN_IF_ERROR(write_run());
+      TOKIMQ_RETURN_IF_ERROR(RollLocked(&pos));
+      run_start = pos;
+    }
+    m->physical_offset = pos;
+    m->store_ms = now;
+    const size_t old = encode_buf_.size();
+    encode_buf_.resize(old + static_cast<size_t>(size));
+    record::EncodeTo(*m, encode_buf_.data() + old);
+    pos += size;
+  }
+  TOKIMQ_RETURN_IF_ERROR(write_run());
+  write_pos_ = pos;
+  max_offset_.store(pos, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+namespace {
+struct RawRecord {
+  std::string bytes;
+  bool blank = false;
+};
+}  // namespace
+
+absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::string* out) const {
+  auto seg = FindSegment(physical_offset);
+  if (seg == nullptr || physical_offset < MinOffset()) {
+    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
+  }
+  const int64_t rel = physical_offset - seg->base;
+  if (rel + static_cast<int64_t>(len) > segment_size() ||
+      physical_offset + static_cast<int64_t>(len) > MaxOffset()) {
+    return absl::InvalidArgumentError(absl::StrCat("range at ", physical_offset, " of ", len,
+                                                   " bytes is outside the log"));
+  }
+  out->resize(len);
+  TOKIMQ_ASSIGN_OR_RETURN(size_t n, seg->file->PRead(static_cast<uint64_t>(rel), len, out->data()));
+  if (n != len) {
+    return absl::DataLossError(absl::StrCat("short read at offset ", physical_offset, " of ",
+                                            seg->path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offset,
+                                     Message* out) const {
+  absl::Status s = record::Decode(rec, out);
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat(s.message(), " at offset ", physical_offset,
+                                            " in ", SegmentPathFor(physical_offset)));
+  }
+  if (out->physical_offset != physical_offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no record starts at offset ", physical_offset));
+  }
+  return absl::OkStatus();
+}
+
+// Reads the record (message or blank) at `off`. Sets *total to its size.
+static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit, RawRecord* rec,
+                                 uint32_t* total) {
+  const int64_t rel = off - seg.base;
+  const int64_t avail = limit - off;
+  if (avail < static_cast<int64_t>(record::kPrefixSize)) {
+    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", off));
+  }
+  size_t first = static_cast<size_t>(std::min<int64_t>(avail, kReadAhead));
+  rec->bytes.resize(first);
+  TOKIMQ_ASSIGN_OR_RETURN(size_t n,
+                          seg.file->PRead(static_cast<uint64_t>(rel), first, rec->bytes.data()));
+  if (n < record::kPrefixSize) {
+    return absl::DataLossError(absl::StrCat("short read at offset ", off, " of ", seg.path));
+  }
+  record::Prefix pre = record::DecodePrefix(rec->bytes.data());
+  if (pre.magic == record::kBlankMagicV1) {
+    if (!record::IsValidBlank(std::string_view(rec->bytes.data(), record::kBlankSize))) {
+      return absl::DataLossError(
+          absl::StrCat("bad blank record at offset ", off, " in ", seg.path));
+    }
+    rec->blank = true;
+    *total = pre.total_size;
+    return absl::OkStatus();
+  }
+  if (pre.magic != record::kMessageMagicV1) {
+    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", off));
+  }
+  if (pre.total_size < record::kMinMessageSize || pre.total_size > avail) {
+    return absl::DataLossError(absl::StrCat("bad record size ", pre.total_size, " at offset ", off,
+                                            " in ", seg.path));
+  }
+  if (pre.total_size > n) {
+    rec->bytes.resize(pre.total_size);
+    TOKIMQ_ASSIGN_OR_RETURN(size_t m, seg.file->PRead(static_cast<uint64_t>(rel) + n,
+                                                      pre.total_size - n, rec->bytes.data() + n));
+    if (m != pre.total_size - n) {
+      return absl::DataLossError(absl::StrCat("short read at offset ", off, " of ", seg.path));
+    }
+  } else {
+    rec->bytes.resize(pre.total_size);
+  }
+  *total = pre.total_size;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Message> CommitLogImpl::Read(int64_t physical_offset) const {
+  const int64_t max = MaxOffset();
+  if (physical_offset < MinOffset() || physical_offset >= max) {
+    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " is outside [",
+                                            MinOffset(), ", ", max, ")"));
+  }
+  auto seg = FindSegment(physical_offset);
+  if (seg == nullptr) return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
+  RawRecord rec;
+  uint32_t total = 0;
+  TOKIMQ_RETURN_IF_ERROR(ReadRecordAt(*seg, physical_offset,
+                                      std::min(max, seg->base + segment_size()), &rec, &total));
+  if (rec.blank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("offset ", physical_offset, " holds a blank record, not a message"));
+  }
+  Message msg;
+  TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes, physical_offset, &msg));
+  return msg;
+}
+
+absl::StatusOr<std::pair<Message, int64_t>> CommitLogImpl::ReadNext(int64_t off) const {
+  while (true) {
+    const int64_t max = MaxOffset();
+    if (off < MinOffset() || off >= max) {
+      return absl::NotFoundError(absl::StrCat("offset ", off, " is outside [", MinOffset(), ", ",
+                                              max, ")"));
+    }
+    const int64_t seg_end = (off / segment_size() + 1) * segment_size();
+    if (seg_end - off < static_cast<int64_t>(record::kBlankSize)) {
+      off = seg_end;
+      continue;
+    }
+    auto seg = FindSegment(off);
+    if (seg == nullptr) return absl::NotFoundError(absl::StrCat("offset ", off, " was deleted"));
+    RawRecord rec;
+    uint32_t total = 0;
+    TOKIMQ_RETURN_IF_ERROR(ReadRecordAt(*seg, off, std::min(max, seg_end), &rec, &total));
+    if (rec.blank) {
+      off = seg_end;
+      continue;
+    }
+    Message msg;
+    TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes, off, &msg));
+    return std::make_pair(std::move(msg), off + total);
+  }
+}
+
+absl::Status CommitLogImpl::SyncRange(int64_t from, int64_t to) {
+  std::vector<std::shared_ptr<Segment>> segs;
+  {
+    std::shared_lock<std::shared_mutex> l(seg_mu_);
+    auto it = segments_.upper_bound(from);
+    if (it != segments_.begin()) --it;
+    for (; it != segments_.end() && it->first < to; ++it) segs.push_back(it->second);
+  }
+  for (const auto& seg : segs) TOKIMQ_RETURN_IF_ERROR(seg->file->Sync());
+  return absl::OkStatus();
+}
+
+absl::Status CommitLogImpl::SyncTo(int64_t target) {
+  std::unique_lock<std::mutex> l(sync_mu_);
+  while (true) {
+    if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
+    if (flushed_.load(std::memory_order_acquire) >= target) return absl::OkStatus();
+    if (sync_running_) {
+      sync_cv_.wait(l);
+      continue;
+    }
+    // Leader: one fsync covers every append that finished before it started.
+    sync_running_ = true;
+    const int64_t from = flushed_.load(std::memory_order_acquire);
+    const int64_t to = MaxOffset();
+    l.unlock();
+    absl::Status s = SyncRange(from, to);
+    if (s.ok() && to / segment_size() != checkpoint_segment_) {
+      // The checkpoint only bounds the recovery scan, so it moves once per segment.
+      s = WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, to);
+      if (s.ok()) checkpoint_segment_ = to / segment_size();
+    }
+    l.lock();
+    sync_running_ = false;
+    if (s.ok()) {
+      flushed_.store(std::max(to, flushed_.load()), std::memory_order_release);
+    } else {
+      Fail(s);
+    }
+    sync_cv_.notify_all();
+    if (!s.ok()) return s;
+  }
+}
+
+absl::Status CommitLogImpl::WaitDurable(int64_t end_offset) { return SyncTo(end_offset); }
+
+absl::Status CommitLogImpl::Flush() {
+  if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
+  return SyncTo(MaxOffset());
+}
+
+void CommitLogImpl::FlusherLoop() {
+  std::unique_lock<std::mutex> l(flusher_mu_);
+  bool logged = false;
+  while (!stop_flusher_) {
+    flusher_cv_.wait_for(l, std::chrono::milliseconds(opt_.async_flush_interval_ms),
+                         [&] { return stop_flusher_; });
+    if (stop_flusher_) break;
+    l.unlock();
+    if (!has_failed_.load(std::memory_order_acquire)) {
+      absl::Status s = SyncTo(MaxOffset());
+      if (!s.ok() && !logged) {
+        TOKIMQ_LOG_ERROR("commit log background flush failed: {}", s.ToString());
+        logged = true;
+      }
+    }
+    l.lock();
+  }
+}
+
+absl::StatusOr<int64_t> CommitLogImpl::FirstStoreMs(const Segment& seg) const {
+  TOKIMQ_ASSIGN_OR_RETURN(Message m, Read(seg.base));
+  return m.store_ms;
+}
+
+absl::StatusOr<int> CommitLogImpl::DeleteExpiredSegments(int64_t retention_ms,
+                                                         int64_t pinned_min_offset) {
+  const int64_t cutoff = clock_->NowMs() - retention_ms;
+  int deleted = 0;
+  while (true) {
+    std::shared_ptr<Segment> seg, next;
+    {
+      std::shared_lock<std::shared_mutex> l(seg_mu_);
+      if (segments_.size() < 2) break;  // never the active (last) segment
+      auto it = segments_.begin();
+      seg = it->second;
+      next = (++it)->second;
+    }
+    if (seg->base + segment_size() > pinned_min_offset) break;
+    // Records are stored in time order, so the newest record of `seg` is no newer than the
+    // first record of the segment after it.
+    auto first_ms = FirstStoreMs(*next);
+    if (!first_ms.ok()) {
+      if (absl::IsNotFound(first_ms.status())) break;  // next segment still being written
+      return first_ms.status();
+    }
+    if (*first_ms >= cutoff) break;
+    {
+      std::unique_lock<std::shared_mutex> l(seg_mu_);
+      segments_.erase(seg->base);
+      min_offset_.store(next->base, std::memory_order_release);
+    }
+    TOKIMQ_RETURN_IF_ERROR(fs_->Remove(seg->path));
+    ++deleted;
+  }
+  if (deleted > 0) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
+  return deleted;
+}
+
+absl::Status CommitLogImpl::Close() {
+  {
+    std::lock_guard<std::mutex> l(flusher_mu_);
+    stop_flusher_ = true;
+  }
+  flusher_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+  }
+  if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
+  TOKIMQ_RETURN_IF_ERROR(Flush());
+  const int64_t end = MaxOffset();
+  TOKIMQ_RETURN_IF_ERROR(WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, end));
+  return WriteOffsetFile(fs_, clean_marker_path_, kCleanShutdownMagic, end);
+}
+
+}  // namespace tokimq

@@ -1,0 +1,114 @@
+// CommitLogImpl: the CommitLog behind the public interface (see commitlog/commit_log.h for the
+// contract). Private to the commitlog component; MessageStore uses the extra methods below.
+//
+// Locking: write_mu_ serialises appends and rolls; seg_mu_ (shared) guards the segment map so
+// readers can pin a segment (shared_ptr) and pread without holding any lock; sync_mu_ guards the
+// group-commit state (one leader fsyncs, followers wait on sync_cv_). Lock order: write_mu_ ->
+// seg_mu_; sync_mu_ is never held while taking another lock.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commitlog/commit_log.h"
+
+namespace tokimq {
+
+struct Segment {
+  int64_t base = 0;
+  std::string path;
+  std::unique_ptr<File> file;
+};
+
+class CommitLogImpl final : public CommitLog {
+ public:
+  static absl::StatusOr<std::unique_ptr<CommitLogImpl>> OpenImpl(FileSystem* fs, Clock* clock,
+                                                                 CommitLogOptions options,
+                                                                 CommitLogRecoveryInfo* info);
+  ~CommitLogImpl() override;
+
+  absl::StatusOr<int64_t> Append(Message* msg) override;
+  absl::Status AppendBatch(std::span<Message* const> msgs) override;
+  absl::StatusOr<Message> Read(int64_t physical_offset) const override;
+  absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const override;
+  absl::Status WaitDurable(int64_t end_offset) override;
+  absl::Status Flush() override;
+  int64_t MinOffset() const override { return min_offset_.load(std::memory_order_acquire); }
+  int64_t MaxOffset() const override { return max_offset_.load(std::memory_order_acquire); }
+  int64_t FlushedOffset() const override { return flushed_.load(std::memory_order_acquire); }
+  absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
+                                            int64_t pinned_min_offset) override;
+  absl::Status Close() override;
+
+  // Reads `len` bytes at `physical_offset` (all inside one segment and below MaxOffset) into
+  // `out`. Used by MessageStore to read runs of adjacent records with one pread.
+  absl::Status ReadRaw(int64_t physical_offset, size_t len, std::string* out) const;
+  // Decodes a record read by ReadRaw and checks it starts at `physical_offset`.
+  absl::Status DecodeAt(std::string_view rec, int64_t physical_offset, Message* out) const;
+  int64_t segment_size() const { return static_cast<int64_t>(opt_.segment_size); }
+  const std::string& SegmentPathFor(int64_t offset) const;
+
+ private:
+  CommitLogImpl(FileSystem* fs, Clock* clock, CommitLogOptions options);
+
+  absl::Status Recover(CommitLogRecoveryInfo* info);
+  // Scans one segment from `from` (relative). Sets *end to the first byte after the last good
+  // record (relative); *finished when a blank record or an exactly full segment closes it.
+  // Returns OK, or kDataLoss when a bad record is followed by a valid one in this segment.
+  enum class ScanEnd { kEof, kFinished, kBad };
+  absl::Status ScanSegment(const Segment& seg, uint64_t from, uint64_t* end, ScanEnd* how,
+                           int64_t* records) const;
+  // True if a valid record (or blank) starts anywhere in [from, size) of `seg`.
+  bool HasValidRecordAfter(const Segment& seg, uint64_t from) const;
+
+  absl::Status AppendLocked(std::span<Message* const> msgs);
+  absl::Status RollLocked(int64_t* pos);
+  absl::Status FailedStatus() const;
+  void Fail(const absl::Status& s);
+  absl::Status SyncTo(int64_t target);
+  absl::Status SyncRange(int64_t from, int64_t to);
+  std::shared_ptr<Segment> FindSegment(int64_t offset) const;
+  absl::StatusOr<std::shared_ptr<Segment>> CreateSegment(int64_t base);
+  absl::StatusOr<int64_t> FirstStoreMs(const Segment& seg) const;
+  void FlusherLoop();
+
+  FileSystem* fs_;
+  Clock* clock_;
+  CommitLogOptions opt_;
+  std::string checkpoint_path_;
+  std::string clean_marker_path_;
+
+  mutable std::shared_mutex seg_mu_;
+  std::map<int64_t, std::shared_ptr<Segment>> segments_;  // by base offset
+
+  std::mutex write_mu_;
+  std::string encode_buf_;       // guarded by write_mu_
+  int64_t write_pos_ = 0;        // guarded by write_mu_
+  bool closed_ = false;          // guarded by write_mu_
+  std::atomic<int64_t> max_offset_{0};
+  std::atomic<int64_t> min_offset_{0};
+  std::atomic<int64_t> flushed_{0};
+
+  mutable std::mutex fail_mu_;
+  absl::Status failed_;  // guarded by fail_mu_
+  std::atomic<bool> has_failed_{false};
+
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  bool sync_running_ = false;             // guarded by sync_mu_
+  int64_t checkpoint_segment_ = -1;       // guarded by the sync leader role
+
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_cv_;
+  bool stop_flusher_ = false;  // guarded by flusher_mu_
+  std::thread flusher_;
+};
+
+}  // namespace tokimq

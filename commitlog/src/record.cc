@@ -1,0 +1,132 @@
+#include "commitlog/record.h"
+
+#include <cstring>
+
+#include "common/coding.h"
+#include "common/crc32c.h"
+
+namespace tokimq {
+
+size_t Message::EncodedSize() const { return record::EncodedSize(*this); }
+
+namespace record {
+namespace {
+
+constexpr size_t kTopicLenPos = 52;
+
+uint32_t RecordCrc(std::string_view rec) {
+  uint32_t crc = crc32c::Value(rec.data(), 8);
+  return crc32c::Extend(crc, rec.data() + kPrefixSize, rec.size() - kPrefixSize);
+}
+
+size_t PropertiesSize(const Message& msg) {
+  size_t n = 0;
+  for (const auto& [k, v] : msg.properties) n += 8 + k.size() + v.size();
+  return n;
+}
+
+char* PutBytes(char* p, std::string_view s) {
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+}  // namespace
+
+size_t EncodedSize(const Message& msg) {
+  return kMinMessageSize + msg.topic.size() + PropertiesSize(msg) + msg.body.size();
+}
+
+void EncodeTo(const Message& msg, char* dst) {
+  const size_t total = EncodedSize(msg);
+  const size_t props = PropertiesSize(msg);
+  EncodeFixed32(dst, kMessageMagicV1);
+  EncodeFixed32(dst + 4, static_cast<uint32_t>(total));
+  EncodeFixed32(dst + 12, msg.flags);
+  EncodeFixed32(dst + 16, static_cast<uint32_t>(msg.queue_id));
+  EncodeFixed64(dst + 20, static_cast<uint64_t>(msg.queue_offset));
+  EncodeFixed64(dst + 28, static_cast<uint64_t>(msg.physical_offset));
+  EncodeFixed64(dst + 36, static_cast<uint64_t>(msg.born_ms));
+  EncodeFixed64(dst + 44, static_cast<uint64_t>(msg.store_ms));
+  EncodeFixed16(dst + kTopicLenPos, static_cast<uint16_t>(msg.topic.size()));
+  char* p = PutBytes(dst + kTopicLenPos + 2, msg.topic);
+  EncodeFixed32(p, static_cast<uint32_t>(props));
+  p += 4;
+  for (const auto& [k, v] : msg.properties) {
+    EncodeFixed32(p, static_cast<uint32_t>(k.size()));
+    p = PutBytes(p + 4, k);
+    EncodeFixed32(p, static_cast<uint32_t>(v.size()));
+    p = PutBytes(p + 4, v);
+  }
+  EncodeFixed32(p, static_cast<uint32_t>(msg.body.size()));
+  PutBytes(p + 4, msg.body);
+  EncodeFixed32(dst + 8, RecordCrc(std::string_view(dst, total)));
+}
+
+void Encode(const Message& msg, std::string* dst) {
+  size_t old = dst->size();
+  dst->resize(old + EncodedSize(msg));
+  EncodeTo(msg, dst->data() + old);
+}
+
+void EncodeBlankTo(uint32_t covered, char* dst) {
+  EncodeFixed32(dst, kBlankMagicV1);
+  EncodeFixed32(dst + 4, covered);
+  EncodeFixed32(dst + 8, crc32c::Value(dst, 8));
+}
+
+Prefix DecodePrefix(const char* p) {
+  return Prefix{DecodeFixed32(p), DecodeFixed32(p + 4), DecodeFixed32(p + 8)};
+}
+
+bool IsValidBlank(std::string_view rec) {
+  if (rec.size() < kBlankSize) return false;
+  Prefix pre = DecodePrefix(rec.data());
+  return pre.magic == kBlankMagicV1 && pre.total_size >= kBlankSize &&
+         pre.crc == crc32c::Value(rec.data(), 8);
+}
+
+bool VerifyMessage(std::string_view rec) {
+  if (rec.size() < kMinMessageSize) return false;
+  Prefix pre = DecodePrefix(rec.data());
+  return pre.magic == kMessageMagicV1 && pre.total_size == rec.size() && pre.crc == RecordCrc(rec);
+}
+
+absl::Status Decode(std::string_view rec, Message* out) {
+  if (rec.size() < kMinMessageSize) return absl::DataLossError("record shorter than its header");
+  Prefix pre = DecodePrefix(rec.data());
+  if (pre.magic != kMessageMagicV1) return absl::DataLossError("bad record magic");
+  if (pre.total_size != rec.size()) return absl::DataLossError("record size mismatch");
+  if (pre.crc != RecordCrc(rec)) return absl::DataLossError("record checksum mismatch");
+  Decoder d(rec.substr(12));
+  uint32_t flags = 0, qid = 0, props_len = 0;
+  uint64_t qoff = 0, phys = 0, born = 0, store = 0;
+  uint16_t topic_len = 0;
+  std::string_view topic, props, body;
+  if (!d.GetFixed32(&flags) || !d.GetFixed32(&qid) || !d.GetFixed64(&qoff) ||
+      !d.GetFixed64(&phys) || !d.GetFixed64(&born) || !d.GetFixed64(&store) ||
+      !d.GetFixed16(&topic_len) || !d.GetBytes(topic_len, &topic) || !d.GetFixed32(&props_len) ||
+      !d.GetBytes(props_len, &props) || !d.GetLengthPrefixed(&body) || d.remaining() != 0) {
+    return absl::DataLossError("malformed record fields");
+  }
+  out->flags = flags;
+  out->queue_id = static_cast<int32_t>(qid);
+  out->queue_offset = static_cast<int64_t>(qoff);
+  out->physical_offset = static_cast<int64_t>(phys);
+  out->born_ms = static_cast<int64_t>(born);
+  out->store_ms = static_cast<int64_t>(store);
+  out->topic.assign(topic.data(), topic.size());
+  out->properties.clear();
+  Decoder pd(props);
+  while (pd.remaining() > 0) {
+    std::string_view k, v;
+    if (!pd.GetLengthPrefixed(&k) || !pd.GetLengthPrefixed(&v)) {
+      return absl::DataLossError("malformed record properties");
+    }
+    out->properties.emplace_hint(out->properties.end(), std::string(k), std::string(v));
+  }
+  out->body.assign(body.data(), body.size());
+  return absl::OkStatus();
+}
+
+}  // namespace record
+}  // namespace tokimq
