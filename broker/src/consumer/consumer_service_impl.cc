@@ -1,0 +1,329 @@
+// ConsumerServiceImpl: construction, recovery, ack / renew / nack, policy, gauges and threads.
+// Receive lives in receive.cc, lease expiry in lease_expiry.cc.
+#include "consumer/consumer_service_impl.h"
+
+#include <random>
+
+#include "common/logging.h"
+#include "common/status.h"
+#include "rocksdb/iterator.h"
+#include "rocksdb/write_batch.h"
+
+namespace tokimq {
+
+absl::StatusOr<std::unique_ptr<ConsumerService>> NewConsumerService(ConsumerServiceDeps deps) {
+  return consumer::ConsumerServiceImpl::Create(std::move(deps));
+}
+
+namespace consumer {
+
+ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
+    : clock_(deps.clock),
+      store_(deps.store),
+      timers_(deps.timers),
+      db_(deps.db),
+      queue_count_(std::move(deps.queue_count)) {}
+
+ConsumerServiceImpl::~ConsumerServiceImpl() { Stop().IgnoreError(); }
+
+absl::StatusOr<std::unique_ptr<ConsumerService>> ConsumerServiceImpl::Create(
+    ConsumerServiceDeps deps) {
+  if (!deps.clock || !deps.store || !deps.timers || !deps.db || !deps.queue_count) {
+    return absl::InvalidArgumentError("ConsumerServiceDeps: every dependency is required");
+  }
+  std::unique_ptr<ConsumerServiceImpl> svc(new ConsumerServiceImpl(std::move(deps)));
+  TOKIMQ_RETURN_IF_ERROR(svc->Recover());
+  return std::unique_ptr<ConsumerService>(std::move(svc));
+}
+
+absl::Status ConsumerServiceImpl::WriteSynced(rocksdb::WriteBatch* batch) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status s = db_->Write(wo, batch);
+  if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
+  return absl::OkStatus();
+}
+
+absl::Status ConsumerServiceImpl::Recover() {
+  // Handle secret: created once, so handles stay valid across restarts.
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kHandleSecretKey, &value);
+  if (s.IsNotFound()) {
+    std::random_device rd;
+    secret_ = (uint64_t{rd()} << 32) ^ rd();
+    rocksdb::WriteBatch batch;
+    batch.Put(kHandleSecretKey, EncodeSecretValue(kHandleSecretKey, secret_));
+    TOKIMQ_RETURN_IF_ERROR(WriteSynced(&batch));
+  } else if (!s.ok()) {
+    return absl::UnavailableError("group state read failed: " + s.ToString());
+  } else {
+    TOKIMQ_ASSIGN_OR_RETURN(secret_, DecodeSecretValue(kHandleSecretKey, value));
+  }
+
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix = kKeyPrefix;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    std::string_view val(it->value().data(), it->value().size());
+    std::optional<ParsedKey> pk = ParseKey(key);
+    if (!pk) {
+      TOKIMQ_LOG_WARN("consumer: ignoring unknown group-state key {}", std::string(key));
+      continue;
+    }
+    switch (pk->kind) {
+      case ParsedKey::kHandleSecret:
+        break;
+      case ParsedKey::kLeaseTopicOffset: {
+        TOKIMQ_ASSIGN_OR_RETURN(lease_topic_offset_, DecodeOffsetValue(key, val));
+        break;
+      }
+      case ParsedKey::kPolicy: {
+        TOKIMQ_ASSIGN_OR_RETURN(GroupPolicy policy, DecodePolicyValue(key, val));
+        GetGroup(pk->queue.group)->policy = std::move(policy);
+        break;
+      }
+      case ParsedKey::kProgress: {
+        TOKIMQ_ASSIGN_OR_RETURN(int64_t off, DecodeOffsetValue(key, val));
+        GetProgress(pk->queue)->consume_offset = off;
+        break;
+      }
+      case ParsedKey::kLease: {
+        TOKIMQ_ASSIGN_OR_RETURN(LeaseRecord lease, DecodeLeaseValue(key, val));
+        GetProgress(pk->queue)->leases[pk->queue_offset] = lease;
+        GetGroup(pk->queue.group)->in_flight.fetch_add(1);
+        break;
+      }
+    }
+  }
+  if (!it->status().ok()) {
+    return absl::UnavailableError("group state scan failed: " + it->status().ToString());
+  }
+
+  // Reconcile with the store: if its tail was lost in a crash, offsets at/after its end will be
+  // assigned to new messages, so neither progress nor leases may point there.
+  rocksdb::WriteBatch fix;
+  std::vector<Progress*> all;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (auto& [k, p] : progress_) all.push_back(p.get());
+  }
+  for (Progress* p : all) {
+    int64_t max = store_->MaxQueueOffset(p->key.read_topic, p->key.queue_id);
+    for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end();) {
+      TOKIMQ_LOG_WARN("consumer: dropping lease past queue end {}/{} offset {}",
+                      p->key.read_topic, p->key.queue_id, it2->first);
+      fix.Delete(LeaseKey(p->key, it2->first));
+      GetGroup(p->key.group)->in_flight.fetch_sub(1);
+      it2 = p->leases.erase(it2);
+    }
+    if (p->consume_offset < 0 && !p->leases.empty()) {
+      p->consume_offset = p->leases.rbegin()->first + 1;
+    }
+    if (p->consume_offset > max) {
+      TOKIMQ_LOG_WARN("consumer: consume offset {} past queue end {} for {}/{}; clamping",
+                      p->consume_offset, max, p->key.read_topic, p->key.queue_id);
+      p->consume_offset = max;
+      fix.Put(ProgressKey(p->key), EncodeOffsetValue(ProgressKey(p->key), max));
+    }
+  }
+  int64_t lmax = store_->MaxQueueOffset(kLeaseTopic, 0);
+  if (lease_topic_offset_ > lmax) {
+    lease_topic_offset_ = lmax;
+    fix.Put(kLeaseTopicOffsetKey, EncodeOffsetValue(kLeaseTopicOffsetKey, lmax));
+  }
+  if (fix.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteSynced(&fix));
+
+  // Every live lease gets a fresh expiry marker: the one scheduled before the crash may not have
+  // been durable. Duplicate markers are harmless (the second finds no lease at that epoch).
+  for (Progress* p : all) {
+    std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<uint32_t>>> by_deadline;
+    for (const auto& [off, lease] : p->leases) {
+      auto& e = by_deadline[lease.invisible_until_ms];
+      e.first.push_back(off);
+      e.second.push_back(lease.epoch);
+    }
+    for (const auto& [deadline, e] : by_deadline) {
+      TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(p->key, e.first, e.second, deadline));
+    }
+  }
+  return absl::OkStatus();
+}
+
+ConsumerServiceImpl::Progress* ConsumerServiceImpl::GetProgress(const QueueKey& key) {
+  std::lock_guard<std::mutex> l(map_mu_);
+  auto& slot = progress_[key];
+  if (!slot) slot = std::make_unique<Progress>(key);
+  return slot.get();
+}
+
+ConsumerServiceImpl::Progress* ConsumerServiceImpl::FindProgress(const QueueKey& key) const {
+  std::lock_guard<std::mutex> l(map_mu_);
+  auto it = progress_.find(key);
+  return it == progress_.end() ? nullptr : it->second.get();
+}
+
+ConsumerServiceImpl::GroupState* ConsumerServiceImpl::GetGroup(const std::string& group) {
+  std::lock_guard<std::mutex> l(map_mu_);
+  auto& slot = groups_[group];
+  if (!slot) slot = std::make_unique<GroupState>();
+  return slot.get();
+}
+
+GroupPolicy ConsumerServiceImpl::PolicyOf(const std::string& group) {
+  GroupState* g = GetGroup(group);
+  std::lock_guard<std::mutex> l(map_mu_);
+  return g->policy;
+}
+
+void ConsumerServiceImpl::SetGroupPolicy(const std::string& group, GroupPolicy policy) {
+  if (!ValidGroupName(group)) {
+    TOKIMQ_LOG_WARN("consumer: SetGroupPolicy ignored for invalid group name '{}'", group);
+    return;
+  }
+  if (policy.max_attempts < 1) policy.max_attempts = 1;
+  if (policy.ttl_ms < 0) policy.ttl_ms = 0;
+  if (policy.backoff_ms.size() > 64) policy.backoff_ms.resize(64);
+  GroupState* g = GetGroup(group);
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    g->policy = policy;
+  }
+  rocksdb::WriteBatch batch;
+  batch.Put(PolicyKey(group), EncodePolicyValue(PolicyKey(group), policy));
+  absl::Status s = WriteSynced(&batch);
+  if (!s.ok()) TOKIMQ_LOG_ERROR("consumer: persisting policy of {}: {}", group, s.ToString());
+}
+
+int64_t ConsumerServiceImpl::InFlight(const std::string& group) const {
+  std::lock_guard<std::mutex> l(map_mu_);
+  auto it = groups_.find(group);
+  return it == groups_.end() ? 0 : it->second->in_flight.load();
+}
+
+int64_t ConsumerServiceImpl::DlqDepth(const std::string& group) const {
+  std::string dlq = DlqTopic(group);
+  return store_->MaxQueueOffset(dlq, 0) - store_->MinQueueOffset(dlq, 0);
+}
+
+absl::Status ConsumerServiceImpl::LockLease(const std::string& group, const std::string& handle,
+                                            Receipt* receipt, Progress** p,
+                                            std::unique_lock<std::mutex>* lock,
+                                            LeaseRecord** lease) {
+  TOKIMQ_ASSIGN_OR_RETURN(*receipt, DecodeReceipt(handle, secret_));
+  if (receipt->queue.group != group) {
+    return absl::InvalidArgumentError("receipt handle belongs to another consumer group");
+  }
+  *p = FindProgress(receipt->queue);
+  if (*p != nullptr) {
+    *lock = std::unique_lock<std::mutex>((*p)->mu);
+    auto it = (*p)->leases.find(receipt->queue_offset);
+    if (it != (*p)->leases.end() && it->second.epoch == receipt->epoch) {
+      *lease = &it->second;
+      return absl::OkStatus();
+    }
+  }
+  return absl::FailedPreconditionError(
+      "receipt handle is stale: the delivery was already acked, nacked, renewed, or its lease "
+      "expired");
+}
+
+absl::Status ConsumerServiceImpl::Ack(const std::string& group, const std::string& handle) {
+  Receipt r;
+  Progress* p = nullptr;
+  std::unique_lock<std::mutex> lock;
+  LeaseRecord* lease = nullptr;
+  TOKIMQ_RETURN_IF_ERROR(LockLease(group, handle, &r, &p, &lock, &lease));
+  rocksdb::WriteBatch batch;
+  batch.Delete(LeaseKey(p->key, r.queue_offset));
+  TOKIMQ_RETURN_IF_ERROR(WriteSynced(&batch));
+  p->leases.erase(r.queue_offset);
+  GetGroup(group)->in_flight.fetch_sub(1);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(
+    const std::string& group, const std::string& handle, int64_t invisible_ms) {
+  if (invisible_ms <= 0 || invisible_ms > kMaxInvisibleMs) {
+    return absl::InvalidArgumentError("invisible duration must be in (0 ms, 12 h]");
+  }
+  Receipt r;
+  Progress* p = nullptr;
+  std::unique_lock<std::mutex> lock;
+  LeaseRecord* lease = nullptr;
+  TOKIMQ_RETURN_IF_ERROR(LockLease(group, handle, &r, &p, &lock, &lease));
+  LeaseRecord next = *lease;
+  next.epoch += 1;
+  next.invisible_until_ms = clock_->NowMs() + invisible_ms;
+  TOKIMQ_RETURN_IF_ERROR(
+      ScheduleMarker(p->key, {r.queue_offset}, {next.epoch}, next.invisible_until_ms));
+  rocksdb::WriteBatch batch;
+  std::string key = LeaseKey(p->key, r.queue_offset);
+  batch.Put(key, EncodeLeaseValue(key, next));
+  TOKIMQ_RETURN_IF_ERROR(WriteSynced(&batch));
+  *lease = next;
+  Receipt out{p->key, r.queue_offset, next.epoch, next.invisible_until_ms};
+  return EncodeReceipt(out, secret_);
+}
+
+absl::Status ConsumerServiceImpl::Nack(const std::string& group, const std::string& handle,
+                                       std::optional<int64_t> delay_ms) {
+  if (delay_ms && (*delay_ms < 0 || *delay_ms > kMaxNackDelayMs)) {
+    return absl::InvalidArgumentError("nack delay must be in [0, 7 days]");
+  }
+  Receipt r;
+  Progress* p = nullptr;
+  std::unique_lock<std::mutex> lock;
+  LeaseRecord* lease = nullptr;
+  TOKIMQ_RETURN_IF_ERROR(LockLease(group, handle, &r, &p, &lock, &lease));
+  rocksdb::WriteBatch batch;
+  return EndLease(p, r.queue_offset, delay_ms, &batch);
+}
+
+void ConsumerServiceImpl::OnDispatch(const std::string& topic, int32_t queue_id,
+                                     int64_t queue_offset) {
+  if (topic == kLeaseTopic) {
+    lease_gen_.fetch_add(1);
+    std::lock_guard<std::mutex> l(wait_mu_);
+    wait_cv_.notify_all();
+    return;
+  }
+  // A long poller registers in waiters_ before it scans, so when waiters_ is 0 nobody can be
+  // between a scan that missed this message and its wait.
+  if (waiters_.load() > 0) {
+    std::lock_guard<std::mutex> l(wait_mu_);
+    ++topic_gen_[topic];
+    wait_cv_.notify_all();
+  }
+}
+
+absl::Status ConsumerServiceImpl::Start() {
+  if (worker_.joinable()) return absl::OkStatus();
+  stopping_ = false;
+  worker_ = std::thread([this] { WorkerLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status ConsumerServiceImpl::Stop() {
+  {
+    std::lock_guard<std::mutex> l(wait_mu_);
+    stopping_ = true;
+    wait_cv_.notify_all();
+  }
+  if (worker_.joinable()) worker_.join();
+  return absl::OkStatus();
+}
+
+void ConsumerServiceImpl::WorkerLoop() {
+  while (!stopping_.load()) {
+    uint64_t seen = lease_gen_.load();
+    absl::Status s = RunUntilIdle();
+    if (!s.ok()) TOKIMQ_LOG_ERROR("consumer: lease expiry processing: {}", s.ToString());
+    std::unique_lock<std::mutex> l(wait_mu_);
+    // Markers arrive through OnDispatch; the timeout only bounds retries after an error.
+    wait_cv_.wait_for(l, std::chrono::seconds(1),
+                      [&] { return stopping_.load() || lease_gen_.load() != seen; });
+  }
+}
+
+}  // namespace consumer
+}  // namespace tokimq

@@ -1,0 +1,314 @@
+#include "consumer/group_state.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "common/coding.h"
+#include "common/crc32c.h"
+
+namespace tokimq::consumer {
+namespace {
+
+constexpr uint8_t kValueVersion = 1;
+constexpr uint8_t kReceiptVersion = 1;
+constexpr uint32_t kMaxBackoffEntries = 64;
+constexpr size_t kMaxNameBytes = 255;
+
+uint32_t KeyedCrc(std::string_view key, std::string_view body) {
+  uint32_t crc = crc32c::Value(key);
+  return crc32c::Extend(crc, body.data(), body.size());
+}
+
+// Appends the CRC over key + value-so-far.
+std::string Seal(std::string_view key, std::string value) {
+  PutFixed32(&value, KeyedCrc(key, value));
+  return value;
+}
+
+// Checks length, version and CRC; returns the fields between the version byte and the CRC.
+absl::StatusOr<std::string_view> Open(std::string_view key, std::string_view value,
+                                      size_t min_body) {
+  if (value.size() < 1 + min_body + 4) {
+    return absl::DataLossError("group state: short value for key " + std::string(key));
+  }
+  std::string_view covered = value.substr(0, value.size() - 4);
+  uint32_t stored = DecodeFixed32(value.data() + value.size() - 4);
+  if (KeyedCrc(key, covered) != stored) {
+    return absl::DataLossError("group state: checksum mismatch for key " + std::string(key));
+  }
+  if (static_cast<uint8_t>(covered[0]) != kValueVersion) {
+    return absl::DataLossError("group state: unknown value version for key " + std::string(key));
+  }
+  return covered.substr(1);
+}
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size() && *out >= 0;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+bool ValidName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameBytes) return false;
+  for (char c : name) {
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+std::string QueuePart(const QueueKey& k) {
+  return k.topic + "/" + k.read_topic + "/" + std::to_string(k.queue_id);
+}
+
+}  // namespace
+
+bool ValidGroupName(std::string_view group) { return ValidName(group) && group[0] != '%'; }
+bool ValidTopicName(std::string_view topic) { return ValidName(topic); }
+
+std::string ProgressKey(const QueueKey& k) {
+  return std::string(kKeyPrefix) + k.group + "/p/" + QueuePart(k);
+}
+
+std::string LeaseKey(const QueueKey& k, int64_t queue_offset) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%020lld", static_cast<long long>(queue_offset));
+  return std::string(kKeyPrefix) + k.group + "/l/" + QueuePart(k) + "/" + buf;
+}
+
+std::string PolicyKey(const std::string& group) {
+  return std::string(kKeyPrefix) + group + "/policy";
+}
+
+std::optional<ParsedKey> ParseKey(std::string_view key) {
+  if (key == kLeaseTopicOffsetKey) return ParsedKey{ParsedKey::kLeaseTopicOffset, {}, 0};
+  if (key == kHandleSecretKey) return ParsedKey{ParsedKey::kHandleSecret, {}, 0};
+  std::string_view prefix = kKeyPrefix;
+  if (key.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::vector<std::string_view> parts = Split(key.substr(prefix.size()), '/');
+  if (parts.empty() || !ValidGroupName(parts[0])) return std::nullopt;
+  ParsedKey out{ParsedKey::kPolicy, {}, 0};
+  out.queue.group = std::string(parts[0]);
+  if (parts.size() == 2 && parts[1] == "policy") return out;
+  bool lease = parts.size() == 6 && parts[1] == "l";
+  bool progress = parts.size() == 5 && parts[1] == "p";
+  if (!lease && !progress) return std::nullopt;
+  int64_t qid = 0;
+  if (!ValidTopicName(parts[2]) || !ValidTopicName(parts[3]) || !ParseInt(parts[4], &qid) ||
+      qid > INT32_MAX) {
+    return std::nullopt;
+  }
+  out.queue.topic = std::string(parts[2]);
+  out.queue.read_topic = std::string(parts[3]);
+  out.queue.queue_id = static_cast<int32_t>(qid);
+  out.kind = lease ? ParsedKey::kLease : ParsedKey::kProgress;
+  if (lease && (parts[5].size() != 20 || !ParseInt(parts[5], &out.queue_offset))) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string EncodeOffsetValue(std::string_view key, int64_t offset) {
+  std::string v(1, static_cast<char>(kValueVersion));
+  PutFixed64(&v, static_cast<uint64_t>(offset));
+  return Seal(key, std::move(v));
+}
+
+absl::StatusOr<int64_t> DecodeOffsetValue(std::string_view key, std::string_view value) {
+  auto body = Open(key, value, 8);
+  if (!body.ok()) return body.status();
+  if (body->size() != 8) return absl::DataLossError("group state: bad offset value length");
+  return static_cast<int64_t>(DecodeFixed64(body->data()));
+}
+
+std::string EncodeLeaseValue(std::string_view key, const LeaseRecord& lease) {
+  std::string v(1, static_cast<char>(kValueVersion));
+  PutFixed32(&v, lease.epoch);
+  PutFixed32(&v, lease.attempt);
+  PutFixed64(&v, static_cast<uint64_t>(lease.invisible_until_ms));
+  PutFixed64(&v, static_cast<uint64_t>(lease.received_ms));
+  return Seal(key, std::move(v));
+}
+
+absl::StatusOr<LeaseRecord> DecodeLeaseValue(std::string_view key, std::string_view value) {
+  auto body = Open(key, value, 24);
+  if (!body.ok()) return body.status();
+  if (body->size() != 24) return absl::DataLossError("group state: bad lease value length");
+  LeaseRecord r;
+  r.epoch = DecodeFixed32(body->data());
+  r.attempt = DecodeFixed32(body->data() + 4);
+  r.invisible_until_ms = static_cast<int64_t>(DecodeFixed64(body->data() + 8));
+  r.received_ms = static_cast<int64_t>(DecodeFixed64(body->data() + 16));
+  return r;
+}
+
+std::string EncodePolicyValue(std::string_view key, const GroupPolicy& policy) {
+  std::string v(1, static_cast<char>(kValueVersion));
+  PutFixed32(&v, static_cast<uint32_t>(policy.max_attempts));
+  PutFixed64(&v, static_cast<uint64_t>(policy.ttl_ms));
+  size_t n = std::min<size_t>(policy.backoff_ms.size(), kMaxBackoffEntries);
+  PutFixed32(&v, static_cast<uint32_t>(n));
+  for (size_t i = 0; i < n; ++i) PutFixed64(&v, static_cast<uint64_t>(policy.backoff_ms[i]));
+  return Seal(key, std::move(v));
+}
+
+absl::StatusOr<GroupPolicy> DecodePolicyValue(std::string_view key, std::string_view value) {
+  auto body = Open(key, value, 16);
+  if (!body.ok()) return body.status();
+  Decoder d(*body);
+  uint32_t max_attempts = 0, n = 0;
+  uint64_t ttl = 0;
+  if (!d.GetFixed32(&max_attempts) || !d.GetFixed64(&ttl) || !d.GetFixed32(&n) ||
+      n > kMaxBackoffEntries || d.remaining() != size_t{n} * 8) {
+    return absl::DataLossError("group state: bad policy value");
+  }
+  GroupPolicy p;
+  p.max_attempts = static_cast<int>(max_attempts);
+  p.ttl_ms = static_cast<int64_t>(ttl);
+  p.backoff_ms.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t b = 0;
+    d.GetFixed64(&b);
+    p.backoff_ms.push_back(static_cast<int64_t>(b));
+  }
+  return p;
+}
+
+std::string EncodeSecretValue(std::string_view key, uint64_t secret) {
+  std::string v(1, static_cast<char>(kValueVersion));
+  PutFixed64(&v, secret);
+  return Seal(key, std::move(v));
+}
+
+absl::StatusOr<uint64_t> DecodeSecretValue(std::string_view key, std::string_view value) {
+  auto body = Open(key, value, 8);
+  if (!body.ok()) return body.status();
+  if (body->size() != 8) return absl::DataLossError("group state: bad secret value length");
+  return DecodeFixed64(body->data());
+}
+
+namespace {
+uint32_t ReceiptCheck(std::string_view payload, uint64_t secret) {
+  char key[8];
+  EncodeFixed64(key, secret);
+  uint32_t crc = crc32c::Value(key, sizeof(key));
+  return crc32c::Extend(crc, payload.data(), payload.size());
+}
+constexpr char kHex[] = "0123456789abcdef";
+int HexVal(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+}  // namespace
+
+std::string EncodeReceipt(const Receipt& r, uint64_t secret) {
+  std::string bin(1, static_cast<char>(kReceiptVersion));
+  PutLengthPrefixed(&bin, r.queue.group);
+  PutLengthPrefixed(&bin, r.queue.topic);
+  PutLengthPrefixed(&bin, r.queue.read_topic);
+  PutFixed32(&bin, static_cast<uint32_t>(r.queue.queue_id));
+  PutFixed64(&bin, static_cast<uint64_t>(r.queue_offset));
+  PutFixed32(&bin, r.epoch);
+  PutFixed64(&bin, static_cast<uint64_t>(r.invisible_until_ms));
+  PutFixed32(&bin, ReceiptCheck(bin, secret));
+  std::string hex;
+  hex.reserve(bin.size() * 2);
+  for (unsigned char c : bin) {
+    hex.push_back(kHex[c >> 4]);
+    hex.push_back(kHex[c & 15]);
+  }
+  return hex;
+}
+
+absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret) {
+  auto bad = [](const char* why) {
+    return absl::InvalidArgumentError(std::string("malformed receipt handle: ") + why);
+  };
+  if (handle.empty() || handle.size() > kMaxHandleChars || handle.size() % 2 != 0) {
+    return bad("length");
+  }
+  std::string bin(handle.size() / 2, '\0');
+  for (size_t i = 0; i < bin.size(); ++i) {
+    int hi = HexVal(handle[2 * i]), lo = HexVal(handle[2 * i + 1]);
+    if (hi < 0 || lo < 0) return bad("not hex");
+    bin[i] = static_cast<char>(hi << 4 | lo);
+  }
+  if (bin.size() < 5) return bad("length");
+  std::string_view payload(bin.data(), bin.size() - 4);
+  if (ReceiptCheck(payload, secret) != DecodeFixed32(bin.data() + bin.size() - 4)) {
+    return bad("checksum");
+  }
+  Decoder d(payload);
+  std::string_view version, group, topic, read_topic;
+  uint32_t qid = 0, epoch = 0;
+  uint64_t offset = 0, until = 0;
+  if (!d.GetBytes(1, &version) || static_cast<uint8_t>(version[0]) != kReceiptVersion ||
+      !d.GetLengthPrefixed(&group) || !d.GetLengthPrefixed(&topic) ||
+      !d.GetLengthPrefixed(&read_topic) || !d.GetFixed32(&qid) || !d.GetFixed64(&offset) ||
+      !d.GetFixed32(&epoch) || !d.GetFixed64(&until) || d.remaining() != 0) {
+    return bad("fields");
+  }
+  Receipt r;
+  r.queue.group = std::string(group);
+  r.queue.topic = std::string(topic);
+  r.queue.read_topic = std::string(read_topic);
+  r.queue.queue_id = static_cast<int32_t>(qid);
+  r.queue_offset = static_cast<int64_t>(offset);
+  r.epoch = epoch;
+  r.invisible_until_ms = static_cast<int64_t>(until);
+  if (!ValidGroupName(r.queue.group) || !ValidTopicName(r.queue.topic) ||
+      !ValidTopicName(r.queue.read_topic) || r.queue.queue_id < 0 || r.queue_offset < 0) {
+    return bad("fields");
+  }
+  return r;
+}
+
+int64_t BackoffMs(const GroupPolicy& policy, int failed_attempt) {
+  int i = failed_attempt < 1 ? 0 : failed_attempt - 1;
+  if (!policy.backoff_ms.empty()) {
+    size_t idx = std::min<size_t>(static_cast<size_t>(i), policy.backoff_ms.size() - 1);
+    return std::max<int64_t>(0, policy.backoff_ms[idx]);
+  }
+  constexpr int64_t kTable[] = {10'000, 30'000, 60'000, 120'000};
+  constexpr int64_t kHour = 3'600'000;
+  if (i < 4) return kTable[i];
+  int shift = std::min(i - 3, 20);  // 4 min, 8 min, ... capped
+  return std::min<int64_t>(kTable[3] << shift, kHour);
+}
+
+bool TagMatches(std::string_view filter, std::string_view tag) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  };
+  filter = trim(filter);
+  if (filter.empty() || filter == "*") return true;
+  size_t start = 0;
+  while (start <= filter.size()) {
+    size_t pos = filter.find("||", start);
+    std::string_view name =
+        trim(filter.substr(start, pos == std::string_view::npos ? std::string_view::npos
+                                                                 : pos - start));
+    if (!name.empty() && (name == tag || name == "*")) return true;
+    if (pos == std::string_view::npos) break;
+    start = pos + 2;
+  }
+  return false;
+}
+
+}  // namespace tokimq::consumer

@@ -1,0 +1,108 @@
+// Group state records: the RocksDB keys and values ConsumerService keeps under "group/...", and
+// the receipt handle format. Grammar and worked example: docs/formats/group-state.md.
+//
+// Every value ends with a CRC32C computed over the key bytes followed by the value bytes before
+// the CRC, so a torn or misplaced value is detected on recovery. All integers little-endian.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "broker/consumer_service.h"
+
+namespace tokimq::consumer {
+
+// One consume progress: `group` reads (`read_topic`, `queue_id`) on behalf of receives for
+// `topic`. read_topic == topic for the topic's own queues; read_topic == "%RETRY%<group>" for
+// the retry view (which only hands out retry copies whose ORIGIN_TOPIC is `topic`).
+struct QueueKey {
+  std::string group;
+  std::string topic;
+  std::string read_topic;
+  int32_t queue_id = 0;
+
+  auto Tie() const { return std::tie(group, topic, read_topic, queue_id); }
+  bool operator<(const QueueKey& o) const { return Tie() < o.Tie(); }
+  bool operator==(const QueueKey& o) const { return Tie() == o.Tie(); }
+};
+
+// A live lease on one queue offset. epoch starts at 1 and grows by one per renewal; a receipt
+// handle or lease-expiry marker carrying another epoch is stale.
+struct LeaseRecord {
+  uint32_t epoch = 1;
+  uint32_t attempt = 1;             // delivery attempt of this delivery (1 = first)
+  int64_t invisible_until_ms = 0;   // lease end (ms since epoch)
+  int64_t received_ms = 0;          // when this delivery was handed out
+};
+
+inline constexpr char kRetryPrefix[] = "%RETRY%";
+inline constexpr char kDlqPrefix[] = "%DLQ%";
+inline std::string RetryTopic(const std::string& group) { return kRetryPrefix + group; }
+inline std::string DlqTopic(const std::string& group) { return kDlqPrefix + group; }
+
+// Names accepted for groups and topics in keys: 1..255 bytes, no '/', no control bytes. Groups
+// additionally may not start with '%' (reserved for "%sys").
+bool ValidGroupName(std::string_view group);
+bool ValidTopicName(std::string_view topic);
+
+// --- keys ---
+inline constexpr char kKeyPrefix[] = "group/";
+inline constexpr char kLeaseTopicOffsetKey[] = "group/%sys/lease_topic_offset";
+inline constexpr char kHandleSecretKey[] = "group/%sys/handle_secret";
+std::string ProgressKey(const QueueKey& k);
+std::string LeaseKey(const QueueKey& k, int64_t queue_offset);
+std::string PolicyKey(const std::string& group);
+
+// A parsed "group/..." key.
+struct ParsedKey {
+  enum Kind { kProgress, kLease, kPolicy, kLeaseTopicOffset, kHandleSecret } kind;
+  QueueKey queue;            // kProgress, kLease (group only for kPolicy)
+  int64_t queue_offset = 0;  // kLease
+};
+std::optional<ParsedKey> ParseKey(std::string_view key);
+
+// --- values (each: u8 version, fields, u32 crc) ---
+std::string EncodeOffsetValue(std::string_view key, int64_t offset);
+absl::StatusOr<int64_t> DecodeOffsetValue(std::string_view key, std::string_view value);
+std::string EncodeLeaseValue(std::string_view key, const LeaseRecord& lease);
+absl::StatusOr<LeaseRecord> DecodeLeaseValue(std::string_view key, std::string_view value);
+std::string EncodePolicyValue(std::string_view key, const GroupPolicy& policy);
+absl::StatusOr<GroupPolicy> DecodePolicyValue(std::string_view key, std::string_view value);
+std::string EncodeSecretValue(std::string_view key, uint64_t secret);
+absl::StatusOr<uint64_t> DecodeSecretValue(std::string_view key, std::string_view value);
+
+// --- receipt handle ---
+// What a receipt handle names: one delivery (queue offset at a lease epoch).
+struct Receipt {
+  QueueKey queue;
+  int64_t queue_offset = 0;
+  uint32_t epoch = 0;
+  int64_t invisible_until_ms = 0;
+};
+inline constexpr size_t kMaxHandleChars = 4096;
+// Lowercase hex of: u8 version, group, topic, read_topic (u32 length + bytes each), i32 queue
+// id, i64 queue offset, u32 epoch, i64 invisible_until_ms, u32 check; check = CRC32C over the
+// 8-byte LE `secret` followed by every preceding byte.
+std::string EncodeReceipt(const Receipt& r, uint64_t secret);
+// kInvalidArgument for anything malformed, garbled or signed with another secret.
+absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret);
+
+// --- backoff ---
+// Delay before delivery attempt `failed_attempt` + 1, given that attempt `failed_attempt` (>= 1)
+// expired or was nacked. Default: 10 s, 30 s, 1 min, 2 min, then doubling up to 1 h, then
+// hourly (the schedule of Spanner queues / RocketMQ retry levels). A non-empty policy list
+// overrides it; its last entry repeats.
+int64_t BackoffMs(const GroupPolicy& policy, int failed_attempt);
+
+// --- tag filter ---
+// "" or "*": everything. Else "a||b||c" (spaces around names ignored): the message's TAGS
+// property must equal one of the names.
+bool TagMatches(std::string_view filter, std::string_view tag);
+
+}  // namespace tokimq::consumer

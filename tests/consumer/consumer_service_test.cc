@@ -1,0 +1,372 @@
+// ConsumerService behaviour: leases, acks, renewals, retries, DLQ, filters, restart.
+#include <gmock/gmock.h>
+
+#include <thread>
+
+#include "consumer/consumer_env.h"
+
+namespace tokimq::testing {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST_F(ConsumerTest, ReceiveThenAckRemovesTheMessageForGood) {
+  Send("t", 0, "m0");
+  Send("t", 0, "m1");
+  Send("t", 0, "m2");
+  auto got = Recv("g", "t", 10);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_THAT(Bodies(got), ElementsAre("m0", "m1", "m2"));
+  EXPECT_EQ(got[0].delivery_attempt, 1);
+  EXPECT_EQ(got[0].invisible_until_ms, clock_.NowMs() + 30'000);
+  EXPECT_EQ(got[2].message.queue_offset, 2);
+  EXPECT_EQ(svc_->InFlight("g"), 3);
+  for (const auto& m : got) EXPECT_TRUE(svc_->Ack("g", m.receipt_handle).ok());
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  Advance(3'600'000);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  EXPECT_EQ(svc_->DlqDepth("g"), 0);
+}
+
+TEST_F(ConsumerTest, ExpiredLeaseRedeliversWithAttemptTwoAfterBackoffNotBefore) {
+  Send("t", 0, "m0");
+  auto first = Recv("g", "t", 1, 30'000);
+  ASSERT_EQ(first.size(), 1u);
+  Advance(29'999);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  EXPECT_EQ(svc_->InFlight("g"), 1);
+  Advance(1);  // lease ends; the first backoff step is 10 s
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  Advance(9'999);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  Advance(1);
+  auto again = Recv("g", "t");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].message.body, "m0");
+  EXPECT_EQ(again[0].delivery_attempt, 2);
+  EXPECT_EQ(again[0].message.properties.at(prop::kOriginalTopic), "t");
+  // The first handle is dead: the delivery it names has expired.
+  EXPECT_EQ(svc_->Ack("g", first[0].receipt_handle).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(svc_->Ack("g", again[0].receipt_handle).ok());
+}
+
+TEST_F(ConsumerTest, RenewExtendsTheLeaseAndRefusesTheOldHandle) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t", 1, 30'000);
+  ASSERT_EQ(got.size(), 1u);
+  Advance(20'000);
+  auto renewed = svc_->ChangeInvisibleDuration("g", got[0].receipt_handle, 60'000);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_NE(*renewed, got[0].receipt_handle);
+  Advance(45'000);  // past the original lease (and its backoff), inside the renewed one
+  EXPECT_TRUE(Recv("g", "t").empty());
+  EXPECT_EQ(svc_->InFlight("g"), 1);
+  EXPECT_EQ(svc_->Ack("g", got[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(svc_->ChangeInvisibleDuration("g", got[0].receipt_handle, 1000).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(svc_->Ack("g", *renewed).ok());
+  Advance(3'600'000);
+  EXPECT_TRUE(Recv("g", "t").empty());
+}
+
+TEST_F(ConsumerTest, RenewedLeaseExpiresAtItsNewDeadline) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t", 1, 30'000);
+  auto renewed = svc_->ChangeInvisibleDuration("g", got[0].receipt_handle, 60'000);
+  ASSERT_TRUE(renewed.ok());
+  Advance(59'999);
+  EXPECT_EQ(svc_->InFlight("g"), 1);
+  Advance(1);
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  Advance(10'000);
+  auto again = Recv("g", "t");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].delivery_attempt, 2);
+}
+
+TEST_F(ConsumerTest, SecondAckOfTheSameDeliveryIsRefused) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(svc_->Ack("g", got[0].receipt_handle).ok());
+  EXPECT_EQ(svc_->Ack("g", got[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(svc_->Nack("g", got[0].receipt_handle, 0).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(svc_->ChangeInvisibleDuration("g", got[0].receipt_handle, 1000).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ConsumerTest, MaxAttemptsMovesTheMessageToTheDlq) {
+  GroupPolicy policy;
+  policy.max_attempts = 3;
+  policy.backoff_ms = {1'000};
+  svc_->SetGroupPolicy("g", policy);
+  Send("t", 0, "poison");
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto got = Recv("g", "t", 1, 5'000);
+    ASSERT_EQ(got.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(got[0].delivery_attempt, attempt);
+    Advance(5'000);   // lease expires
+    Advance(1'000);   // backoff
+  }
+  EXPECT_TRUE(Recv("g", "t").empty());
+  EXPECT_EQ(svc_->DlqDepth("g"), 1);
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  // The DLQ is an ordinary (implicit one-queue) topic another group can read.
+  auto dead = Recv("ops", "%DLQ%g");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].message.body, "poison");
+  EXPECT_EQ(dead[0].message.properties.at(prop::kDeliveryAttempt), "3");
+  EXPECT_EQ(dead[0].message.properties.at(prop::kOriginalTopic), "t");
+}
+
+TEST_F(ConsumerTest, NackWithDelayRedeliversAfterExactlyThatDelay) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t");
+  ASSERT_TRUE(svc_->Nack("g", got[0].receipt_handle, 5'000).ok());
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  EXPECT_EQ(svc_->Ack("g", got[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  Advance(4'999);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  Advance(1);
+  auto again = Recv("g", "t");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].delivery_attempt, 2);
+  // Without a delay the group's backoff applies: attempt 2 failed -> 30 s.
+  ASSERT_TRUE(svc_->Nack("g", again[0].receipt_handle, std::nullopt).ok());
+  Advance(29'999);
+  EXPECT_TRUE(Recv("g", "t").empty());
+  Advance(1);
+  auto third = Recv("g", "t");
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third[0].delivery_attempt, 3);
+}
+
+TEST_F(ConsumerTest, NackWithZeroDelayIsReceivableAtOnce) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t");
+  ASSERT_TRUE(svc_->Nack("g", got[0].receipt_handle, 0).ok());
+  auto again = Recv("g", "t");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].delivery_attempt, 2);
+}
+
+TEST_F(ConsumerTest, TagFilterHandsOutOnlyMatchingTags) {
+  Send("t", 0, "a1", "a");
+  Send("t", 0, "b1", "b");
+  Send("t", 0, "c1", "c");
+  Send("t", 0, "none");
+  Send("t", 0, "a2", "a");
+  EXPECT_THAT(Bodies(Recv("g", "t", 16, 30'000, "a || c")), ElementsAre("a1", "c1", "a2"));
+  EXPECT_THAT(Bodies(Recv("g2", "t", 16, 30'000, "*")),
+              ElementsAre("a1", "b1", "c1", "none", "a2"));
+  EXPECT_THAT(Bodies(Recv("g3", "t", 16, 30'000, "b")), ElementsAre("b1"));
+  EXPECT_TRUE(Recv("g3", "t", 16, 30'000, "b").empty());
+}
+
+TEST_F(ConsumerTest, RestartKeepsProgressLeasesAndPendingRetries) {
+  for (int i = 0; i < 5; ++i) Send("t", 0, "m" + std::to_string(i));
+  auto got = Recv("g", "t", 3, 30'000);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_TRUE(svc_->Ack("g", got[0].receipt_handle).ok());
+  ASSERT_TRUE(svc_->Nack("g", got[1].receipt_handle, 60'000).ok());  // pending retry
+  // m2 stays leased across the restart.
+  Restart();
+  EXPECT_EQ(svc_->InFlight("g"), 1);
+  EXPECT_EQ(svc_->Ack("g", got[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  auto rest = Recv("g", "t", 10, 30'000);
+  EXPECT_THAT(Bodies(rest), ElementsAre("m3", "m4"));
+  for (const auto& m : rest) ASSERT_TRUE(svc_->Ack("g", m.receipt_handle).ok());
+  // m2's lease still expires on time (30 s after it was taken) and m2 comes back after 10 s.
+  Advance(30'000);
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  Restart();
+  Advance(10'000);
+  EXPECT_THAT(Bodies(Recv("g", "t")), ElementsAre("m2"));
+  Advance(20'000);  // 60 s after the nack
+  auto retry = Recv("g", "t");
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0].message.body, "m1");
+  EXPECT_EQ(retry[0].delivery_attempt, 2);
+}
+
+TEST_F(ConsumerTest, HandleIssuedBeforeRestartAcksAfterIt) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t");
+  Restart();
+  EXPECT_TRUE(svc_->Ack("g", got[0].receipt_handle).ok());
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+}
+
+TEST_F(ConsumerTest, ForgedOrGarbledHandlesAreInvalidArguments) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t");
+  std::string h = got[0].receipt_handle;
+  EXPECT_EQ(svc_->Ack("g", "").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(svc_->Ack("g", "not a handle").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(svc_->Ack("g", std::string(100'000, 'a')).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(svc_->Ack("g", h.substr(0, h.size() - 2)).code(), absl::StatusCode::kInvalidArgument);
+  for (size_t i = 0; i < h.size(); i += 7) {
+    std::string bad = h;
+    bad[i] = bad[i] == '0' ? '1' : '0';
+    EXPECT_EQ(svc_->Ack("g", bad).code(), absl::StatusCode::kInvalidArgument) << i;
+  }
+  EXPECT_EQ(svc_->Ack("other", h).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(svc_->Ack("g", h).ok());
+}
+
+TEST_F(ConsumerTest, TwoConsumersOfOneGroupNeverShareALeasedMessage) {
+  constexpr int kMessages = 200;
+  for (int i = 0; i < kMessages; ++i) Send("orders", i % 4, "o" + std::to_string(i));
+  std::vector<std::string> seen[2];
+  auto consume = [&](int c) {
+    while (true) {
+      auto got = Recv("g", "orders", 7, 60'000);
+      if (got.empty()) return;
+      for (const auto& m : got) seen[c].push_back(m.message.body);
+    }
+  };
+  std::thread t0(consume, 0), t1(consume, 1);
+  t0.join();
+  t1.join();
+  std::set<std::string> all;
+  for (const auto& s : seen) all.insert(s.begin(), s.end());
+  EXPECT_EQ(seen[0].size() + seen[1].size(), static_cast<size_t>(kMessages));
+  EXPECT_EQ(all.size(), static_cast<size_t>(kMessages));
+  EXPECT_EQ(svc_->InFlight("g"), kMessages);
+}
+
+TEST_F(ConsumerTest, EveryGroupGetsEveryMessage) {
+  for (int i = 0; i < 20; ++i) Send("orders", i % 4, "o" + std::to_string(i));
+  for (const char* g : {"g1", "g2"}) {
+    std::set<std::string> bodies;
+    for (const auto& m : Recv(g, "orders", 100)) bodies.insert(m.message.body);
+    EXPECT_EQ(bodies.size(), 20u) << g;
+  }
+}
+
+TEST_F(ConsumerTest, RetriesOfOneTopicStayWithThatTopic) {
+  Send("a", 0, "from-a");
+  Send("b", 0, "from-b");
+  auto a = Recv("g", "a");
+  ASSERT_TRUE(svc_->Nack("g", a[0].receipt_handle, 0).ok());
+  auto b = Recv("g", "b");
+  EXPECT_THAT(Bodies(b), ElementsAre("from-b"));
+  auto a2 = Recv("g", "a");
+  ASSERT_EQ(a2.size(), 1u);
+  EXPECT_EQ(a2[0].message.body, "from-a");
+  EXPECT_EQ(a2[0].delivery_attempt, 2);
+  EXPECT_TRUE(svc_->Ack("g", a2[0].receipt_handle).ok());
+}
+
+TEST_F(ConsumerTest, TtlSendsOldUnackedMessagesToTheDlqInsteadOfRetrying) {
+  GroupPolicy policy;
+  policy.ttl_ms = 60'000;
+  svc_->SetGroupPolicy("g", policy);
+  Send("t", 0, "m0");
+  ASSERT_EQ(Recv("g", "t", 1, 30'000).size(), 1u);
+  Advance(30'000);  // age 30 s < TTL: retry after 10 s
+  Advance(10'000);
+  auto again = Recv("g", "t", 1, 30'000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].delivery_attempt, 2);
+  Advance(30'000);  // age 70 s >= TTL
+  EXPECT_EQ(svc_->DlqDepth("g"), 1);
+  Advance(3'600'000);
+  EXPECT_TRUE(Recv("g", "t").empty());
+}
+
+TEST_F(ConsumerTest, PolicySurvivesRestart) {
+  GroupPolicy policy;
+  policy.max_attempts = 1;
+  svc_->SetGroupPolicy("g", policy);
+  Restart();
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t");
+  ASSERT_TRUE(svc_->Nack("g", got[0].receipt_handle, 0).ok());
+  EXPECT_EQ(svc_->DlqDepth("g"), 1);
+}
+
+TEST_F(ConsumerTest, LongPollWakesWhenAMessageArrives) {
+  std::vector<ReceivedMessage> got;
+  std::thread poller([&] {
+    ReceiveRequest req;
+    req.group = "g";
+    req.topic = "t";
+    req.long_poll_ms = 60'000;  // real-time bound; the clock is manual
+    auto r = svc_->Receive(req);
+    ASSERT_TRUE(r.ok());
+    got = std::move(*r);
+  });
+  Send("t", 0, "late");
+  poller.join();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].message.body, "late");
+}
+
+TEST_F(ConsumerTest, LongPollReturnsEmptyWhenNothingArrives) {
+  ReceiveRequest req;
+  req.group = "g";
+  req.topic = "t";
+  req.long_poll_ms = 20;
+  auto r = svc_->Receive(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
+}
+
+TEST_F(ConsumerTest, BadRequestsAreRefused) {
+  ReceiveRequest req;
+  req.group = "g";
+  req.topic = "nope";
+  EXPECT_EQ(svc_->Receive(req).status().code(), absl::StatusCode::kNotFound);
+  req.topic = "t";
+  req.max_messages = 0;
+  EXPECT_EQ(svc_->Receive(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.max_messages = 1;
+  req.invisible_ms = 0;
+  EXPECT_EQ(svc_->Receive(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.invisible_ms = 1000;
+  req.group = "a/b";
+  EXPECT_EQ(svc_->Receive(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.group = "";
+  EXPECT_EQ(svc_->Receive(req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ConsumerTest, CorruptGroupStateRefusesToOpen) {
+  Send("t", 0, "m0");
+  ASSERT_EQ(Recv("g", "t").size(), 1u);
+  CloseAll();
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.Join("meta"), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    std::string lease_key;
+    for (it->Seek("group/g/l/"); it->Valid(); it->Next()) {
+      lease_key = it->key().ToString();
+      break;
+    }
+    ASSERT_FALSE(lease_key.empty());
+    std::string v;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), lease_key, &v).ok());
+    v[3] ^= 1;
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), lease_key, v).ok());
+  }
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir_.Join("meta"), &raw).ok());
+  db_.reset(raw);
+  ConsumerServiceDeps deps;
+  deps.clock = &clock_;
+  deps.store = store();
+  deps.timers = timers();
+  deps.db = db_.get();
+  deps.queue_count = [](const std::string&) -> absl::StatusOr<int> { return 1; };
+  auto svc = NewConsumerService(std::move(deps));
+  EXPECT_EQ(svc.status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace tokimq::testing

@@ -1,0 +1,110 @@
+// Group-state codecs: keys, values, receipt handles, backoff schedule, tag filter.
+#include <gtest/gtest.h>
+
+#include "consumer/group_state.h"
+
+namespace tokimq::consumer {
+namespace {
+
+QueueKey Q() { return QueueKey{"grp", "orders", "%RETRY%grp", 3}; }
+
+TEST(GroupStateKeys, RoundTripAndSortByOffset) {
+  std::string k = LeaseKey(Q(), 42);
+  EXPECT_EQ(k, "group/grp/l/orders/%RETRY%grp/3/00000000000000000042");
+  auto pk = ParseKey(k);
+  ASSERT_TRUE(pk.has_value());
+  EXPECT_EQ(pk->kind, ParsedKey::kLease);
+  EXPECT_EQ(pk->queue, Q());
+  EXPECT_EQ(pk->queue_offset, 42);
+  EXPECT_LT(LeaseKey(Q(), 9), LeaseKey(Q(), 10));
+  auto pp = ParseKey(ProgressKey(Q()));
+  ASSERT_TRUE(pp.has_value());
+  EXPECT_EQ(pp->kind, ParsedKey::kProgress);
+  EXPECT_EQ(pp->queue, Q());
+  EXPECT_EQ(ParseKey(PolicyKey("grp"))->kind, ParsedKey::kPolicy);
+  EXPECT_EQ(ParseKey(kLeaseTopicOffsetKey)->kind, ParsedKey::kLeaseTopicOffset);
+  EXPECT_FALSE(ParseKey("group/grp/x/y").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/l/orders/r/3/42").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/p/orders/r/-1").has_value());
+}
+
+TEST(GroupStateValues, LeaseRoundTripAndEveryBitFlipIsDetected) {
+  LeaseRecord r{7, 3, 1'700'000'030'000, 1'700'000'000'000};
+  std::string key = LeaseKey(Q(), 5);
+  std::string v = EncodeLeaseValue(key, r);
+  ASSERT_EQ(v.size(), 29u);
+  auto d = DecodeLeaseValue(key, v);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->epoch, 7u);
+  EXPECT_EQ(d->attempt, 3u);
+  EXPECT_EQ(d->invisible_until_ms, 1'700'000'030'000);
+  EXPECT_EQ(d->received_ms, 1'700'000'000'000);
+  for (size_t i = 0; i < v.size() * 8; ++i) {
+    std::string bad = v;
+    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
+    EXPECT_EQ(DecodeLeaseValue(key, bad).status().code(), absl::StatusCode::kDataLoss) << i;
+  }
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_FALSE(DecodeLeaseValue(key, v.substr(0, n)).ok()) << n;
+  }
+  // A value moved under another key fails its check.
+  EXPECT_FALSE(DecodeLeaseValue(LeaseKey(Q(), 6), v).ok());
+}
+
+TEST(GroupStateValues, OffsetAndPolicyRoundTrip) {
+  std::string k = ProgressKey(Q());
+  EXPECT_EQ(*DecodeOffsetValue(k, EncodeOffsetValue(k, 123456789)), 123456789);
+  GroupPolicy p;
+  p.max_attempts = 5;
+  p.ttl_ms = 86'400'000;
+  p.backoff_ms = {1, 2, 3};
+  auto d = DecodePolicyValue(PolicyKey("g"), EncodePolicyValue(PolicyKey("g"), p));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->max_attempts, 5);
+  EXPECT_EQ(d->ttl_ms, 86'400'000);
+  EXPECT_EQ(d->backoff_ms, (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(ReceiptHandle, RoundTripsAndRejectsOtherSecrets) {
+  Receipt r{Q(), 99, 4, 1'700'000'030'000};
+  std::string h = EncodeReceipt(r, 0xfeed);
+  for (char c : h) EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(c)));
+  auto d = DecodeReceipt(h, 0xfeed);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->queue, Q());
+  EXPECT_EQ(d->queue_offset, 99);
+  EXPECT_EQ(d->epoch, 4u);
+  EXPECT_EQ(d->invisible_until_ms, 1'700'000'030'000);
+  EXPECT_EQ(DecodeReceipt(h, 0xbeef).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeReceipt("zz", 0xfeed).status().code(), absl::StatusCode::kInvalidArgument);
+  for (size_t n = 0; n < h.size(); n += 2) {
+    EXPECT_FALSE(DecodeReceipt(h.substr(0, n), 0xfeed).ok()) << n;
+  }
+}
+
+TEST(Backoff, DefaultScheduleDoublesToAnHourThenStaysHourly) {
+  GroupPolicy p;
+  std::vector<int64_t> expect = {10'000,  30'000,  60'000,    120'000,   240'000,
+                                 480'000, 960'000, 1'920'000, 3'600'000, 3'600'000};
+  for (size_t i = 0; i < expect.size(); ++i) {
+    EXPECT_EQ(BackoffMs(p, static_cast<int>(i) + 1), expect[i]) << "attempt " << i + 1;
+  }
+  EXPECT_EQ(BackoffMs(p, 1000), 3'600'000);
+  p.backoff_ms = {5, 7};
+  EXPECT_EQ(BackoffMs(p, 1), 5);
+  EXPECT_EQ(BackoffMs(p, 2), 7);
+  EXPECT_EQ(BackoffMs(p, 50), 7);
+}
+
+TEST(TagFilter, StarEmptyAndAlternatives) {
+  EXPECT_TRUE(TagMatches("", "x"));
+  EXPECT_TRUE(TagMatches("*", ""));
+  EXPECT_TRUE(TagMatches("a||b", "b"));
+  EXPECT_TRUE(TagMatches(" a || b ", "a"));
+  EXPECT_FALSE(TagMatches("a||b", "c"));
+  EXPECT_FALSE(TagMatches("a||b", ""));
+  EXPECT_FALSE(TagMatches("ab", "a"));
+}
+
+}  // namespace
+}  // namespace tokimq::consumer
