@@ -27,6 +27,11 @@
 namespace tokimq {
 
 inline constexpr char kTimerTopic[] = "tokimq_sys_timer";
+// Property of a recall's delete marker in the timer topic: the recalled record's physical offset.
+inline constexpr char kTimerDeleteOf[] = "TIMER_DELETE_OF";
+// Property of a delivered copy: physical offset of the timer-topic record it came from (the key
+// recovery uses to skip moves that already happened).
+inline constexpr char kTimerSourceOffset[] = "TIMER_SRC_OFFSET";
 
 struct TimerStoreOptions {
   std::string dir;                                   // timerlog/, timerwheel, checkpoint

@@ -1,0 +1,25 @@
+// RecallHandle: what Schedule returns so the sender can cancel. It names the timer-topic record
+// (physical offset), the deliver time and a CRC32C of the message id (or body when there is no
+// id), plus a CRC32C of those fields; printed as 50 lowercase hex digits (no spaces).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace tokimq {
+
+struct RecallHandle {
+  int64_t phys_offset = -1;
+  int64_t deliver_ms = 0;
+  uint32_t id_crc = 0;
+
+  std::string Encode() const;
+  // kInvalidArgument when not 50 hex digits or the version is unknown; kNotFound when the
+  // embedded CRC does not match (a handle this broker never issued).
+  static absl::StatusOr<RecallHandle> Decode(std::string_view text);
+};
+
+}  // namespace tokimq

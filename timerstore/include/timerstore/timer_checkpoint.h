@@ -1,0 +1,44 @@
+// TimerCheckpoint: the small state file that says how far the timer store got, replaced
+// atomically (WriteFileAtomic: temp file, fsync, rename, directory fsync) after the TimerLog and
+// the wheel have been flushed, so it is never ahead of the data it describes.
+// Grammar: docs/formats/timercheckpoint.md. Value type; no threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/file.h"
+
+namespace tokimq {
+
+struct RecalledEntry {
+  int64_t phys_offset = 0;  // timer-topic record of the recalled message
+  int64_t deliver_ms = 0;
+};
+
+struct TimerCheckpointData {
+  int64_t precision_ms = 0;
+  int64_t read_tick = 0;             // every tick below this is fully delivered and durable
+  int64_t timerlog_flush_pos = 0;    // TimerLog prefix reflected in the counters below
+  int64_t timerlog_scan_from = 0;    // TimerLog position where read_tick's walk began
+  int64_t enqueue_queue_offset = 0;  // next timer-topic queue offset for enqueue
+  int64_t last_enqueued_phys = -1;   // highest timer-topic physical offset in the TimerLog
+  int64_t commitlog_scan_from = 0;   // CommitLog offset before the first put of read_tick
+  int64_t pending = 0;               // pending messages as of read_tick (counted before delivery)
+  std::map<int64_t, int64_t> pins;   // CommitLog bucket -> pending units pointing into it
+  std::vector<RecalledEntry> recalled;
+
+  std::string Encode() const;
+  // kDataLoss on bad magic, version, length or CRC.
+  static absl::StatusOr<TimerCheckpointData> Decode(std::string_view in);
+};
+
+// Loads `path`; kNotFound if it does not exist.
+absl::StatusOr<TimerCheckpointData> LoadTimerCheckpoint(FileSystem* fs, const std::string& path);
+absl::Status StoreTimerCheckpoint(FileSystem* fs, const std::string& path,
+                                  const TimerCheckpointData& data);
+
+}  // namespace tokimq

@@ -1,0 +1,83 @@
+// TimerWheel: 2 x slots_total slots of {tick, first_pos, last_pos, count}, after RocketMQ's
+// timerwheel. A tick is floor(ms / precision_ms); slot index = tick mod slot_count. A slot whose
+// stored tick differs from the requested one belongs to an old lap and reads as empty.
+//
+// Kept in memory (32 bytes per slot, allocated once with calloc so untouched pages cost no RSS)
+// and persisted to one file: a 32-byte header (magic, version, precision, slot count, CRC) then
+// one 32-byte record per slot, each with its own CRC32C (docs/formats/timerwheel.md). Flush
+// writes only the slots changed since the last flush, then fsyncs.
+//
+// Thread-safety: none; the TimerStore serialises access with its state mutex. Durability: the
+// file may be ahead of the checkpoint (flushed after it) but never behind it: the TimerStore
+// flushes TimerLog, then wheel, then checkpoint, and recovery re-links idempotently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/file.h"
+
+namespace tokimq {
+
+struct TimerSlot {
+  int64_t tick = -1;
+  int64_t first_pos = -1;
+  int64_t last_pos = -1;
+  uint32_t count = 0;
+};
+
+class TimerWheel {
+ public:
+  static constexpr size_t kHeaderSize = 32;
+  static constexpr size_t kSlotSize = 32;
+
+  // Opens or creates the wheel file. kFailedPrecondition if the file was made with another
+  // precision or slot count. Slots failing their CRC are counted in corrupt_slots() and read
+  // as empty: the caller must then rebuild from the TimerLog.
+  static absl::StatusOr<std::unique_ptr<TimerWheel>> Open(FileSystem* fs, std::string path,
+                                                          int64_t precision_ms,
+                                                          uint64_t slot_count);
+  ~TimerWheel();
+  TimerWheel(const TimerWheel&) = delete;
+  TimerWheel& operator=(const TimerWheel&) = delete;
+
+  // The slot of `tick`; empty {tick, -1, -1, 0} if the stored slot is of another lap.
+  TimerSlot Get(int64_t tick) const;
+  // Links the unit at `pos` as the newest of `tick`'s slot; returns the previous last_pos (-1).
+  int64_t Link(int64_t tick, int64_t pos);
+  // Clears every slot (rebuild).
+  void Reset();
+  absl::Status Flush();
+
+  int64_t precision_ms() const { return precision_ms_; }
+  uint64_t slot_count() const { return slot_count_; }
+  int64_t corrupt_slots() const { return corrupt_slots_; }
+
+ private:
+  TimerWheel(FileSystem* fs, std::string path, int64_t precision_ms, uint64_t slot_count);
+  size_t Index(int64_t tick) const {
+    return static_cast<size_t>(static_cast<uint64_t>(tick) % slot_count_);
+  }
+  void MarkDirty(size_t i) { dirty_[i / 64] |= uint64_t{1} << (i % 64); }
+  absl::Status Load();
+
+  FileSystem* fs_;
+  std::string path_;
+  int64_t precision_ms_;
+  uint64_t slot_count_;
+  TimerSlot* slots_ = nullptr;  // calloc'ed; all-zero bytes decode as "empty"
+  std::vector<uint64_t> dirty_;
+  std::unique_ptr<File> file_;
+  int64_t corrupt_slots_ = 0;
+};
+
+// Encoding helpers, exposed for format tests.
+std::string EncodeTimerWheelHeader(int64_t precision_ms, uint64_t slot_count);
+void EncodeTimerSlot(const TimerSlot& slot, char* dst);
+// false on CRC mismatch; an all-zero record is a valid empty slot.
+bool DecodeTimerSlot(const char* src, TimerSlot* slot);
+
+}  // namespace tokimq

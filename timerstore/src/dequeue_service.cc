@@ -1,0 +1,206 @@
+// Dequeue services: due wheel slots -> FineScheduler -> loaded copies -> real topics.
+#include <algorithm>
+#include <charconv>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "timer_store_impl.h"
+
+namespace tokimq {
+namespace {
+
+constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
+
+bool GetInt(const Message& m, const char* key, int64_t* v) {
+  auto it = m.properties.find(key);
+  if (it == m.properties.end()) return false;
+  const std::string& s = it->second;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (fine_.size() >= kMaxLoadedUnits) return 0;  // back-pressure
+  int64_t now = clock_->NowMs();
+  int64_t p = options_.precision_ms;
+  size_t progressed = 0;
+  // Walk slots one tick before they begin. Empty slots cost one in-memory look-up each, so
+  // catching up after a long downtime is fast.
+  while ((next_walk_tick_ - 1) * p <= now) {
+    int64_t tick = next_walk_tick_;
+    TimerSlot slot = wheel_->Get(tick);
+    if (slot.count == 0) {
+      ++next_walk_tick_;
+      ++progressed;
+      if (progressed % 65536 == 0) break;  // let other services run between long stretches
+      continue;
+    }
+    InflightLocked(tick);  // records where this tick's puts and roll units begin
+    ++next_walk_tick_;
+    // Walk the chain outside mu_: units are immutable, and later units for this tick go to
+    // the FineScheduler directly from LinkUnitLocked.
+    l.unlock();
+    std::vector<std::pair<int64_t, TimerUnit>> chain;
+    chain.reserve(slot.count);
+    int64_t pos = slot.last_pos;
+    absl::Status walk_status;
+    while (pos >= 0) {
+      auto u = timerlog_->Read(pos);
+      if (!u.ok()) {
+        walk_status = u.status();
+        break;
+      }
+      if (u->slot_tick != tick || u->prev_pos >= pos) {
+        walk_status = absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos));
+        break;
+      }
+      chain.emplace_back(pos, *u);
+      pos = u->prev_pos;
+    }
+    if (!walk_status.ok()) {
+      TOKIMQ_LOG_ERROR("timerstore: walking slot of tick {}: {}; remaining units skipped", tick,
+                       walk_status.ToString());
+    }
+    l.lock();
+    // Oldest first, so continuations keep enqueue order.
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const auto& [upos, unit] = *it;
+      ScheduledUnit su{upos, unit, tick};
+      if (unit.flags == kUnitRoll) {
+        if (recalled_.contains(unit.phys_offset)) {
+          InflightLocked(tick).outstanding++;
+          FinishUnitLocked(su, /*pending_decrement=*/false);
+          continue;
+        }
+        if (rolled_from_.contains(upos)) continue;  // continuation written before a crash
+        TimerUnit next = unit;
+        next.ref = upos;
+        next.roll_count = unit.roll_count + 1;
+        TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(next).status());
+        metrics_.rolled.Add(1);
+        continue;
+      }
+      InflightLocked(tick).outstanding++;
+      if (recalled_.contains(unit.phys_offset)) {
+        FinishUnitLocked(su, /*pending_decrement=*/false);
+      } else if (delivered_phys_.contains(unit.phys_offset)) {
+        FinishUnitLocked(su, /*pending_decrement=*/true);  // delivered before the crash
+      } else {
+        fine_.Add(su);
+      }
+    }
+    ++progressed;
+    break;  // one non-empty slot per step keeps the step bounded
+  }
+  MaybeCompleteTicksLocked();
+  int64_t read_tick = ReadTickLocked();
+  if (dedup_until_tick_ >= 0 && read_tick > dedup_until_tick_) {
+    delivered_phys_.clear();
+    rolled_from_.clear();
+    dedup_until_tick_ = -1;
+  }
+  if (progressed > 0 && !recalled_.empty() && recalled_.size() % 1024 == 0) {
+    absl::erase_if(recalled_, [&](const auto& kv) {
+      return kv.second + kRecallGraceTicksMs < read_tick * p;
+    });
+  }
+  return progressed;
+}
+
+absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
+  std::vector<ScheduledUnit> due;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    size_t room = kPutQueueCap - std::min(kPutQueueCap, put_queue_.size());
+    if (room == 0) return 0;
+    fine_.PopDue(clock_->NowMs(), std::min<size_t>(room, 512), &due);
+    // Recalled while loaded: never delivered.
+    auto keep = std::remove_if(due.begin(), due.end(), [&](const ScheduledUnit& su) {
+      if (!recalled_.contains(su.unit.phys_offset)) return false;
+      FinishUnitLocked(su, false);
+      return true;
+    });
+    due.erase(keep, due.end());
+    MaybeCompleteTicksLocked();
+  }
+  if (due.empty()) return 0;
+  std::vector<LoadedCopy> loaded;
+  loaded.reserve(due.size());
+  std::vector<ScheduledUnit> dropped;
+  int64_t now = clock_->NowMs();
+  for (ScheduledUnit& su : due) {
+    auto read = store_->Read(su.unit.phys_offset);
+    int64_t deliver = 0;
+    int64_t qid = 0;
+    bool ok = read.ok() && read->topic == kTimerTopic &&
+              GetInt(*read, prop::kDeliverMs, &deliver) && deliver == su.unit.deliver_ms &&
+              read->properties.count(prop::kRealTopic) != 0 &&
+              GetInt(*read, prop::kRealQueueId, &qid);
+    if (!ok) {
+      TOKIMQ_LOG_WARN("timerstore: unit at {} points to CommitLog offset {} ({}); dropped",
+                      su.pos, su.unit.phys_offset,
+                      read.ok() ? "record mismatch" : read.status().ToString());
+      dropped.push_back(su);
+      continue;
+    }
+    Message m = std::move(*read);
+    m.topic = m.properties[prop::kRealTopic];
+    m.queue_id = static_cast<int32_t>(qid);
+    m.properties.erase(prop::kRealTopic);
+    m.properties.erase(prop::kRealQueueId);
+    m.properties[prop::kTimerEnqueueMs] = std::to_string(su.unit.write_ms);
+    m.properties[prop::kTimerDequeueMs] = std::to_string(now);
+    m.properties[prop::kTimerUnitPos] = std::to_string(su.pos);
+    m.properties[kTimerSourceOffset] = std::to_string(su.unit.phys_offset);
+    if (su.unit.roll_count > 0) {
+      m.properties[prop::kTimerRollCount] = std::to_string(su.unit.roll_count);
+    }
+    m.queue_offset = -1;
+    m.physical_offset = -1;
+    loaded.push_back(LoadedCopy{std::move(su), std::move(m)});
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  for (const ScheduledUnit& su : dropped) {
+    metrics_.dropped.Add(1);
+    FinishUnitLocked(su, true);
+  }
+  MaybeCompleteTicksLocked();
+  for (LoadedCopy& c : loaded) put_queue_.push_back(std::move(c));
+  return due.size();
+}
+
+absl::StatusOr<size_t> TimerStoreImpl::DequeuePutStep() {
+  std::vector<LoadedCopy> batch;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    while (!put_queue_.empty() && batch.size() < 256) {
+      batch.push_back(std::move(put_queue_.front()));
+      put_queue_.pop_front();
+    }
+  }
+  if (batch.empty()) return 0;
+  std::vector<Message> msgs;
+  msgs.reserve(batch.size());
+  for (LoadedCopy& c : batch) msgs.push_back(std::move(c.msg));
+  auto put = store_->PutBatch(std::move(msgs));
+  std::lock_guard<std::mutex> l(mu_);
+  if (!put.ok()) {
+    // Nothing reported appended: back to the millisecond stage for a retry.
+    for (LoadedCopy& c : batch) fine_.Add(std::move(c.su));
+    return put.status();
+  }
+  int64_t now = clock_->NowMs();
+  for (const LoadedCopy& c : batch) {
+    metrics_.delivered.Add(1);
+    metrics_.lateness_ms.Record(now - c.su.unit.deliver_ms);
+    FinishUnitLocked(c.su, true);
+  }
+  MaybeCompleteTicksLocked();
+  return batch.size();
+}
+
+}  // namespace tokimq

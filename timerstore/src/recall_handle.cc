@@ -1,0 +1,62 @@
+#include "timerstore/recall_handle.h"
+
+#include "common/coding.h"
+#include "common/crc32c.h"
+
+namespace tokimq {
+namespace {
+
+constexpr uint8_t kHandleVersion = 1;
+constexpr size_t kHandleBytes = 25;
+constexpr char kHex[] = "0123456789abcdef";
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string RecallHandle::Encode() const {
+  char raw[kHandleBytes];
+  raw[0] = static_cast<char>(kHandleVersion);
+  EncodeFixed64(raw + 1, static_cast<uint64_t>(phys_offset));
+  EncodeFixed64(raw + 9, static_cast<uint64_t>(deliver_ms));
+  EncodeFixed32(raw + 17, id_crc);
+  EncodeFixed32(raw + 21, crc32c::Value(raw, 21));
+  std::string out;
+  out.reserve(kHandleBytes * 2);
+  for (char c : raw) {
+    auto u = static_cast<unsigned char>(c);
+    out.push_back(kHex[u >> 4]);
+    out.push_back(kHex[u & 15]);
+  }
+  return out;
+}
+
+absl::StatusOr<RecallHandle> RecallHandle::Decode(std::string_view text) {
+  if (text.size() != kHandleBytes * 2) {
+    return absl::InvalidArgumentError("recall handle: expected 50 hex digits");
+  }
+  char raw[kHandleBytes];
+  for (size_t i = 0; i < kHandleBytes; ++i) {
+    int hi = HexValue(text[2 * i]), lo = HexValue(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return absl::InvalidArgumentError("recall handle: not hex");
+    raw[i] = static_cast<char>((hi << 4) | lo);
+  }
+  if (static_cast<uint8_t>(raw[0]) != kHandleVersion) {
+    return absl::InvalidArgumentError("recall handle: unknown version");
+  }
+  if (DecodeFixed32(raw + 21) != crc32c::Value(raw, 21)) {
+    return absl::NotFoundError("recall handle: unknown handle (checksum mismatch)");
+  }
+  RecallHandle h;
+  h.phys_offset = static_cast<int64_t>(DecodeFixed64(raw + 1));
+  h.deliver_ms = static_cast<int64_t>(DecodeFixed64(raw + 9));
+  h.id_crc = DecodeFixed32(raw + 17);
+  return h;
+}
+
+}  // namespace tokimq

@@ -1,0 +1,148 @@
+// Recovery: checkpoint + TimerLog tail -> wheel, counters, dedup sets; CommitLog tail scan.
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "timer_store_impl.h"
+
+namespace tokimq {
+
+absl::Status TimerStoreImpl::RelinkForRecovery(int64_t pos, const TimerUnit& u,
+                                               int64_t read_tick) {
+  if (u.flags == kUnitDelete || u.slot_tick < read_tick) return absl::OkStatus();
+  TimerSlot s = wheel_->Get(u.slot_tick);
+  if (s.count > 0 && s.last_pos >= pos) return absl::OkStatus();  // wheel file already has it
+  wheel_->Link(u.slot_tick, pos);
+  return absl::OkStatus();
+}
+
+absl::Status TimerStoreImpl::Recover() {
+  const std::string& dir = options_.dir;
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir));
+  TimerCheckpointData ckpt;
+  auto loaded = LoadTimerCheckpoint(fs_, dir + "/checkpoint");
+  if (loaded.ok()) {
+    ckpt = *loaded;
+    if (ckpt.precision_ms != options_.precision_ms) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("timerstore: data in ", dir, " uses precision ", ckpt.precision_ms,
+                       " ms, options say ", options_.precision_ms));
+    }
+  } else if (absl::IsNotFound(loaded.status())) {
+    ckpt.precision_ms = options_.precision_ms;
+    ckpt.read_tick = TickOf(clock_->NowMs());
+    ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0);
+    ckpt.commitlog_scan_from = store_->commit_log()->MaxOffset();
+  } else {
+    return loaded.status();
+  }
+  int64_t scan_from = std::min(ckpt.timerlog_scan_from, ckpt.timerlog_flush_pos);
+  TOKIMQ_ASSIGN_OR_RETURN(timerlog_, TimerLog::Open(fs_, dir + "/timerlog",
+                                                    options_.timerlog_segment_size, scan_from));
+  if (timerlog_->WritePos() < ckpt.timerlog_flush_pos) {
+    return absl::DataLossError(absl::StrCat("timerstore: TimerLog ends at ", timerlog_->WritePos(),
+                                            " before the checkpointed flush position ",
+                                            ckpt.timerlog_flush_pos));
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(wheel_, TimerWheel::Open(fs_, dir + "/timerwheel",
+                                                   options_.precision_ms,
+                                                   static_cast<uint64_t>(2 * slots_total_)));
+  int64_t read_tick = ckpt.read_tick;
+  int64_t end = timerlog_->WritePos();
+  if (wheel_->corrupt_slots() > 0) {
+    // Rebuild every live slot from the whole TimerLog (rare: torn wheel write).
+    wheel_->Reset();
+    for (int64_t pos = timerlog_->MinPos(); pos < scan_from; pos += kTimerUnitSize) {
+      TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
+      TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
+    }
+  }
+  for (const RecalledEntry& r : ckpt.recalled) recalled_[r.phys_offset] = r.deliver_ms;
+  pins_ = ckpt.pins;
+  int64_t pending = ckpt.pending;
+  last_enqueued_phys_ = ckpt.last_enqueued_phys;
+  int64_t max_tail_tick = -1;
+  for (int64_t pos = scan_from; pos < end; pos += kTimerUnitSize) {
+    TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
+    TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
+    if (u.ref >= 0 && u.flags != kUnitDelete) {
+      rolled_from_.insert(u.ref);
+      max_tail_tick = std::max(max_tail_tick, u.slot_tick);
+    }
+    if (pos < ckpt.timerlog_flush_pos) continue;  // already in the checkpointed counters
+    if (u.flags == kUnitDelete) {
+      recalled_[u.ref] = u.deliver_ms;
+      --pending;
+      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
+    } else if (u.ref < 0) {
+      ++pending;
+      pins_[u.phys_offset >> kPinBucketShift]++;
+      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
+    }
+  }
+  // Delivered copies already in the CommitLog (moves done before the crash).
+  CommitLog* log = store_->commit_log();
+  int64_t cl_end = log->MaxOffset();
+  int64_t at = std::max(ckpt.commitlog_scan_from, log->MinOffset());
+  int64_t scanned = 0;
+  while (at < cl_end) {
+    auto next = log->ReadNext(at);
+    if (!next.ok()) {
+      TOKIMQ_LOG_WARN("timerstore: CommitLog scan stopped at {}: {}", at,
+                      next.status().ToString());
+      break;
+    }
+    const Message& m = next->first;
+    auto it = m.properties.find(kTimerSourceOffset);
+    if (m.topic != kTimerTopic && it != m.properties.end()) {
+      int64_t phys = 0;
+      const std::string& s = it->second;
+      if (std::from_chars(s.data(), s.data() + s.size(), phys).ec == std::errc()) {
+        delivered_phys_.insert(phys);
+        auto d = m.properties.find(prop::kDeliverMs);
+        int64_t dms = 0;
+        if (d != m.properties.end() &&
+            std::from_chars(d->second.data(), d->second.data() + d->second.size(), dms).ec ==
+                std::errc()) {
+          max_tail_tick = std::max(max_tail_tick, TickOf(dms));
+        }
+      }
+    }
+    ++scanned;
+    if (next->second <= at) break;
+    at = next->second;
+  }
+  if (!delivered_phys_.empty() || !rolled_from_.empty()) {
+    dedup_until_tick_ = std::max(max_tail_tick, read_tick + slots_total_);
+  }
+  // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
+  if (last_enqueued_phys_ >= cl_end) last_enqueued_phys_ = cl_end - 1;
+  int64_t qmin = store_->MinQueueOffset(kTimerTopic, 0);
+  int64_t qmax = store_->MaxQueueOffset(kTimerTopic, 0);
+  enqueue_offset_ = std::clamp(ckpt.enqueue_queue_offset, qmin, std::max(qmin, qmax));
+  enqueue_read_offset_ = enqueue_offset_;
+  timer_max_queue_offset_ = qmax;
+  next_walk_tick_ = read_tick;
+  metrics_.pending.Set(std::max<int64_t>(0, pending));
+  RefreshGaugesLocked(clock_->NowMs());
+  TOKIMQ_LOG_INFO(
+      "timerstore: recovered read_tick={} timerlog_end={} pending={} dedup: {} delivered, {} "
+      "rolled; scanned {} CommitLog records",
+      read_tick, end, pending, delivered_phys_.size(), rolled_from_.size(), scanned);
+  // The MessageStore may outlive us (there is no RemovePinProvider): go through a shared
+  // cell that the destructor clears.
+  pin_cell_ = std::make_shared<PinCell>();
+  pin_cell_->owner = this;
+  store_->AddPinProvider([cell = pin_cell_] {
+    std::lock_guard<std::mutex> cl(cell->mu);
+    if (cell->owner == nullptr) return std::numeric_limits<int64_t>::max();
+    std::lock_guard<std::mutex> l(cell->owner->mu_);
+    return cell->owner->PinLocked();
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace tokimq

@@ -1,0 +1,349 @@
+#include "timer_store_impl.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "timerstore/recall_handle.h"
+
+namespace tokimq {
+namespace {
+
+uint32_t IdCrc(const Message& m) {
+  auto it = m.properties.find(prop::kMessageId);
+  if (it != m.properties.end() && !it->second.empty()) return crc32c::Value(it->second);
+  return crc32c::Value(m.body);
+}
+
+bool ParseInt(const std::map<std::string, std::string>& props, const char* key, int64_t* v) {
+  auto it = props.find(key);
+  if (it == props.end()) return false;
+  const std::string& s = it->second;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TimerStore>> TimerStore::Open(FileSystem* fs, Clock* clock,
+                                                             MessageStore* store,
+                                                             TimerStoreOptions options) {
+  if (options.precision_ms <= 0 || options.window_ms < 2 * options.precision_ms) {
+    return absl::InvalidArgumentError("timerstore: need precision_ms > 0, window >= 2 ticks");
+  }
+  auto impl = std::make_unique<TimerStoreImpl>(fs, clock, store, std::move(options));
+  TOKIMQ_RETURN_IF_ERROR(impl->Recover());
+  return std::unique_ptr<TimerStore>(std::move(impl));
+}
+
+TimerStoreImpl::TimerStoreImpl(FileSystem* fs, Clock* clock, MessageStore* store,
+                               TimerStoreOptions options)
+    : fs_(fs), clock_(clock), store_(store), options_(std::move(options)) {
+  slots_total_ = options_.window_ms / options_.precision_ms;
+}
+
+TimerStoreImpl::~TimerStoreImpl() {
+  if (!threads_.empty()) (void)Stop();
+  if (pin_cell_) {
+    std::lock_guard<std::mutex> l(pin_cell_->mu);
+    pin_cell_->owner = nullptr;
+  }
+}
+
+int64_t TimerStoreImpl::TickOf(int64_t ms) const {
+  int64_t p = options_.precision_ms;
+  return ms >= 0 ? ms / p : -((-ms + p - 1) / p);
+}
+
+int64_t TimerStoreImpl::ReadTickLocked() const {
+  if (inflight_.empty()) return next_walk_tick_;
+  return std::min(inflight_.begin()->first, next_walk_tick_);
+}
+
+TimerStoreImpl::InflightTick& TimerStoreImpl::InflightLocked(int64_t tick) {
+  auto it = inflight_.find(tick);
+  if (it != inflight_.end()) return it->second;
+  InflightTick& t = inflight_[tick];
+  t.commitlog_start = store_->commit_log()->MaxOffset();
+  t.timerlog_start = timerlog_->WritePos();
+  return t;
+}
+
+absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
+  int64_t read_tick = ReadTickLocked();
+  int64_t tick = TickOf(u.deliver_ms);
+  int64_t slot;
+  if (tick >= read_tick + slots_total_) {
+    // Beyond the window measured from the read time (RocketMQ): park inside the window.
+    u.flags = kUnitRoll;
+    slot = std::max(read_tick + slots_total_ - 1, next_walk_tick_);
+  } else {
+    u.flags = kUnitNormal;
+    slot = std::max(tick, read_tick);
+  }
+  u.slot_tick = slot;
+  u.prev_pos = wheel_->Get(slot).last_pos;
+  u.write_ms = clock_->NowMs();
+  TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
+  wheel_->Link(slot, pos);
+  if (slot < next_walk_tick_) {
+    // The slot was already walked: hand the unit to the millisecond stage directly.
+    InflightLocked(slot).outstanding++;
+    fine_.Add(ScheduledUnit{pos, u, slot});
+  }
+  return pos;
+}
+
+void TimerStoreImpl::FinishUnitLocked(const ScheduledUnit& su, bool pending_decrement) {
+  auto it = inflight_.find(su.accounted_tick);
+  if (it == inflight_.end()) return;
+  InflightTick& t = it->second;
+  if (pending_decrement) {
+    metrics_.pending.Sub(1);
+    t.done_pending++;
+  }
+  t.pin_release[su.unit.phys_offset >> kPinBucketShift]++;
+  t.outstanding--;
+}
+
+void TimerStoreImpl::MaybeCompleteTicksLocked() {
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    if (it->second.outstanding > 0 || it->first >= next_walk_tick_) {
+      ++it;
+      continue;
+    }
+    for (const auto& [bucket, n] : it->second.pin_release) {
+      auto p = pins_.find(bucket);
+      if (p == pins_.end()) continue;
+      p->second -= n;
+      if (p->second <= 0) pins_.erase(p);
+    }
+    it = inflight_.erase(it);
+  }
+}
+
+int64_t TimerStoreImpl::PinLocked() const {
+  int64_t pin = std::numeric_limits<int64_t>::max();
+  if (!pins_.empty()) pin = pins_.begin()->first << kPinBucketShift;
+  if (enqueue_offset_ < timer_max_queue_offset_) {
+    pin = std::min(pin, last_enqueued_phys_ + 1);
+  }
+  return pin;
+}
+
+void TimerStoreImpl::RefreshGaugesLocked(int64_t now) {
+  static constexpr int64_t kBounds[8] = {5'000,     60'000,     300'000,    900'000,
+                                         3'600'000, 14'400'000, 28'800'000, 86'400'000};
+  int64_t counts[9] = {0};
+  int64_t read_tick = ReadTickLocked();
+  int64_t p = options_.precision_ms;
+  for (int64_t t = read_tick; t < read_tick + slots_total_; ++t) {
+    TimerSlot s = wheel_->Get(t);
+    if (s.count == 0) continue;
+    int64_t remaining = t * p - now;
+    int b = 0;
+    while (b < 8 && remaining > kBounds[b]) ++b;
+    counts[b] += s.count;
+  }
+  for (int b = 0; b < 9; ++b) metrics_.pending_by_bucket[b].Set(counts[b]);
+  metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
+  metrics_.dequeue_lag_ms.Set(std::max<int64_t>(0, now - (read_tick + 1) * p));
+}
+
+absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
+  ScheduleResult result;
+  uint32_t id_crc = IdCrc(msg);
+  msg.properties[prop::kDeliverMs] = std::to_string(deliver_ms);
+  if (deliver_ms <= clock_->NowMs()) {
+    TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
+    result.delivered_now = true;
+    metrics_.delivered.Add(1);
+  } else {
+    msg.properties[prop::kRealTopic] = msg.topic;
+    msg.properties[prop::kRealQueueId] = std::to_string(msg.queue_id);
+    msg.topic = kTimerTopic;
+    msg.queue_id = 0;
+    TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
+    std::lock_guard<std::mutex> l(mu_);
+    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, result.put.queue_offset + 1);
+    metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
+  }
+  result.recall_handle = RecallHandle{result.put.physical_offset, deliver_ms, id_crc}.Encode();
+  run_cv_.notify_all();
+  return result;
+}
+
+absl::Status TimerStoreImpl::Recall(std::string_view text) {
+  TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
+  auto read = store_->Read(h.phys_offset);
+  if (!read.ok()) {
+    return absl::NotFoundError(absl::StrCat("recall: no scheduled message for handle (",
+                                            read.status().message(), ")"));
+  }
+  const Message& m = *read;
+  int64_t deliver = 0;
+  if (IdCrc(m) != h.id_crc || !ParseInt(m.properties, prop::kDeliverMs, &deliver) ||
+      deliver != h.deliver_ms || m.properties.count(kTimerDeleteOf) != 0) {
+    return absl::NotFoundError("recall: no scheduled message for handle");
+  }
+  if (m.topic != kTimerTopic) return absl::FailedPreconditionError("recall: already delivered");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (recalled_.contains(h.phys_offset)) {
+      return absl::FailedPreconditionError("recall: already recalled");
+    }
+    // Nothing is ever put before its deliver time, and PopDue reads the clock under mu_ too:
+    // before the deliver time the message cannot have been delivered yet.
+    if (clock_->NowMs() >= h.deliver_ms || TickOf(h.deliver_ms) < ReadTickLocked()) {
+      return absl::FailedPreconditionError("recall: already delivered");
+    }
+    recalled_[h.phys_offset] = h.deliver_ms;
+  }
+  // Durable mark: a delete marker in the timer topic (as RocketMQ 5.3 does); enqueue turns it
+  // into a delete unit in the TimerLog.
+  Message marker;
+  marker.topic = kTimerTopic;
+  marker.queue_id = 0;
+  marker.born_ms = clock_->NowMs();
+  marker.properties[prop::kDeliverMs] = std::to_string(h.deliver_ms);
+  marker.properties[kTimerDeleteOf] = std::to_string(h.phys_offset);
+  auto put = store_->Put(std::move(marker));
+  std::lock_guard<std::mutex> l(mu_);
+  if (!put.ok()) {
+    recalled_.erase(h.phys_offset);
+    return put.status();
+  }
+  timer_max_queue_offset_ = std::max(timer_max_queue_offset_, put->queue_offset + 1);
+  metrics_.recalled.Add(1);
+  run_cv_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::Status TimerStoreImpl::RunUntilIdle() {
+  while (true) {
+    size_t total = 0;
+    TOKIMQ_ASSIGN_OR_RETURN(size_t a, EnqueueGetStep());
+    TOKIMQ_ASSIGN_OR_RETURN(size_t b, EnqueuePutStep());
+    TOKIMQ_ASSIGN_OR_RETURN(size_t c, DequeueGetStep());
+    TOKIMQ_ASSIGN_OR_RETURN(size_t d, DequeueReadStep());
+    TOKIMQ_ASSIGN_OR_RETURN(size_t e, DequeuePutStep());
+    total = a + b + c + d + e;
+    if (total == 0) break;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  RefreshGaugesLocked(clock_->NowMs());
+  return absl::OkStatus();
+}
+
+absl::Status TimerStoreImpl::Checkpoint() {
+  // Delivered copies and delete markers first: the checkpoint may say "tick done" only once
+  // its puts are durable.
+  TOKIMQ_RETURN_IF_ERROR(store_->Flush());
+  TimerCheckpointData c;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    c.precision_ms = options_.precision_ms;
+    c.read_tick = ReadTickLocked();
+    c.timerlog_flush_pos = timerlog_->WritePos();
+    c.enqueue_queue_offset = enqueue_offset_;
+    c.last_enqueued_phys = last_enqueued_phys_;
+    c.pending = metrics_.pending.Value();
+    for (const auto& [tick, t] : inflight_) c.pending += t.done_pending;
+    if (!inflight_.empty() && inflight_.begin()->first <= c.read_tick) {
+      c.commitlog_scan_from = inflight_.begin()->second.commitlog_start;
+      c.timerlog_scan_from = inflight_.begin()->second.timerlog_start;
+    } else {
+      c.commitlog_scan_from = store_->commit_log()->MaxOffset();
+      c.timerlog_scan_from = c.timerlog_flush_pos;
+    }
+    c.pins = pins_;
+    c.recalled.reserve(recalled_.size());
+    for (const auto& [phys, deliver] : recalled_) c.recalled.push_back({phys, deliver});
+    std::sort(c.recalled.begin(), c.recalled.end(),
+              [](const RecalledEntry& a, const RecalledEntry& b) {
+                return a.phys_offset < b.phys_offset;
+              });
+    // TimerLog then wheel, under mu_ so no unit is linked in between: the wheel file never
+    // points at a unit that is not durable.
+    TOKIMQ_RETURN_IF_ERROR(timerlog_->Flush());
+    TOKIMQ_RETURN_IF_ERROR(wheel_->Flush());
+    RefreshGaugesLocked(clock_->NowMs());
+  }
+  return StoreTimerCheckpoint(fs_, options_.dir + "/checkpoint", c);
+}
+
+void TimerStoreImpl::WorkerLoop(int which) {
+  int64_t last_checkpoint = clock_->NowMs();
+  while (true) {
+    {
+      std::lock_guard<std::mutex> l(run_mu_);
+      if (stopping_) return;
+    }
+    size_t n = 0;
+    absl::Status st;
+    auto run = [&](absl::StatusOr<size_t> r) {
+      if (r.ok()) n += *r;
+      else if (st.ok()) st = r.status();
+    };
+    int64_t wake_ms;
+    if (which == 0) {
+      run(EnqueueGetStep());
+      run(EnqueuePutStep());
+      wake_ms = clock_->NowMs() + 10;
+    } else {
+      run(DequeueGetStep());
+      run(DequeueReadStep());
+      run(DequeuePutStep());
+      int64_t now = clock_->NowMs();
+      if (now - last_checkpoint >= options_.checkpoint_interval_ms) {
+        absl::Status cs = Checkpoint();
+        if (!cs.ok() && st.ok()) st = cs;
+        last_checkpoint = now;
+      }
+      std::lock_guard<std::mutex> l(mu_);
+      wake_ms = std::min(fine_.NextDueMs(), (next_walk_tick_ - 1) * options_.precision_ms);
+      wake_ms = std::min(wake_ms, last_checkpoint + options_.checkpoint_interval_ms);
+    }
+    if (!st.ok()) {
+      TOKIMQ_LOG_ERROR("timerstore service {}: {}", which, st.ToString());
+      std::lock_guard<std::mutex> l(run_mu_);
+      if (bg_status_.ok()) bg_status_ = st;
+    }
+    if (n > 0) continue;
+    if (which == 0) {
+      std::unique_lock<std::mutex> l(run_mu_);
+      run_cv_.wait_for(l, std::chrono::milliseconds(10));
+    } else {
+      // Short real-time cap: units handed over by enqueue for an already-walked tick may be
+      // due sooner than the wake time computed above.
+      clock_->WaitUntilMs(wake_ms, std::chrono::milliseconds(1));
+    }
+  }
+}
+
+absl::Status TimerStoreImpl::Start() {
+  std::lock_guard<std::mutex> l(run_mu_);
+  if (!threads_.empty()) return absl::FailedPreconditionError("timerstore: already started");
+  stopping_ = false;
+  for (int i = 0; i < 2; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
+  return absl::OkStatus();
+}
+
+absl::Status TimerStoreImpl::Stop() {
+  {
+    std::lock_guard<std::mutex> l(run_mu_);
+    stopping_ = true;
+  }
+  run_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  TOKIMQ_RETURN_IF_ERROR(Checkpoint());
+  std::lock_guard<std::mutex> l(run_mu_);
+  return bg_status_;
+}
+
+}  // namespace tokimq

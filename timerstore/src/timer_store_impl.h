@@ -1,0 +1,128 @@
+// TimerStoreImpl: the TimerStore behind the public interface. Private to timerstore/src.
+//
+// The five services are step functions over the shared state below, each making bounded
+// progress and returning how much it did, so RunUntilIdle() can drive them synchronously on a
+// ManualClock and Start() can run them on threads:
+//   enqueue get  (enqueue_service.cc): timer-topic ConsumeQueue -> enqueue_queue_
+//   enqueue put  (enqueue_service.cc): enqueue_queue_ -> TimerLog unit + wheel link
+//   dequeue get  (dequeue_service.cc): due wheel slots (one tick early) -> FineScheduler
+//   dequeue read (dequeue_service.cc): units due now -> loaded delivered copies (put_queue_)
+//   dequeue put  (dequeue_service.cc): put_queue_ -> real topic (PutBatch)
+// Recovery lives in recovery.cc, Recall in timer_store_impl.cc.
+//
+// Locking: mu_ guards all state; I/O on the MessageStore happens outside it except where noted.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "timerstore/fine_scheduler.h"
+#include "timerstore/timer_checkpoint.h"
+#include "timerstore/timer_log.h"
+#include "timerstore/timer_store.h"
+#include "timerstore/timer_wheel.h"
+
+namespace tokimq {
+
+class TimerStoreImpl final : public TimerStore {
+ public:
+  static constexpr size_t kEnqueueQueueCap = 4096;   // messages between enqueue get and put
+  static constexpr size_t kPutQueueCap = 4096;       // loaded copies between read and put
+  static constexpr size_t kMaxLoadedUnits = 2'000'000;  // FineScheduler back-pressure
+  static constexpr int kPinBucketShift = 22;          // 4 MiB of CommitLog per pin bucket
+
+  TimerStoreImpl(FileSystem* fs, Clock* clock, MessageStore* store, TimerStoreOptions options);
+  ~TimerStoreImpl() override;
+
+  absl::Status Recover();  // recovery.cc
+
+  absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) override;
+  absl::Status Recall(std::string_view recall_handle) override;
+  absl::Status RunUntilIdle() override;
+  absl::Status Start() override;
+  absl::Status Stop() override;
+  absl::Status Checkpoint() override;
+  TimerMetrics& metrics() override { return metrics_; }
+
+  // Service steps; each returns the number of items it moved (0 = nothing to do now).
+  absl::StatusOr<size_t> EnqueueGetStep();
+  absl::StatusOr<size_t> EnqueuePutStep();
+  absl::StatusOr<size_t> DequeueGetStep();
+  absl::StatusOr<size_t> DequeueReadStep();
+  absl::StatusOr<size_t> DequeuePutStep();
+
+ private:
+  struct InflightTick {
+    int64_t outstanding = 0;       // units loaded but not yet delivered/skipped
+    int64_t done_pending = 0;      // pending decrements already applied for this tick
+    int64_t commitlog_start = 0;   // CommitLog end before the first put of this tick
+    int64_t timerlog_start = 0;    // TimerLog end when the walk began
+    std::map<int64_t, int64_t> pin_release;  // bucket -> units finished
+  };
+  struct LoadedCopy {
+    ScheduledUnit su;
+    Message msg;
+  };
+
+  int64_t ReadTickLocked() const;
+  int64_t TickOf(int64_t ms) const;
+  InflightTick& InflightLocked(int64_t tick);
+  // Appends `u` to the TimerLog and links it (roll/normal decided here); units for a tick
+  // already walked go straight to the FineScheduler.
+  absl::StatusOr<int64_t> LinkUnitLocked(TimerUnit u);
+  // A unit reached its end (delivered, dropped, deduplicated, recalled).
+  void FinishUnitLocked(const ScheduledUnit& su, bool pending_decrement);
+  void MaybeCompleteTicksLocked();
+  void RefreshGaugesLocked(int64_t now);
+  int64_t PinLocked() const;
+  absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
+  void WorkerLoop(int which);
+
+  FileSystem* fs_;
+  Clock* clock_;
+  MessageStore* store_;
+  TimerStoreOptions options_;
+  int64_t slots_total_;  // window / precision
+  TimerMetrics metrics_;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<TimerLog> timerlog_;
+  std::unique_ptr<TimerWheel> wheel_;
+  FineScheduler fine_;
+  std::map<int64_t, InflightTick> inflight_;
+  int64_t next_walk_tick_ = 0;
+  int64_t enqueue_read_offset_ = 0;  // next queue offset enqueue get reads
+  int64_t enqueue_offset_ = 0;       // next queue offset not yet in the TimerLog
+  int64_t timer_max_queue_offset_ = 0;
+  int64_t last_enqueued_phys_ = -1;
+  std::map<int64_t, int64_t> pins_;
+  absl::flat_hash_map<int64_t, int64_t> recalled_;  // phys offset -> deliver ms
+  absl::flat_hash_set<int64_t> delivered_phys_;     // recovery dedup (CommitLog tail scan)
+  absl::flat_hash_set<int64_t> rolled_from_;        // recovery dedup (roll continuations)
+  int64_t dedup_until_tick_ = -1;
+  std::deque<Message> enqueue_queue_;
+  std::deque<LoadedCopy> put_queue_;
+
+  struct PinCell {
+    std::mutex mu;
+    TimerStoreImpl* owner = nullptr;
+  };
+  std::shared_ptr<PinCell> pin_cell_;
+
+  // Start()/Stop().
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+  absl::Status bg_status_;
+};
+
+}  // namespace tokimq

@@ -1,0 +1,176 @@
+#include "timerstore/timer_wheel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "common/coding.h"
+#include "common/crc32c.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace tokimq {
+namespace {
+
+constexpr uint32_t kWheelMagic = 0x4857'4B54;  // "TKWH" little-endian
+constexpr uint32_t kWheelVersion = 1;
+
+}  // namespace
+
+std::string EncodeTimerWheelHeader(int64_t precision_ms, uint64_t slot_count) {
+  std::string h;
+  PutFixed32(&h, kWheelMagic);
+  PutFixed32(&h, kWheelVersion);
+  PutFixed64(&h, static_cast<uint64_t>(precision_ms));
+  PutFixed64(&h, slot_count);
+  PutFixed32(&h, 0);  // reserved
+  PutFixed32(&h, crc32c::Value(h));
+  return h;
+}
+
+void EncodeTimerSlot(const TimerSlot& s, char* dst) {
+  // Stored tick is tick + 1 so that an all-zero record means "empty".
+  EncodeFixed64(dst, static_cast<uint64_t>(s.tick + 1));
+  EncodeFixed64(dst + 8, static_cast<uint64_t>(s.first_pos + 1));
+  EncodeFixed64(dst + 16, static_cast<uint64_t>(s.last_pos + 1));
+  EncodeFixed32(dst + 24, s.count);
+  bool empty = s.tick < 0 && s.first_pos < 0 && s.last_pos < 0 && s.count == 0;
+  EncodeFixed32(dst + 28, empty ? 0 : crc32c::Value(dst, 28));
+}
+
+bool DecodeTimerSlot(const char* src, TimerSlot* s) {
+  uint32_t crc = DecodeFixed32(src + 28);
+  bool all_zero = std::all_of(src, src + TimerWheel::kSlotSize, [](char c) { return c == 0; });
+  if (all_zero) {
+    *s = TimerSlot{};
+    return true;
+  }
+  if (crc != crc32c::Value(src, 28)) return false;
+  s->tick = static_cast<int64_t>(DecodeFixed64(src)) - 1;
+  s->first_pos = static_cast<int64_t>(DecodeFixed64(src + 8)) - 1;
+  s->last_pos = static_cast<int64_t>(DecodeFixed64(src + 16)) - 1;
+  s->count = DecodeFixed32(src + 24);
+  return true;
+}
+
+TimerWheel::TimerWheel(FileSystem* fs, std::string path, int64_t precision_ms,
+                       uint64_t slot_count)
+    : fs_(fs), path_(std::move(path)), precision_ms_(precision_ms), slot_count_(slot_count) {
+  // calloc: zero pages are mapped lazily, so an idle wheel costs little resident memory.
+  void* mem = std::calloc(slot_count_, sizeof(TimerSlot));
+  if (mem == nullptr) throw std::bad_alloc();
+  slots_ = static_cast<TimerSlot*>(mem);
+  dirty_.assign((slot_count_ + 63) / 64, 0);
+}
+
+TimerWheel::~TimerWheel() { std::free(slots_); }
+
+absl::StatusOr<std::unique_ptr<TimerWheel>> TimerWheel::Open(FileSystem* fs, std::string path,
+                                                             int64_t precision_ms,
+                                                             uint64_t slot_count) {
+  if (precision_ms <= 0 || slot_count == 0 || slot_count > (uint64_t{1} << 32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timerwheel: bad precision ", precision_ms, " or slot count ", slot_count));
+  }
+  std::unique_ptr<TimerWheel> w(new TimerWheel(fs, std::move(path), precision_ms, slot_count));
+  TOKIMQ_RETURN_IF_ERROR(w->Load());
+  return w;
+}
+
+absl::Status TimerWheel::Load() {
+  bool existed = fs_->Exists(path_);
+  TOKIMQ_ASSIGN_OR_RETURN(file_, fs_->Open(path_, OpenMode::kReadWrite));
+  uint64_t want = kHeaderSize + slot_count_ * kSlotSize;
+  if (!existed || file_->Size() < kHeaderSize) {
+    TOKIMQ_RETURN_IF_ERROR(file_->Truncate(0));
+    TOKIMQ_RETURN_IF_ERROR(file_->PWrite(0, EncodeTimerWheelHeader(precision_ms_, slot_count_)));
+    TOKIMQ_RETURN_IF_ERROR(file_->Truncate(want));
+    TOKIMQ_RETURN_IF_ERROR(file_->Sync());
+    return fs_->SyncDir(DirName(path_));
+  }
+  char hdr[kHeaderSize];
+  TOKIMQ_ASSIGN_OR_RETURN(size_t n, file_->PRead(0, kHeaderSize, hdr));
+  std::string expect = EncodeTimerWheelHeader(precision_ms_, slot_count_);
+  if (n != kHeaderSize || DecodeFixed32(hdr + 28) != crc32c::Value(hdr, 28) ||
+      DecodeFixed32(hdr) != kWheelMagic) {
+    return absl::DataLossError(absl::StrCat("timerwheel: bad header in ", path_));
+  }
+  if (std::string_view(hdr, kHeaderSize) != expect) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "timerwheel: ", path_, " was created with another version, precision or slot count"));
+  }
+  if (file_->Size() < want) TOKIMQ_RETURN_IF_ERROR(file_->Truncate(want));
+  constexpr size_t kChunkSlots = 8192;
+  std::string buf(kChunkSlots * kSlotSize, '\0');
+  for (uint64_t i = 0; i < slot_count_; i += kChunkSlots) {
+    size_t cnt = static_cast<size_t>(std::min<uint64_t>(kChunkSlots, slot_count_ - i));
+    TOKIMQ_ASSIGN_OR_RETURN(size_t got,
+                            file_->PRead(kHeaderSize + i * kSlotSize, cnt * kSlotSize, buf.data()));
+    if (got < cnt * kSlotSize) std::fill(buf.begin() + static_cast<long>(got), buf.end(), '\0');
+    for (size_t j = 0; j < cnt; ++j) {
+      TimerSlot s;
+      if (!DecodeTimerSlot(buf.data() + j * kSlotSize, &s)) {
+        ++corrupt_slots_;
+        s = TimerSlot{};
+      }
+      if (s.tick >= 0) slots_[i + j] = s;
+    }
+  }
+  if (corrupt_slots_ > 0) {
+    TOKIMQ_LOG_WARN("timerwheel: {} slots of {} failed their CRC", corrupt_slots_, path_);
+  }
+  return absl::OkStatus();
+}
+
+TimerSlot TimerWheel::Get(int64_t tick) const {
+  const TimerSlot& s = slots_[Index(tick)];
+  // calloc'ed memory: an untouched slot is all zero, i.e. count 0 -> empty.
+  if (s.count == 0 || s.tick != tick) return TimerSlot{tick, -1, -1, 0};
+  return s;
+}
+
+int64_t TimerWheel::Link(int64_t tick, int64_t pos) {
+  size_t i = Index(tick);
+  TimerSlot& s = slots_[i];
+  int64_t prev = -1;
+  if (s.count == 0 || s.tick != tick) {
+    s = TimerSlot{tick, pos, pos, 1};
+  } else {
+    prev = s.last_pos;
+    s.last_pos = pos;
+    ++s.count;
+  }
+  MarkDirty(i);
+  return prev;
+}
+
+void TimerWheel::Reset() {
+  for (uint64_t i = 0; i < slot_count_; ++i) {
+    if (slots_[i].count != 0 || slots_[i].tick != 0) {
+      slots_[i] = TimerSlot{0, 0, 0, 0};
+      MarkDirty(i);
+    }
+  }
+}
+
+absl::Status TimerWheel::Flush() {
+  std::string run;
+  for (size_t w = 0; w < dirty_.size(); ++w) {
+    if (dirty_[w] == 0) continue;
+    // Write the 64-slot group as one run (at most 2 KiB).
+    size_t first = w * 64;
+    size_t cnt = static_cast<size_t>(std::min<uint64_t>(64, slot_count_ - first));
+    run.assign(cnt * kSlotSize, '\0');
+    for (size_t j = 0; j < cnt; ++j) {
+      const TimerSlot& s = slots_[first + j];
+      TimerSlot out = s.count == 0 ? TimerSlot{} : s;
+      EncodeTimerSlot(out, run.data() + j * kSlotSize);
+    }
+    TOKIMQ_RETURN_IF_ERROR(file_->PWrite(kHeaderSize + first * kSlotSize, run));
+    dirty_[w] = 0;
+  }
+  return file_->Sync();
+}
+
+}  // namespace tokimq
