@@ -1,0 +1,118 @@
+// Broker: the request handlers of tokimq-broker and the stores behind them.
+//
+// Owns, in opening order: the metadata RocksDB (<data_dir>/meta, shared with the
+// ConsumerService), the MessageStore (<data_dir>/store), the TimerStore (<data_dir>/timer), the
+// MetadataStore and the ConsumerService; the MessageStore dispatch listener is fanned out to the
+// ConsumerService. Handle() turns one protocol request into its response; the network Server
+// (server.h) calls it from worker threads, never from I/O threads, because Send (sync flush)
+// and Receive (long poll) block.
+//
+// Time: a SystemClock, or with options.manual_clock a ManualClock that only the admin
+// AdvanceClock request moves (refused otherwise). The manual time is persisted so it never goes
+// backwards across a restart.
+//
+// Thread-safety: Handle may be called concurrently from any number of threads. Close() once,
+// after the server stopped calling Handle.
+// Durability: Close() stops the services, checkpoints the TimerStore, closes the MessageStore
+// (which writes the clean-shutdown marker) and the RocksDB.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "broker/consumer_service.h"
+#include "broker/metadata_store.h"
+#include "commitlog/commit_log.h"
+#include "proto/tokimq.pb.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace tokimq {
+class Clock;
+class ManualClock;
+class MessageStore;
+class TimerStore;
+}  // namespace tokimq
+
+namespace tokimq::broker {
+
+struct BrokerOptions {
+  std::string data_dir = "./data";
+  bool manual_clock = false;
+  int64_t manual_clock_start_ms = 0;  // 0: the system time at first start
+  FlushMode flush_mode = FlushMode::kAsync;
+  int64_t async_flush_interval_ms = 200;
+  uint64_t commitlog_segment_size = uint64_t{1} << 30;
+  uint32_t max_message_size = 4u << 20;         // bytes of body
+  int64_t timer_precision_ms = 1000;
+  int64_t timer_window_ms = 7LL * 24 * 3600 * 1000;
+  int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;
+  int64_t max_long_poll_ms = 20'000;            // longer long polls are cut to this
+  std::map<std::string, GroupPolicy> group_policies;
+};
+
+class Broker {
+ public:
+  static absl::StatusOr<std::unique_ptr<Broker>> Open(BrokerOptions options);
+  ~Broker();
+
+  // Fills `resp` (id, status, body) for `req`. Never throws; every failure is a status in the
+  // response. The handshake is answered by the server, but Handle accepts it too.
+  void Handle(const proto::Request& req, proto::Response* resp);
+
+  // Stops the services and closes the stores (see class comment). Idempotent.
+  absl::Status Close();
+
+  Clock* clock() const { return clock_; }
+  bool manual_clock() const { return manual_clock_ != nullptr; }
+
+ private:
+  explicit Broker(BrokerOptions options);
+  absl::Status OpenStores();
+
+  // One handler per request; each returns the status put in the response.
+  absl::Status HandleCreateTopic(const proto::CreateTopicRequest& req, proto::Response* resp);
+  absl::Status HandleUpdateTopic(const proto::UpdateTopicRequest& req, proto::Response* resp);
+  absl::Status HandleDescribeTopic(const std::string& name, proto::Response* resp);
+  absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp);
+  absl::Status HandleReceive(const proto::ReceiveRequest& req, proto::ReceiveResponse* resp);
+  absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
+  absl::Status HandleStats(proto::StatsResponse* resp);
+  absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
+
+  // Topic as seen by Send/Receive: user topics from metadata; "%DLQ%" / "%RETRY%" system topics
+  // with one queue. kNotFound / kInvalidArgument otherwise.
+  absl::StatusOr<TopicConfig> ResolveTopic(const std::string& name) const;
+  int32_t SelectQueue(const TopicConfig& topic, const std::string& key);
+  std::string NextMessageId();
+  void RememberSubscription(const std::string& group, const std::string& topic);
+
+  BrokerOptions options_;
+  std::unique_ptr<ManualClock> manual_clock_;
+  Clock* clock_ = nullptr;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<MessageStore> store_;
+  std::unique_ptr<TimerStore> timers_;
+  std::unique_ptr<MetadataStore> metadata_;
+  std::unique_ptr<ConsumerService> consumers_;
+  bool closed_ = false;
+  std::mutex close_mu_;
+
+  std::atomic<uint64_t> id_counter_{0};
+  uint32_t id_salt_ = 0;
+  std::mutex rr_mu_;
+  std::unordered_map<std::string, uint32_t> round_robin_;
+  std::mutex subs_mu_;
+  std::map<std::string, std::set<std::string>> subscriptions_;  // group -> topics
+};
+
+}  // namespace tokimq::broker

@@ -1,0 +1,27 @@
+// BrokerConfig: everything tokimq-broker can be told, from a TOML file and/or flags (flags win).
+// Grammar and defaults: docs/configuration.md. Durations accept "30s", "7d", ... (proto/duration.h).
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "broker/broker.h"
+#include "broker/server.h"
+
+namespace tokimq::broker {
+
+struct BrokerConfig {
+  BrokerOptions broker;
+  ServerOptions server;
+  std::string log_level = "info";
+  std::string log_file;   // empty: stderr
+  std::string port_file;  // when set, the bound port is written there after listen
+};
+
+// Applies the keys of the TOML file at `path` onto `config`. kInvalidArgument names the key
+// and the problem (unknown keys are errors, so typos do not pass silently).
+absl::Status LoadConfigFile(const std::string& path, BrokerConfig* config);
+// Same, from TOML text (tests).
+absl::Status LoadConfigText(const std::string& text, BrokerConfig* config);
+
+}  // namespace tokimq::broker

@@ -1,0 +1,59 @@
+// Server: the TCP front end of tokimq-broker (Boost.Asio).
+//
+// I/O threads only read frames, parse them and write responses; every request except the
+// handshake runs on a worker thread pool (Send may wait for an fsync, Receive may long-poll).
+// One connection pipelines: requests are handled concurrently and responses go back in
+// completion order, matched by request id. At most `max_in_flight_per_connection` requests per
+// connection are outstanding; beyond that the server stops reading that socket until one
+// completes (back-pressure instead of unbounded memory).
+//
+// Bad input never affects other connections: a length above the frame limit is refused before
+// any allocation (error response, then close), bytes that do not parse as a Request get an error
+// response and the connection is closed, a request before the handshake or an unknown request
+// gets an error response and the connection stays open, a truncated frame just ends the
+// connection. See docs/protocol.md.
+//
+// Lifetime: Start() binds and starts the threads; Stop() stops accepting, closes every
+// connection, drains the worker pool and joins all threads. The Broker outlives the Server.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tokimq::broker {
+
+class Broker;
+
+struct ServerOptions {
+  std::string bind_address = "127.0.0.1";
+  uint16_t port = 10911;  // 0: any free port (see Server::port())
+  uint32_t max_frame_bytes = 16u << 20;
+  int io_threads = 2;
+  int worker_threads = 32;
+  int max_in_flight_per_connection = 256;
+};
+
+class Server {
+ public:
+  Server(Broker* broker, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and listens. kUnavailable if the address cannot be bound.
+  absl::Status Start();
+  // Idempotent.
+  void Stop();
+  // The bound port (after Start).
+  uint16_t port() const;
+
+ class Impl;  // public only so that the connection class in server.cc can name it
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokimq::broker

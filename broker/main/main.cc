@@ -1,0 +1,119 @@
+// tokimq-broker: opens the data dir, serves the native protocol, stops cleanly on SIGTERM/SIGINT
+// (stop accepting, drain requests, stop services, timer checkpoint, clean-shutdown marker).
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include "broker/broker.h"
+#include "broker/config.h"
+#include "broker/server.h"
+#include "proto/duration.h"
+
+namespace {
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "tokimq-broker: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using tokimq::broker::BrokerConfig;
+  CLI::App app{"tokimq-broker: delay-message broker"};
+  std::string config_file, data_dir, bind, flush, log_level, log_file, port_file, precision;
+  int port = -1;
+  bool manual_clock = false;
+  int64_t manual_start_ms = 0;
+  app.add_option("-c,--config", config_file, "TOML config file (flags override it)");
+  app.add_option("--data-dir", data_dir, "data directory (default ./data)");
+  app.add_option("--bind", bind, "listen address (default 127.0.0.1)");
+  app.add_option("--port", port, "listen port (default 10911; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", port_file, "write the bound port to this file once listening");
+  app.add_flag("--manual-clock", manual_clock,
+               "run on a manual clock moved only by the admin advance-clock request (tests)");
+  app.add_option("--manual-clock-start-ms", manual_start_ms,
+                 "initial manual clock time, ms since epoch (default: system time)");
+  app.add_option("--flush", flush, "commit log flush: async (default) or sync")
+      ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--timer-precision", precision, "timer wheel tick, e.g. 100ms or 1s");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--log-file", log_file, "log to this file instead of stderr");
+  CLI11_PARSE(app, argc, argv);
+
+  BrokerConfig config;
+  if (!config_file.empty()) {
+    absl::Status s = tokimq::broker::LoadConfigFile(config_file, &config);
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  if (!data_dir.empty()) config.broker.data_dir = data_dir;
+  if (!bind.empty()) config.server.bind_address = bind;
+  if (port >= 0) config.server.port = static_cast<uint16_t>(port);
+  if (!port_file.empty()) config.port_file = port_file;
+  if (manual_clock) config.broker.manual_clock = true;
+  if (manual_start_ms > 0) config.broker.manual_clock_start_ms = manual_start_ms;
+  if (flush == "sync") config.broker.flush_mode = tokimq::FlushMode::kSync;
+  if (flush == "async") config.broker.flush_mode = tokimq::FlushMode::kAsync;
+  if (!precision.empty()) {
+    auto ms = tokimq::wire::ParseDuration(precision);
+    if (!ms.ok() || *ms <= 0) return Fail("bad --timer-precision " + precision);
+    config.broker.timer_precision_ms = *ms;
+  }
+  if (!log_level.empty()) config.log_level = log_level;
+  if (!log_file.empty()) config.log_file = log_file;
+
+  try {
+    if (!config.log_file.empty()) {
+      spdlog::set_default_logger(spdlog::basic_logger_mt("tokimq", config.log_file));
+    } else {
+      spdlog::set_default_logger(spdlog::stderr_color_mt("tokimq"));
+    }
+  } catch (const spdlog::spdlog_ex& e) {
+    return Fail(std::string("log: ") + e.what());
+  }
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::flush_on(spdlog::level::info);
+
+  // Block the stop signals before any thread starts, so only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto broker = tokimq::broker::Broker::Open(config.broker);
+  if (!broker.ok()) return Fail(broker.status().ToString());
+  tokimq::broker::Server server(broker->get(), config.server);
+  absl::Status started = server.Start();
+  if (!started.ok()) {
+    (void)(*broker)->Close();
+    return Fail(started.ToString());
+  }
+  if (!config.port_file.empty()) {
+    std::string tmp = config.port_file + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << server.port() << "\n";
+    }
+    std::rename(tmp.c_str(), config.port_file.c_str());
+  }
+  spdlog::info("tokimq-broker ready on {}:{} data dir {}{}", config.server.bind_address,
+               server.port(), config.broker.data_dir,
+               config.broker.manual_clock ? " (manual clock)" : "");
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  server.Stop();
+  absl::Status closed = (*broker)->Close();
+  if (!closed.ok()) return Fail("shutdown: " + closed.ToString());
+  spdlog::info("bye");
+  return 0;
+}

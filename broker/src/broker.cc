@@ -1,0 +1,217 @@
+#include "broker/broker.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
+#include <random>
+
+#include "commitlog/message_store.h"
+#include "common/clock.h"
+#include "common/coding.h"
+#include "common/file.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "fmt/format.h"
+#include "timerstore/timer_store.h"
+
+namespace tokimq::broker {
+namespace {
+
+constexpr char kManualClockKey[] = "broker/manual_clock_ms";
+constexpr char kSubscriptionPrefix[] = "broker/subscription/";
+
+absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::InternalError(fmt::format("{}: {}", what, s.ToString()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
+  std::unique_ptr<Broker> broker(new Broker(std::move(options)));
+  TOKIMQ_RETURN_IF_ERROR(broker->OpenStores());
+  return broker;
+}
+
+absl::Status Broker::OpenStores() {
+  FileSystem* fs = FileSystem::Default();
+  const std::string& dir = options_.data_dir;
+  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir));
+
+  rocksdb::Options db_options;
+  db_options.create_if_missing = true;
+  rocksdb::DB* raw_db = nullptr;
+  TOKIMQ_RETURN_IF_ERROR(
+      FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
+  db_.reset(raw_db);
+
+  if (options_.manual_clock) {
+    int64_t start = options_.manual_clock_start_ms;
+    if (start == 0) start = SystemClock::Default()->NowMs();
+    std::string saved;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kManualClockKey, &saved);
+    if (s.ok() && saved.size() == 8) {
+      start = std::max(start, static_cast<int64_t>(DecodeFixed64(saved.data())));
+    }
+    manual_clock_ = std::make_unique<ManualClock>(start);
+    clock_ = manual_clock_.get();
+    TOKIMQ_LOG_INFO("manual clock at {} ms", start);
+  } else {
+    clock_ = SystemClock::Default();
+  }
+  std::random_device rd;
+  id_salt_ = rd();
+
+  MessageStoreOptions store_options;
+  store_options.dir = dir + "/store";
+  store_options.commitlog.segment_size = options_.commitlog_segment_size;
+  store_options.commitlog.max_message_size = options_.max_message_size;
+  store_options.commitlog.flush_mode = options_.flush_mode;
+  store_options.commitlog.async_flush_interval_ms = options_.async_flush_interval_ms;
+  TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
+
+  TimerStoreOptions timer_options;
+  timer_options.dir = dir + "/timer";
+  timer_options.precision_ms = options_.timer_precision_ms;
+  timer_options.window_ms = options_.timer_window_ms;
+  TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
+
+  TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(kSubscriptionPrefix); it->Valid() && it->key().starts_with(kSubscriptionPrefix);
+       it->Next()) {
+    std::string rest = it->key().ToString().substr(sizeof(kSubscriptionPrefix) - 1);
+    size_t sep = rest.find('\n');
+    if (sep != std::string::npos) subscriptions_[rest.substr(0, sep)].insert(rest.substr(sep + 1));
+  }
+
+  ConsumerServiceDeps deps;
+  deps.clock = clock_;
+  deps.store = store_.get();
+  deps.timers = timers_.get();
+  deps.db = db_.get();
+  deps.queue_count = [this](const std::string& topic) -> absl::StatusOr<int> {
+    TOKIMQ_ASSIGN_OR_RETURN(TopicConfig t, ResolveTopic(topic));
+    return t.queues;
+  };
+  TOKIMQ_ASSIGN_OR_RETURN(consumers_, NewConsumerService(std::move(deps)));
+  for (const auto& [group, policy] : options_.group_policies) {
+    consumers_->SetGroupPolicy(group, policy);
+  }
+
+  ConsumerService* consumers = consumers_.get();
+  store_->SetDispatchListener(
+      [consumers](const std::string& topic, int32_t queue_id, int64_t queue_offset) {
+        consumers->OnDispatch(topic, queue_id, queue_offset);
+      });
+
+  TOKIMQ_RETURN_IF_ERROR(timers_->Start());
+  TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
+  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics)", dir, metadata_->ListTopics().size());
+  return absl::OkStatus();
+}
+
+Broker::Broker(BrokerOptions options) : options_(std::move(options)) {}
+
+Broker::~Broker() {
+  absl::Status s = Close();
+  if (!s.ok()) TOKIMQ_LOG_ERROR("broker close: {}", s.ToString());
+}
+
+absl::Status Broker::Close() {
+  std::lock_guard<std::mutex> lock(close_mu_);
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  absl::Status first;
+  auto note = [&first](const absl::Status& s, const char* what) {
+    if (!s.ok()) {
+      TOKIMQ_LOG_ERROR("shutdown: {}: {}", what, s.ToString());
+      if (first.ok()) first = s;
+    }
+  };
+  if (consumers_) note(consumers_->Stop(), "consumer service stop");
+  if (timers_) {
+    note(timers_->Stop(), "timer store stop");
+    note(timers_->Checkpoint(), "timer checkpoint");
+  }
+  if (store_) note(store_->Close(), "message store close");
+  consumers_.reset();
+  timers_.reset();
+  store_.reset();
+  metadata_.reset();
+  if (db_) {
+    rocksdb::FlushOptions fo;
+    note(FromRocks(db_->Flush(fo), "metadata flush"), "metadata flush");
+    note(FromRocks(db_->Close(), "metadata close"), "metadata close");
+    db_.reset();
+  }
+  if (first.ok()) TOKIMQ_LOG_INFO("broker closed cleanly");
+  return first;
+}
+
+void Broker::RememberSubscription(const std::string& group, const std::string& topic) {
+  std::lock_guard<std::mutex> lock(subs_mu_);
+  if (!subscriptions_[group].insert(topic).second) return;
+  // Only for Stats; not synced (losing it costs a line in Stats until the next Receive).
+  rocksdb::Status s =
+      db_->Put(rocksdb::WriteOptions(), kSubscriptionPrefix + group + "\n" + topic, "");
+  if (!s.ok()) TOKIMQ_LOG_WARN("remember subscription: {}", s.ToString());
+}
+
+absl::StatusOr<TopicConfig> Broker::ResolveTopic(const std::string& name) const {
+  if (name.rfind("%DLQ%", 0) == 0 || name.rfind("%RETRY%", 0) == 0) {
+    TopicConfig t;
+    t.name = name;
+    t.queues = 1;
+    t.max_delay_ms = kMaxMaxDelayMs;
+    return t;
+  }
+  if (name.rfind("tokimq_sys_", 0) == 0) {
+    return absl::InvalidArgumentError(fmt::format("topic '{}' is a system topic", name));
+  }
+  std::optional<TopicConfig> t = metadata_->GetTopic(name);
+  if (!t) return absl::NotFoundError(fmt::format("topic '{}' does not exist", name));
+  return *t;
+}
+
+int32_t Broker::SelectQueue(const TopicConfig& topic, const std::string& key) {
+  if (topic.queues <= 1) return 0;
+  if (!key.empty()) {
+    // FNV-1a: stable across runs and builds, so a key always lands in the same queue.
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    return static_cast<int32_t>(h % static_cast<uint64_t>(topic.queues));
+  }
+  std::lock_guard<std::mutex> lock(rr_mu_);
+  uint32_t& next = round_robin_[topic.name];
+  return static_cast<int32_t>(next++ % static_cast<uint32_t>(topic.queues));
+}
+
+std::string Broker::NextMessageId() {
+  // 12 hex digits of ms time, 8 of a per-process random salt, 8 of a counter: unique across
+  // restarts (time moves on, salt changes) and within a process (counter).
+  uint64_t n = id_counter_.fetch_add(1, std::memory_order_relaxed);
+  return fmt::format("{:012X}{:08X}{:08X}", static_cast<uint64_t>(clock_->NowMs()) & 0xFFFFFFFFFFFFull,
+                     id_salt_, static_cast<uint32_t>(n));
+}
+
+absl::Status Broker::HandleAdvanceClock(const proto::AdvanceClockRequest& req,
+                                        proto::Response* resp) {
+  if (!manual_clock_) {
+    return absl::FailedPreconditionError(
+        "advance-clock refused: the broker was not started with --manual-clock");
+  }
+  if (req.advance_ms() < 0) return absl::InvalidArgumentError("advance must be >= 0 ms");
+  manual_clock_->AdvanceMs(req.advance_ms());
+  int64_t now = manual_clock_->NowMs();
+  std::string v;
+  PutFixed64(&v, static_cast<uint64_t>(now));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  TOKIMQ_RETURN_IF_ERROR(FromRocks(db_->Put(wo, kManualClockKey, v), "persist manual clock"));
+  resp->mutable_advance_clock()->set_now_ms(now);
+  return absl::OkStatus();
+}
+
+}  // namespace tokimq::broker

@@ -1,0 +1,169 @@
+#include "broker/config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "fmt/format.h"
+#include "proto/duration.h"
+
+namespace tokimq::broker {
+namespace {
+
+absl::Status Bad(const std::string& key, const std::string& why) {
+  return absl::InvalidArgumentError(fmt::format("config key '{}': {}", key, why));
+}
+
+// A duration is either an integer (ms) or a string with units.
+absl::Status GetDuration(const toml::node& node, const std::string& key, int64_t* out) {
+  if (auto v = node.value<int64_t>()) {
+    if (*v < 0) return Bad(key, "must be >= 0");
+    *out = *v;
+    return absl::OkStatus();
+  }
+  if (auto s = node.value<std::string>()) {
+    absl::StatusOr<int64_t> ms = wire::ParseDuration(*s);
+    if (!ms.ok()) return Bad(key, std::string(ms.status().message()));
+    *out = *ms;
+    return absl::OkStatus();
+  }
+  return Bad(key, "expected a duration like \"30s\" or an integer of ms");
+}
+
+template <typename T>
+absl::Status GetInt(const toml::node& node, const std::string& key, T* out, int64_t lo,
+                    int64_t hi) {
+  auto v = node.value<int64_t>();
+  if (!v) return Bad(key, "expected an integer");
+  if (*v < lo || *v > hi) return Bad(key, fmt::format("must be {}..{}", lo, hi));
+  *out = static_cast<T>(*v);
+  return absl::OkStatus();
+}
+
+absl::Status GetString(const toml::node& node, const std::string& key, std::string* out) {
+  auto v = node.value<std::string>();
+  if (!v) return Bad(key, "expected a string");
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyGroup(const std::string& group, const toml::table& t, GroupPolicy* p) {
+  for (const auto& [k, node] : t) {
+    std::string key = fmt::format("group.{}.{}", group, std::string(k.str()));
+    absl::Status s;
+    if (k == "max_attempts") {
+      s = GetInt(node, key, &p->max_attempts, 1, 1000);
+    } else if (k == "ttl") {
+      s = GetDuration(node, key, &p->ttl_ms);
+    } else if (k == "backoff") {
+      const toml::array* arr = node.as_array();
+      if (!arr) return Bad(key, "expected an array of durations");
+      p->backoff_ms.clear();
+      for (const toml::node& el : *arr) {
+        int64_t ms = 0;
+        s = GetDuration(el, key, &ms);
+        if (!s.ok()) return s;
+        p->backoff_ms.push_back(ms);
+      }
+    } else {
+      return Bad(key, "unknown key");
+    }
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Apply(const toml::table& root, BrokerConfig* c) {
+  for (const auto& [k, node] : root) {
+    const std::string key(k.str());
+    absl::Status s;
+    BrokerOptions& b = c->broker;
+    ServerOptions& srv = c->server;
+    if (key == "data_dir") {
+      s = GetString(node, key, &b.data_dir);
+    } else if (key == "bind") {
+      s = GetString(node, key, &srv.bind_address);
+    } else if (key == "port") {
+      s = GetInt(node, key, &srv.port, 0, 65535);
+    } else if (key == "port_file") {
+      s = GetString(node, key, &c->port_file);
+    } else if (key == "log_level") {
+      s = GetString(node, key, &c->log_level);
+    } else if (key == "log_file") {
+      s = GetString(node, key, &c->log_file);
+    } else if (key == "io_threads") {
+      s = GetInt(node, key, &srv.io_threads, 1, 64);
+    } else if (key == "worker_threads") {
+      s = GetInt(node, key, &srv.worker_threads, 1, 1024);
+    } else if (key == "max_frame_bytes") {
+      s = GetInt(node, key, &srv.max_frame_bytes, 1024, int64_t{1} << 30);
+    } else if (key == "manual_clock") {
+      auto v = node.value<bool>();
+      if (!v) return Bad(key, "expected true or false");
+      b.manual_clock = *v;
+    } else if (key == "flush") {
+      std::string mode;
+      s = GetString(node, key, &mode);
+      if (s.ok() && mode == "sync") {
+        b.flush_mode = FlushMode::kSync;
+      } else if (s.ok() && mode == "async") {
+        b.flush_mode = FlushMode::kAsync;
+      } else if (s.ok()) {
+        return Bad(key, "expected \"sync\" or \"async\"");
+      }
+    } else if (key == "async_flush_interval") {
+      s = GetDuration(node, key, &b.async_flush_interval_ms);
+    } else if (key == "segment_size") {
+      s = GetInt(node, key, &b.commitlog_segment_size, 4096, int64_t{1} << 40);
+    } else if (key == "max_message_size") {
+      s = GetInt(node, key, &b.max_message_size, 1, int64_t{64} << 20);
+    } else if (key == "timer_precision") {
+      s = GetDuration(node, key, &b.timer_precision_ms);
+    } else if (key == "timer_window") {
+      s = GetDuration(node, key, &b.timer_window_ms);
+    } else if (key == "retention") {
+      s = GetDuration(node, key, &b.default_retention_ms);
+    } else if (key == "max_long_poll") {
+      s = GetDuration(node, key, &b.max_long_poll_ms);
+    } else if (key == "group") {
+      const toml::table* groups = node.as_table();
+      if (!groups) return Bad(key, "expected [group.<name>] tables");
+      for (const auto& [g, gnode] : *groups) {
+        const toml::table* gt = gnode.as_table();
+        if (!gt) return Bad("group." + std::string(g.str()), "expected a table");
+        s = ApplyGroup(std::string(g.str()), *gt, &b.group_policies[std::string(g.str())]);
+        if (!s.ok()) return s;
+      }
+    } else {
+      return Bad(key, "unknown key");
+    }
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadConfigText(const std::string& text, BrokerConfig* config) {
+  // toml++ is built with exceptions here; they stop at this shim.
+  try {
+    toml::table root = toml::parse(text);
+    return Apply(root, config);
+  } catch (const toml::parse_error& err) {
+    return absl::InvalidArgumentError(fmt::format("config line {}: {}", err.source().begin.line,
+                                                  std::string(err.description())));
+  }
+}
+
+absl::Status LoadConfigFile(const std::string& path, BrokerConfig* config) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read config file {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  absl::Status s = LoadConfigText(ss.str(), config);
+  if (!s.ok()) return absl::Status(s.code(), path + ": " + std::string(s.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace tokimq::broker

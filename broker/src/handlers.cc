@@ -1,0 +1,363 @@
+// Broker::Handle and the per-request handlers.
+#include <algorithm>
+
+#include "broker/broker.h"
+#include "commitlog/message_store.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "fmt/format.h"
+#include "proto/duration.h"
+#include "proto/framing.h"
+#include "proto/status.h"
+#include "timerstore/timer_store.h"
+
+namespace tokimq::broker {
+namespace {
+
+void ToProtoTopic(const TopicConfig& c, proto::TopicConfig* out) {
+  out->set_name(c.name);
+  out->set_type(static_cast<proto::TopicType>(static_cast<int>(c.type)));
+  out->set_queues(c.queues);
+  out->set_max_delay_ms(c.max_delay_ms);
+  out->set_retention_ms(c.retention_ms);
+  out->set_created_ms(c.created_ms);
+}
+
+absl::StatusOr<TopicConfig> FromProtoTopic(const proto::TopicConfig& p) {
+  TopicConfig c;
+  c.name = p.name();
+  if (p.type() < proto::NORMAL || p.type() > proto::TRANSACTION) {
+    return absl::InvalidArgumentError("topic type must be NORMAL, DELAY, FIFO or TRANSACTION");
+  }
+  c.type = static_cast<TopicType>(static_cast<int>(p.type()));
+  c.queues = p.queues() == 0 ? kDefaultQueues : p.queues();
+  c.max_delay_ms = p.max_delay_ms() == 0 ? kDefaultMaxDelayMs : p.max_delay_ms();
+  c.retention_ms = p.retention_ms();
+  return c;
+}
+
+std::string PropOr(const Message& m, const char* name) {
+  auto it = m.properties.find(name);
+  return it == m.properties.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+void Broker::Handle(const proto::Request& req, proto::Response* resp) {
+  resp->set_id(req.id());
+  absl::Status s;
+  switch (req.body_case()) {
+    case proto::Request::kHandshake: {
+      if (req.handshake().protocol_version() != wire::kProtocolVersion) {
+        s = absl::FailedPreconditionError(
+            fmt::format("protocol version {} not supported (broker speaks {})",
+                        req.handshake().protocol_version(), wire::kProtocolVersion));
+        break;
+      }
+      auto* h = resp->mutable_handshake();
+      h->set_protocol_version(wire::kProtocolVersion);
+      h->set_broker_version("tokimq 0.1.0");
+      h->set_manual_clock(manual_clock());
+      h->set_now_ms(clock_->NowMs());
+      break;
+    }
+    case proto::Request::kCreateTopic:
+      s = HandleCreateTopic(req.create_topic(), resp);
+      break;
+    case proto::Request::kUpdateTopic:
+      s = HandleUpdateTopic(req.update_topic(), resp);
+      break;
+    case proto::Request::kDeleteTopic:
+      s = metadata_->DeleteTopic(req.delete_topic().name());
+      if (s.ok()) resp->mutable_empty();
+      break;
+    case proto::Request::kListTopics:
+      for (const TopicConfig& t : metadata_->ListTopics()) {
+        ToProtoTopic(t, resp->mutable_list_topics()->add_topics());
+      }
+      resp->mutable_list_topics();
+      break;
+    case proto::Request::kDescribeTopic:
+      s = HandleDescribeTopic(req.describe_topic().name(), resp);
+      break;
+    case proto::Request::kSend:
+      s = HandleSend(req.send(), resp->mutable_send());
+      break;
+    case proto::Request::kRecall:
+      s = timers_->Recall(req.recall().recall_handle());
+      if (s.ok()) resp->mutable_empty();
+      break;
+    case proto::Request::kReceive:
+      s = HandleReceive(req.receive(), resp->mutable_receive());
+      break;
+    case proto::Request::kAck:
+      s = HandleAck(req.ack(), resp->mutable_ack());
+      break;
+    case proto::Request::kChangeInvisibleDuration: {
+      const auto& r = req.change_invisible_duration();
+      if (r.invisible_ms() <= 0) {
+        s = absl::InvalidArgumentError("invisible duration must be > 0 ms");
+        break;
+      }
+      absl::StatusOr<std::string> handle =
+          consumers_->ChangeInvisibleDuration(r.group(), r.receipt_handle(), r.invisible_ms());
+      s = handle.status();
+      if (s.ok()) resp->mutable_change_invisible_duration()->set_receipt_handle(*handle);
+      break;
+    }
+    case proto::Request::kNack: {
+      const auto& r = req.nack();
+      std::optional<int64_t> delay;
+      if (r.has_delay_ms()) {
+        if (r.delay_ms() < 0) {
+          s = absl::InvalidArgumentError("nack delay must be >= 0 ms");
+          break;
+        }
+        delay = r.delay_ms();
+      }
+      s = consumers_->Nack(r.group(), r.receipt_handle(), delay);
+      if (s.ok()) resp->mutable_empty();
+      break;
+    }
+    case proto::Request::kStats:
+      s = HandleStats(resp->mutable_stats());
+      break;
+    case proto::Request::kAdvanceClock:
+      s = HandleAdvanceClock(req.advance_clock(), resp);
+      break;
+    case proto::Request::kTimerCheckpoint:
+      s = timers_->Checkpoint();
+      if (s.ok()) resp->mutable_empty();
+      break;
+    case proto::Request::BODY_NOT_SET:
+      s = absl::UnimplementedError("unknown or empty request");
+      break;
+  }
+  if (!s.ok()) {
+    resp->clear_body();
+    wire::ToProto(s, resp->mutable_status());
+  }
+}
+
+absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
+                                       proto::Response* resp) {
+  TOKIMQ_ASSIGN_OR_RETURN(TopicConfig c, FromProtoTopic(req.topic()));
+  if (c.retention_ms == 0) c.retention_ms = options_.default_retention_ms;
+  c.created_ms = clock_->NowMs();
+  TOKIMQ_RETURN_IF_ERROR(metadata_->CreateTopic(c));
+  TOKIMQ_LOG_INFO("topic {} created: {} queues={} max_delay={}", c.name, TopicTypeName(c.type),
+                  c.queues, wire::FormatDuration(c.max_delay_ms));
+  ToProtoTopic(c, resp->mutable_topic()->mutable_topic());
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleUpdateTopic(const proto::UpdateTopicRequest& req,
+                                       proto::Response* resp) {
+  std::optional<TopicConfig> old = metadata_->GetTopic(req.topic().name());
+  if (!old) return absl::NotFoundError(fmt::format("topic '{}' does not exist", req.topic().name()));
+  // Unset fields keep their value.
+  TopicConfig c = *old;
+  if (req.topic().type() != proto::TOPIC_TYPE_UNSPECIFIED) {
+    c.type = static_cast<TopicType>(static_cast<int>(req.topic().type()));
+  }
+  if (req.topic().queues() != 0) c.queues = req.topic().queues();
+  if (req.topic().max_delay_ms() != 0) c.max_delay_ms = req.topic().max_delay_ms();
+  if (req.topic().retention_ms() != 0) c.retention_ms = req.topic().retention_ms();
+  TOKIMQ_RETURN_IF_ERROR(metadata_->UpdateTopic(c));
+  return HandleDescribeTopic(c.name, resp);
+}
+
+absl::Status Broker::HandleDescribeTopic(const std::string& name, proto::Response* resp) {
+  std::optional<TopicConfig> t = metadata_->GetTopic(name);
+  if (!t) return absl::NotFoundError(fmt::format("topic '{}' does not exist", name));
+  auto* out = resp->mutable_topic();
+  ToProtoTopic(*t, out->mutable_topic());
+  for (int32_t q = 0; q < t->queues; ++q) {
+    auto* qi = out->add_queues();
+    qi->set_queue_id(q);
+    qi->set_min_offset(store_->MinQueueOffset(name, q));
+    qi->set_max_offset(store_->MaxQueueOffset(name, q));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp) {
+  if (req.entries().empty()) return absl::InvalidArgumentError("send request without messages");
+  const int64_t now = clock_->NowMs();
+  struct Prepared {
+    Message msg;
+    int64_t deliver_ms;
+  };
+  std::vector<Prepared> prepared;
+  prepared.reserve(static_cast<size_t>(req.entries_size()));
+  // Validate everything first: a bad entry fails the whole request with nothing stored.
+  for (int i = 0; i < req.entries_size(); ++i) {
+    const proto::SendEntry& e = req.entries(i);
+    auto where = [&](const absl::Status& s) {
+      std::string prefix = req.entries_size() > 1 ? fmt::format("message {}: ", i) : "";
+      return absl::Status(s.code(), prefix + std::string(s.message()));
+    };
+    absl::StatusOr<TopicConfig> topic = ResolveTopic(e.topic());
+    if (!topic.ok()) return where(topic.status());
+    if (e.body().size() > options_.max_message_size) {
+      return where(absl::InvalidArgumentError(fmt::format(
+          "body of {} bytes exceeds the max message size of {} bytes", e.body().size(),
+          options_.max_message_size)));
+    }
+    int64_t deliver_ms = now;
+    if (e.when_case() == proto::SendEntry::kDelayMs) {
+      if (e.delay_ms() < 0) return where(absl::InvalidArgumentError("delay must be >= 0"));
+      if (e.delay_ms() > kMaxMaxDelayMs) {
+        return where(absl::InvalidArgumentError(fmt::format(
+            "delay {} exceeds the max delay {} of topic '{}'", wire::FormatDuration(e.delay_ms()),
+            wire::FormatDuration(topic->max_delay_ms), topic->name)));
+      }
+      deliver_ms = now + e.delay_ms();
+    } else if (e.when_case() == proto::SendEntry::kDeliverAtMs) {
+      deliver_ms = std::max(e.deliver_at_ms(), now);
+    }
+    if (deliver_ms - now > topic->max_delay_ms) {
+      return where(absl::InvalidArgumentError(fmt::format(
+          "delay {} exceeds the max delay {} of topic '{}'", wire::FormatDuration(deliver_ms - now),
+          wire::FormatDuration(topic->max_delay_ms), topic->name)));
+    }
+    Message m;
+    m.topic = topic->name;
+    m.queue_id = SelectQueue(*topic, e.key());
+    m.born_ms = e.born_ms() > 0 ? e.born_ms() : now;
+    for (const auto& [k, v] : e.properties()) m.properties[k] = v;
+    if (!e.key().empty()) m.properties[prop::kKeys] = e.key();
+    if (!e.tag().empty()) m.properties[prop::kTag] = e.tag();
+    if (topic->type == TopicType::kFifo && !e.key().empty()) {
+      m.properties[prop::kMessageGroup] = e.key();
+    }
+    m.properties[prop::kMessageId] = NextMessageId();
+    m.body = e.body();
+    prepared.push_back({std::move(m), deliver_ms});
+  }
+
+  // Immediate messages go in one PutBatch (one durability wait); delayed ones through the timer
+  // store. A storage error fails the request; earlier entries may be stored (see protocol.md).
+  std::vector<Message> immediate;
+  std::vector<size_t> immediate_index;
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    proto::SendResult* r = resp->add_results();
+    const Message& m = prepared[i].msg;
+    r->set_message_id(m.properties.at(prop::kMessageId));
+    r->set_topic(m.topic);
+    r->set_queue_id(m.queue_id);
+    r->set_deliver_at_ms(prepared[i].deliver_ms);
+    if (prepared[i].deliver_ms > now) {
+      TOKIMQ_ASSIGN_OR_RETURN(ScheduleResult sr,
+                              timers_->Schedule(std::move(prepared[i].msg), prepared[i].deliver_ms));
+      r->set_queue_offset(sr.put.queue_offset);
+      r->set_recall_handle(sr.recall_handle);
+      r->set_delayed(!sr.delivered_now);
+    } else {
+      immediate.push_back(std::move(prepared[i].msg));
+      immediate_index.push_back(i);
+    }
+  }
+  if (!immediate.empty()) {
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> puts, store_->PutBatch(std::move(immediate)));
+    for (size_t j = 0; j < puts.size() && j < immediate_index.size(); ++j) {
+      resp->mutable_results(static_cast<int>(immediate_index[j]))
+          ->set_queue_offset(puts[j].queue_offset);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
+                                   proto::ReceiveResponse* resp) {
+  if (req.group().empty()) return absl::InvalidArgumentError("receive needs a consumer group");
+  TOKIMQ_RETURN_IF_ERROR(ResolveTopic(req.topic()).status());
+  if (req.max_messages() < 0 || req.max_messages() > 1024) {
+    return absl::InvalidArgumentError("max messages must be 1..1024");
+  }
+  if (req.invisible_ms() < 0 || req.long_poll_ms() < 0) {
+    return absl::InvalidArgumentError("durations must be >= 0");
+  }
+  RememberSubscription(req.group(), req.topic());
+  ReceiveRequest r;
+  r.group = req.group();
+  r.topic = req.topic();
+  r.max_messages = req.max_messages() == 0 ? 16 : req.max_messages();
+  r.invisible_ms = req.invisible_ms() == 0 ? 30'000 : req.invisible_ms();
+  r.long_poll_ms = std::min(req.long_poll_ms(), options_.max_long_poll_ms);
+  r.tag_filter = req.tag_filter();
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, consumers_->Receive(r));
+  for (ReceivedMessage& rm : got) {
+    proto::ReceivedMessage* out = resp->add_messages();
+    const Message& m = rm.message;
+    out->set_message_id(PropOr(m, prop::kMessageId));
+    out->set_topic(m.topic);
+    out->set_queue_id(m.queue_id);
+    out->set_queue_offset(m.queue_offset);
+    out->set_key(PropOr(m, prop::kKeys));
+    out->set_tag(PropOr(m, prop::kTag));
+    for (const auto& [k, v] : m.properties) (*out->mutable_properties())[k] = v;
+    out->set_born_ms(m.born_ms);
+    out->set_receipt_handle(std::move(rm.receipt_handle));
+    out->set_delivery_attempt(rm.delivery_attempt);
+    out->set_deliver_ms(rm.deliver_ms);
+    out->set_invisible_until_ms(rm.invisible_until_ms);
+    out->set_body(std::move(rm.message.body));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse* resp) {
+  if (req.receipt_handles().empty()) return absl::InvalidArgumentError("ack without handles");
+  for (const std::string& handle : req.receipt_handles()) {
+    wire::ToProto(consumers_->Ack(req.group(), handle), resp->add_results());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
+  resp->set_now_ms(clock_->NowMs());
+  for (const TopicConfig& t : metadata_->ListTopics()) {
+    proto::TopicStats* ts = resp->add_topics();
+    ts->set_name(t.name);
+    ts->set_type(static_cast<proto::TopicType>(static_cast<int>(t.type)));
+    int64_t depth = 0;
+    for (int32_t q = 0; q < t.queues; ++q) {
+      auto* qi = ts->add_queues();
+      qi->set_queue_id(q);
+      qi->set_min_offset(store_->MinQueueOffset(t.name, q));
+      qi->set_max_offset(store_->MaxQueueOffset(t.name, q));
+      depth += qi->max_offset() - qi->min_offset();
+    }
+    ts->set_depth(depth);
+  }
+  TimerMetrics& tm = timers_->metrics();
+  proto::TimerStats* timer = resp->mutable_timer();
+  timer->set_pending(tm.pending.Value());
+  for (const Gauge& g : tm.pending_by_bucket) timer->add_pending_by_bucket(g.Value());
+  timer->set_enqueue_lag(tm.enqueue_lag.Value());
+  timer->set_dequeue_lag_ms(tm.dequeue_lag_ms.Value());
+  timer->set_delivered(tm.delivered.Value());
+  timer->set_rolled(tm.rolled.Value());
+  timer->set_recalled(tm.recalled.Value());
+  timer->set_dropped(tm.dropped.Value());
+  timer->set_lateness_p50_ms(tm.lateness_ms.Percentile(0.5));
+  timer->set_lateness_p99_ms(tm.lateness_ms.Percentile(0.99));
+  timer->set_lateness_max_ms(tm.lateness_ms.Max());
+  {
+    std::lock_guard<std::mutex> lock(subs_mu_);
+    for (const auto& [group, topics] : subscriptions_) {
+      proto::GroupStats* gs = resp->add_groups();
+      gs->set_group(group);
+      gs->set_in_flight(consumers_->InFlight(group));
+      gs->set_dlq_depth(consumers_->DlqDepth(group));
+      for (const std::string& t : topics) gs->add_topics(t);
+    }
+  }
+  resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset());
+  resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
+  return absl::OkStatus();
+}
+
+}  // namespace tokimq::broker

@@ -1,0 +1,273 @@
+#include "broker/server.h"
+
+#include <utility>  // before any boost/asio header (Boost 1.74 with C++20)
+
+#include <boost/asio.hpp>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/broker.h"
+#include "common/logging.h"
+#include "fmt/format.h"
+#include "proto/framing.h"
+#include "proto/status.h"
+#include "proto/tokimq.pb.h"
+
+namespace tokimq::broker {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+class Connection;
+
+class Server::Impl {
+ public:
+  Impl(Broker* broker, ServerOptions options)
+      : broker_(broker),
+        options_(std::move(options)),
+        acceptor_(io_),
+        workers_(static_cast<size_t>(std::max(1, options_.worker_threads))) {}
+
+  absl::Status Start();
+  void Stop();
+  void Accept();
+  void Forget(Connection* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    connections_.erase(c);
+  }
+
+  Broker* broker_;
+  ServerOptions options_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  asio::thread_pool workers_;
+  std::vector<std::thread> io_threads_;
+  std::mutex mu_;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+  bool stopped_ = false;
+  uint16_t port_ = 0;
+};
+
+// One client connection. Every member is touched only on the socket's strand.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Server::Impl* server, tcp::socket socket)
+      : server_(server), socket_(std::move(socket)) {}
+
+  void Start() { ReadHeader(); }
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    server_->Forget(this);
+  }
+  auto executor() { return socket_.get_executor(); }
+
+ private:
+  void ReadHeader() {
+    if (closed_ || close_after_write_) return;
+    if (in_flight_ >= server_->options_.max_in_flight_per_connection) {
+      paused_ = true;
+      return;
+    }
+    asio::async_read(socket_, asio::buffer(header_, sizeof(header_)),
+                     [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                       self->OnHeader(ec);
+                     });
+  }
+
+  void OnHeader(boost::system::error_code ec) {
+    if (ec) return Close();  // EOF, reset, or a truncated header
+    absl::StatusOr<uint32_t> len = wire::DecodeFrameHeader(header_, server_->options_.max_frame_bytes);
+    if (!len.ok()) {
+      TOKIMQ_LOG_WARN("closing {}: {}", peer(), len.status().ToString());
+      return FailAndClose(len.status());
+    }
+    body_.assign(*len, '\0');  // bounded by the frame limit, checked above
+    asio::async_read(socket_, asio::buffer(body_.data(), body_.size()),
+                     [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                       self->OnBody(ec);
+                     });
+  }
+
+  void OnBody(boost::system::error_code ec) {
+    if (ec) return Close();  // truncated frame
+    auto req = std::make_shared<proto::Request>();
+    absl::Status parsed = wire::DecodeFrameBody(body_, req.get());
+    body_.clear();
+    body_.shrink_to_fit();
+    if (!parsed.ok()) {
+      TOKIMQ_LOG_WARN("closing {}: {}", peer(), parsed.ToString());
+      return FailAndClose(parsed);
+    }
+    if (req->body_case() == proto::Request::kHandshake) {
+      proto::Response resp;
+      server_->broker_->Handle(*req, &resp);
+      resp.mutable_handshake()->set_max_frame_bytes(server_->options_.max_frame_bytes);
+      if (resp.has_status() && resp.status().code() != 0) {
+        resp.clear_body();
+      } else {
+        handshaken_ = true;
+      }
+      Enqueue(resp);
+    } else if (!handshaken_) {
+      proto::Response resp;
+      resp.set_id(req->id());
+      wire::ToProto(absl::FailedPreconditionError("handshake required before any request"),
+                    resp.mutable_status());
+      Enqueue(resp);
+    } else {
+      ++in_flight_;
+      asio::post(server_->workers_, [self = shared_from_this(), req] {
+        proto::Response resp;
+        self->server_->broker_->Handle(*req, &resp);
+        asio::post(self->executor(), [self, resp = std::move(resp)] {
+          --self->in_flight_;
+          self->Enqueue(resp);
+          if (self->paused_) {
+            self->paused_ = false;
+            self->ReadHeader();
+          }
+        });
+      });
+    }
+    ReadHeader();
+  }
+
+  void FailAndClose(const absl::Status& s) {
+    proto::Response resp;
+    resp.set_id(0);
+    wire::ToProto(s, resp.mutable_status());
+    Enqueue(resp);
+    close_after_write_ = true;
+  }
+
+  void Enqueue(const proto::Response& resp) {
+    if (closed_) return;
+    absl::StatusOr<std::string> frame = wire::EncodeFrame(resp, UINT32_MAX);
+    if (!frame.ok()) {
+      proto::Response err;
+      err.set_id(resp.id());
+      wire::ToProto(frame.status(), err.mutable_status());
+      frame = wire::EncodeFrame(err, UINT32_MAX);
+      if (!frame.ok()) return Close();
+    }
+    out_.push_back(std::move(*frame));
+    if (!writing_) Write();
+  }
+
+  void Write() {
+    if (out_.empty()) {
+      writing_ = false;
+      if (close_after_write_) Close();
+      return;
+    }
+    writing_ = true;
+    asio::async_write(socket_, asio::buffer(out_.front()),
+                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                        if (ec) return self->Close();
+                        self->out_.pop_front();
+                        self->Write();
+                      });
+  }
+
+  std::string peer() const {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    return ec ? std::string("client") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  }
+
+  Server::Impl* server_;
+  tcp::socket socket_;
+  char header_[wire::kFrameHeaderBytes] = {};
+  std::string body_;
+  std::deque<std::string> out_;
+  bool writing_ = false;
+  bool close_after_write_ = false;
+  bool closed_ = false;
+  bool handshaken_ = false;
+  bool paused_ = false;
+  int in_flight_ = 0;
+};
+
+absl::Status Server::Impl::Start() {
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(options_.bind_address, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        fmt::format("bad bind address '{}': {}", options_.bind_address, ec.message()));
+  }
+  tcp::endpoint endpoint(address, options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", options_.bind_address,
+                                              options_.port, ec.message()));
+  }
+  port_ = acceptor_.local_endpoint().port();
+  Accept();
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    io_threads_.emplace_back([this] { io_.run(); });
+  }
+  TOKIMQ_LOG_INFO("listening on {}:{}", options_.bind_address, port_);
+  return absl::OkStatus();
+}
+
+void Server::Impl::Accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](boost::system::error_code ec,
+                                                        tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      TOKIMQ_LOG_WARN("accept: {}", ec.message());
+      return Accept();
+    }
+    boost::system::error_code opt_ec;
+    socket.set_option(tcp::no_delay(true), opt_ec);
+    auto conn = std::make_shared<Connection>(this, std::move(socket));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      connections_[conn.get()] = conn;
+    }
+    asio::post(conn->executor(), [conn] { conn->Start(); });
+    Accept();
+  });
+}
+
+void Server::Impl::Stop() {
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& [ptr, weak] : connections_) {
+      if (auto c = weak.lock()) conns.push_back(std::move(c));
+    }
+  }
+  asio::post(io_, [this] {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+  });
+  for (auto& c : conns) asio::post(c->executor(), [c] { c->Close(); });
+  workers_.join();  // requests already running finish (long polls are capped)
+  io_.stop();
+  for (std::thread& t : io_threads_) t.join();
+  io_threads_.clear();
+  TOKIMQ_LOG_INFO("server stopped");
+}
+
+Server::Server(Broker* broker, ServerOptions options)
+    : impl_(std::make_unique<Impl>(broker, std::move(options))) {}
+Server::~Server() { Stop(); }
+absl::Status Server::Start() { return impl_->Start(); }
+void Server::Stop() { impl_->Stop(); }
+uint16_t Server::port() const { return impl_->port_; }
+
+}  // namespace tokimq::broker
