@@ -102,6 +102,7 @@ absl::Status TimerLog::Recover(int64_t validate_from) {
                                                                          segment_size_));
   int64_t pos = std::max<int64_t>(validate_from, segments_.begin()->first);
   pos -= pos % static_cast<int64_t>(kTimerUnitSize);
+  written_pos_ = write_pos_ = end;  // so ReadRawLocked reads files, not the (empty) buffer
   char buf[kTimerUnitSize];
   int64_t bad_at = -1;
   for (; pos + static_cast<int64_t>(kTimerUnitSize) <= end; pos += kTimerUnitSize) {

@@ -1,0 +1,1 @@
+tokimq_test_module(timerstore DEPS tokimq::timerstore)
