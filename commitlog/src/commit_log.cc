@@ -87,7 +87,16 @@ absl::StatusOr<int64_t> CommitLogImpl::Append(Message* msg) {
 }
 
 absl::Status CommitLogImpl::AppendBatch(std::span<Message* const> msgs) {
-  for (const Message* m : msgs) {
+  return AppendChecked(msgs, false);
+}
+
+absl::Status CommitLogImpl::AppendIndexed(std::span<Message* const> msgs) {
+  return AppendChecked(msgs, true);
+}
+
+absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool indexed) {
+  for (Message* m : msgs) {
+    m->flags = indexed ? (m->flags | kFlagIndexed) : (m->flags & ~uint32_t{kFlagIndexed});
     if (m->body.size() > opt_.max_message_size) {
       return absl::InvalidArgumentError(absl::StrCat("message body of ", m->body.size(),
                                                      " bytes exceeds max_message_size ",

@@ -36,6 +36,8 @@ class CommitLogImpl final : public CommitLog {
 
   absl::StatusOr<int64_t> Append(Message* msg) override;
   absl::Status AppendBatch(std::span<Message* const> msgs) override;
+  // AppendBatch that sets kFlagIndexed (MessageStore) instead of clearing it.
+  absl::Status AppendIndexed(std::span<Message* const> msgs);
   absl::StatusOr<Message> Read(int64_t physical_offset) const override;
   absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const override;
   absl::Status WaitDurable(int64_t end_offset) override;
@@ -68,6 +70,7 @@ class CommitLogImpl final : public CommitLog {
   // True if a valid record (or blank) starts anywhere in [from, size) of `seg`.
   bool HasValidRecordAfter(const Segment& seg, uint64_t from) const;
 
+  absl::Status AppendChecked(std::span<Message* const> msgs, bool indexed);
   absl::Status AppendLocked(std::span<Message* const> msgs);
   absl::Status RollLocked(int64_t* pos);
   absl::Status FailedStatus() const;

@@ -14,6 +14,9 @@ namespace tokimq {
 // Record flags (persisted: values are never renumbered).
 enum MessageFlag : uint32_t {
   kFlagNone = 0,
+  // Set by MessageStore::Put/PutBatch: the record has a ConsumeQueue entry at its queue_offset,
+  // and recovery re-dispatches it. CommitLog::Append (direct) clears it.
+  kFlagIndexed = 1u << 0,
 };
 
 struct Message {

@@ -3,7 +3,11 @@
 // Put assigns the next queue offset of (topic, queue_id), appends the record to the CommitLog
 // and dispatches it into the ConsumeQueue (dispatch is synchronous with the append and repeated
 // on recovery for records the ConsumeQueues had not yet indexed). With FlushMode::kSync, Put
-// returns only after the record is durable (group commit).
+// returns only after the record is durable (group commit); the entry is visible to readers as
+// soon as it is appended (as in RocketMQ), i.e. possibly before it is durable.
+// Only records written through Put/PutBatch are indexed (they carry kFlagIndexed); records
+// appended directly through commit_log() are stored but never dispatched.
+// Topic names: 1..255 characters of [A-Za-z0-9_%|.-], not "." or ".."; queue ids >= 0.
 //
 // Layout under options.dir: commitlog/ (segments), consumequeue/<topic>/<queue id>/ (segments of
 // 20-byte entries, docs/formats/consumequeue.md), checkpoint, and the clean-shutdown marker.
@@ -33,6 +37,9 @@ struct MessageStoreOptions {
   std::string dir;
   CommitLogOptions commitlog;                   // commitlog.dir is set to <dir>/commitlog
   uint64_t consume_queue_segment_entries = 300'000;  // entries per ConsumeQueue segment file
+  // How often a background thread fsyncs the ConsumeQueues and writes the dispatch checkpoint
+  // (bounds the CommitLog rescan after a crash). 0 = only on Flush/Close.
+  int64_t checkpoint_interval_ms = 1000;
 };
 
 struct PutResult {

@@ -1,0 +1,295 @@
+#include "commitlog/consume_queue.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/coding.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace tokimq {
+namespace {
+
+bool IsSegmentName(const std::string& name) {
+  return name.size() == 20 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void EncodeEntry(const ConsumeQueueEntry& e, char* p) {
+  EncodeFixed64(p, static_cast<uint64_t>(e.physical_offset));
+  EncodeFixed32(p + 8, e.size);
+  EncodeFixed64(p + 12, e.tag_hash);
+}
+
+ConsumeQueueEntry DecodeEntry(const char* p) {
+  return ConsumeQueueEntry{static_cast<int64_t>(DecodeFixed64(p)), DecodeFixed32(p + 8),
+                           DecodeFixed64(p + 12)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ConsumeQueue>> ConsumeQueue::Open(FileSystem* fs, std::string dir,
+                                                                  uint64_t entries_per_segment) {
+  if (entries_per_segment == 0) return absl::InvalidArgumentError("entries_per_segment is 0");
+  std::unique_ptr<ConsumeQueue> cq(new ConsumeQueue(fs, std::move(dir), entries_per_segment));
+  TOKIMQ_RETURN_IF_ERROR(cq->Load());
+  return cq;
+}
+
+absl::Status ConsumeQueue::Load() {
+  if (!fs_->Exists(dir_)) {
+    TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir_));
+    TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(DirName(dir_)));
+    TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(DirName(DirName(dir_))));
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir_));
+  std::vector<std::string> segs;
+  for (const auto& n : names) {
+    if (IsSegmentName(n)) segs.push_back(n);
+  }
+  int64_t expected = -1;
+  bool ended = false;
+  for (const auto& n : segs) {
+    const std::string path = dir_ + "/" + n;
+    const int64_t first = std::stoll(n);
+    if (first % per_segment_ != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "consume queue file ", path, " is not aligned to ", per_segment_, " entries"));
+    }
+    if (ended || (expected >= 0 && first != expected)) {
+      // Beyond a short file or a gap: unsynced leftovers, rebuilt from the CommitLog.
+      TOKIMQ_RETURN_IF_ERROR(fs_->Remove(path));
+      ended = true;
+      continue;
+    }
+    auto f = std::make_shared<SegmentFile>();
+    f->first = first;
+    TOKIMQ_ASSIGN_OR_RETURN(f->file, fs_->Open(path, OpenMode::kReadWrite));
+    const uint64_t size = f->file->Size();
+    const int64_t entries = static_cast<int64_t>(size / kEntrySize);
+    if (entries > per_segment_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("consume queue file ", path, " holds more than ", per_segment_, " entries"));
+    }
+    if (size % kEntrySize != 0) TOKIMQ_RETURN_IF_ERROR(f->file->Truncate(entries * kEntrySize));
+    if (expected < 0) min_ = first;
+    expected = first + entries;
+    ended = entries < per_segment_;
+    files_[first] = std::move(f);
+  }
+  written_ = expected < 0 ? 0 : expected;
+  min_valid_ = min_;
+  return absl::OkStatus();
+}
+
+int64_t ConsumeQueue::MinOffset() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return min_;
+}
+int64_t ConsumeQueue::MaxOffset() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return written_ + static_cast<int64_t>(pending_.size());
+}
+int64_t ConsumeQueue::MinValidOffset() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return min_valid_;
+}
+
+absl::Status ConsumeQueue::Append(const ConsumeQueueEntry& e) {
+  std::lock_guard<std::mutex> l(mu_);
+  pending_.push_back(e);
+  if (pending_.size() >= kWriteBatch) {
+    // The entry is indexed (readable) either way; a failed write is retried by the next batch
+    // and reported by Sync(), and the entries are rebuilt from the CommitLog after a restart.
+    absl::Status s = WriteBufferedLocked();
+    if (!s.ok() && !write_error_logged_) {
+      TOKIMQ_LOG_WARN("consume queue {}: deferred write failed: {}", dir_, s.ToString());
+      write_error_logged_ = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(int64_t queue_offset,
+                                                                      bool create) {
+  const int64_t first = queue_offset - queue_offset % per_segment_;
+  auto it = files_.find(first);
+  if (it != files_.end()) return it->second.get();
+  if (!create) return absl::NotFoundError("no consume queue file");
+  auto f = std::make_shared<SegmentFile>();
+  f->first = first;
+  TOKIMQ_ASSIGN_OR_RETURN(f->file,
+                          fs_->Open(absl::StrFormat("%s/%020d", dir_, first), OpenMode::kTruncate));
+  if (files_.empty()) min_ = min_valid_ = first;
+  SegmentFile* raw = f.get();
+  files_[first] = std::move(f);
+  dirty_.push_back(-1);  // marks a directory change
+  return raw;
+}
+
+absl::Status ConsumeQueue::WriteBufferedLocked() {
+  std::string buf;
+  size_t done = 0;
+  absl::Status s;
+  while (done < pending_.size()) {
+    auto f = FileForLocked(written_, true);
+    if (!f.ok()) {
+      s = f.status();
+      break;
+    }
+    const int64_t rel = written_ - (*f)->first;
+    const size_t n =
+        std::min<size_t>(pending_.size() - done, static_cast<size_t>(per_segment_ - rel));
+    buf.resize(n * kEntrySize);
+    for (size_t i = 0; i < n; ++i) EncodeEntry(pending_[done + i], buf.data() + i * kEntrySize);
+    s = (*f)->file->PWrite(static_cast<uint64_t>(rel) * kEntrySize, buf);
+    if (!s.ok()) break;
+    if (dirty_.empty() || dirty_.back() != (*f)->first) dirty_.push_back((*f)->first);
+    written_ += static_cast<int64_t>(n);
+    done += n;
+  }
+  // Entries not written stay pending (and readable); a later call retries them.
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
+  return s;
+}
+
+absl::Status ConsumeQueue::WriteBuffered() {
+  std::lock_guard<std::mutex> l(mu_);
+  return WriteBufferedLocked();
+}
+
+absl::Status ConsumeQueue::Sync() {
+  std::vector<std::shared_ptr<SegmentFile>> to_sync;
+  bool dir_changed = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    TOKIMQ_RETURN_IF_ERROR(WriteBufferedLocked());
+    for (int64_t first : dirty_) {
+      if (first < 0) {
+        dir_changed = true;
+        continue;
+      }
+      auto it = files_.find(first);
+      if (it != files_.end()) to_sync.push_back(it->second);
+    }
+    dirty_.clear();
+  }
+  for (const auto& f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->file->Sync());
+  if (dir_changed) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(int64_t from,
+                                                                        size_t n) const {
+  std::vector<ConsumeQueueEntry> out;
+  out.reserve(n);
+  std::string buf;
+  while (out.size() < n) {
+    const int64_t q = from + static_cast<int64_t>(out.size());
+    auto it = files_.find(q - q % per_segment_);
+    if (it == files_.end()) {
+      return absl::DataLossError(absl::StrCat("consume queue ", dir_, " misses the file of entry ", q));
+    }
+    const int64_t rel = q - it->first;
+    const size_t cnt = std::min<size_t>(n - out.size(), static_cast<size_t>(per_segment_ - rel));
+    buf.resize(cnt * kEntrySize);
+    TOKIMQ_ASSIGN_OR_RETURN(size_t got, it->second->file->PRead(static_cast<uint64_t>(rel) * kEntrySize,
+                                                                buf.size(), buf.data()));
+    if (got != buf.size()) {
+      return absl::DataLossError(absl::StrCat("consume queue ", dir_, ": short read at entry ", q));
+    }
+    for (size_t i = 0; i < cnt; ++i) out.push_back(DecodeEntry(buf.data() + i * kEntrySize));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<ConsumeQueueEntry>> ConsumeQueue::Get(int64_t queue_offset) const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (queue_offset >= written_ + static_cast<int64_t>(pending_.size())) return std::nullopt;
+  if (queue_offset < min_) {
+    return absl::NotFoundError(absl::StrCat("queue offset ", queue_offset, " was deleted"));
+  }
+  if (queue_offset >= written_) return pending_[static_cast<size_t>(queue_offset - written_)];
+  TOKIMQ_ASSIGN_OR_RETURN(auto v, ReadLocked(queue_offset, 1));
+  return v[0];
+}
+
+absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::Entries(int64_t from,
+                                                                     size_t max_count) const {
+  std::lock_guard<std::mutex> l(mu_);
+  from = std::max(from, min_);
+  const int64_t max = written_ + static_cast<int64_t>(pending_.size());
+  const int64_t end = std::min<int64_t>(max, from + static_cast<int64_t>(std::min<size_t>(max_count, INT32_MAX)));
+  std::vector<ConsumeQueueEntry> out;
+  if (from >= end) return out;
+  if (from < written_) {
+    TOKIMQ_ASSIGN_OR_RETURN(out, ReadLocked(from, static_cast<size_t>(std::min(end, written_) - from)));
+  }
+  for (int64_t q = std::max(from, written_); q < end; ++q) {
+    out.push_back(pending_[static_cast<size_t>(q - written_)]);
+  }
+  return out;
+}
+
+absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (queue_offset >= written_ + static_cast<int64_t>(pending_.size())) return absl::OkStatus();
+  if (queue_offset >= written_) {
+    pending_.resize(static_cast<size_t>(queue_offset - written_));
+    return absl::OkStatus();
+  }
+  pending_.clear();
+  const int64_t keep_first = queue_offset - queue_offset % per_segment_;
+  for (auto it = files_.begin(); it != files_.end();) {
+    if (it->first > keep_first) {
+      TOKIMQ_RETURN_IF_ERROR(fs_->Remove(it->second->file->path()));
+      it = files_.erase(it);
+      dirty_.push_back(-1);
+    } else {
+      if (it->first == keep_first) {
+        TOKIMQ_RETURN_IF_ERROR(
+            it->second->file->Truncate(static_cast<uint64_t>(queue_offset - keep_first) * kEntrySize));
+        dirty_.push_back(it->first);
+      }
+      ++it;
+    }
+  }
+  written_ = queue_offset;
+  min_ = std::min(min_, queue_offset);
+  min_valid_ = std::min(min_valid_, queue_offset);
+  return absl::OkStatus();
+}
+
+absl::Status ConsumeQueue::AdvanceMinValid(int64_t min_physical_offset) {
+  std::lock_guard<std::mutex> l(mu_);
+  const int64_t max = written_ + static_cast<int64_t>(pending_.size());
+  auto phys_at = [&](int64_t q) -> absl::StatusOr<int64_t> {
+    if (q >= written_) return pending_[static_cast<size_t>(q - written_)].physical_offset;
+    TOKIMQ_ASSIGN_OR_RETURN(auto v, ReadLocked(q, 1));
+    return v[0].physical_offset;
+  };
+  // Entries of one queue are in CommitLog order: binary search the first one still stored.
+  int64_t lo = std::max(min_valid_, min_), hi = max;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    TOKIMQ_ASSIGN_OR_RETURN(int64_t phys, phys_at(mid));
+    if (phys < min_physical_offset) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  min_valid_ = lo;
+  bool removed = false;
+  while (files_.size() > 1 && files_.begin()->first + per_segment_ <= min_valid_) {
+    TOKIMQ_RETURN_IF_ERROR(fs_->Remove(files_.begin()->second->file->path()));
+    files_.erase(files_.begin());
+    removed = true;
+  }
+  if (!files_.empty()) min_ = files_.begin()->first;
+  if (removed) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  return absl::OkStatus();
+}
+
+}  // namespace tokimq

@@ -1,0 +1,424 @@
+// MessageStoreImpl: CommitLog + ConsumeQueues, dispatch, recovery of the queues, retention.
+#include "commitlog/message_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "commit_log_impl.h"
+#include "commitlog/consume_queue.h"
+#include "commitlog/record.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "offset_file.h"
+
+namespace tokimq {
+
+uint64_t TagHash(const std::string& tag) {
+  if (tag.empty()) return 0;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (unsigned char c : tag) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
+namespace {
+
+constexpr size_t kMaxReadRun = 1 << 20;
+
+absl::Status ValidateDestination(const std::string& topic, int32_t queue_id) {
+  if (topic.empty() || topic.size() > 255 || topic == "." || topic == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("invalid topic name '", topic, "'"));
+  }
+  for (char c : topic) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '%' || c == '|' || c == '.' || c == '-';
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("invalid topic name '", topic, "'"));
+  }
+  if (queue_id < 0) return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", queue_id));
+  return absl::OkStatus();
+}
+
+uint64_t TagHashOf(const Message& m) {
+  auto it = m.properties.find(prop::kTag);
+  return it == m.properties.end() ? 0 : TagHash(it->second);
+}
+
+class MessageStoreImpl final : public MessageStore {
+ public:
+  MessageStoreImpl(FileSystem* fs, Clock* clock, MessageStoreOptions opt)
+      : fs_(fs), clock_(clock), opt_(std::move(opt)) {}
+  ~MessageStoreImpl() override { StopCheckpointer(); }
+
+  absl::Status Init() {
+    if (opt_.dir.empty()) return absl::InvalidArgumentError("store dir is empty");
+    TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(opt_.dir));
+    opt_.commitlog.dir = opt_.dir + "/commitlog";
+    TOKIMQ_ASSIGN_OR_RETURN(log_, CommitLogImpl::OpenImpl(fs_, clock_, opt_.commitlog, nullptr));
+    TOKIMQ_RETURN_IF_ERROR(RecoverQueues());
+    if (opt_.checkpoint_interval_ms > 0) {
+      checkpointer_ = std::thread([this] { CheckpointLoop(); });
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<PutResult> Put(Message msg) override {
+    TOKIMQ_RETURN_IF_ERROR(ValidateDestination(msg.topic, msg.queue_id));
+    PutResult r;
+    std::shared_ptr<ConsumeQueue> cq;
+    {
+      std::lock_guard<std::mutex> l(put_mu_);
+      TOKIMQ_ASSIGN_OR_RETURN(cq, FindOrCreate(msg.topic, msg.queue_id));
+      msg.queue_offset = cq->MaxOffset();
+      Message* one[1] = {&msg};
+      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(one));
+      r.physical_offset = msg.physical_offset;
+      r.queue_offset = msg.queue_offset;
+      r.size = static_cast<uint32_t>(msg.EncodedSize());
+      TOKIMQ_RETURN_IF_ERROR(cq->Append({r.physical_offset, r.size, TagHashOf(msg)}));
+    }
+    if (listener_) listener_(msg.topic, msg.queue_id, r.queue_offset);
+    if (opt_.commitlog.flush_mode == FlushMode::kSync) {
+      TOKIMQ_RETURN_IF_ERROR(log_->WaitDurable(r.physical_offset + r.size));
+    }
+    return r;
+  }
+
+  absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) override {
+    for (const Message& m : msgs) TOKIMQ_RETURN_IF_ERROR(ValidateDestination(m.topic, m.queue_id));
+    std::vector<PutResult> out(msgs.size());
+    if (msgs.empty()) return out;
+    {
+      std::lock_guard<std::mutex> l(put_mu_);
+      std::vector<std::shared_ptr<ConsumeQueue>> cqs;
+      absl::flat_hash_map<ConsumeQueue*, int64_t> next;
+      std::vector<Message*> ptrs;
+      for (Message& m : msgs) {
+        TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
+        auto it = next.try_emplace(cq.get(), cq->MaxOffset()).first;
+        m.queue_offset = it->second++;
+        cqs.push_back(std::move(cq));
+        ptrs.push_back(&m);
+      }
+      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(ptrs));
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        out[i] = {msgs[i].physical_offset, msgs[i].queue_offset,
+                  static_cast<uint32_t>(msgs[i].EncodedSize())};
+        TOKIMQ_RETURN_IF_ERROR(
+            cqs[i]->Append({out[i].physical_offset, out[i].size, TagHashOf(msgs[i])}));
+      }
+    }
+    if (listener_) {
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        listener_(msgs[i].topic, msgs[i].queue_id, out[i].queue_offset);
+      }
+    }
+    if (opt_.commitlog.flush_mode == FlushMode::kSync) {
+      TOKIMQ_RETURN_IF_ERROR(log_->WaitDurable(out.back().physical_offset + out.back().size));
+    }
+    return out;
+  }
+
+  absl::StatusOr<Message> Read(int64_t physical_offset) const override {
+    return log_->Read(physical_offset);
+  }
+
+  absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,
+                                                            int32_t queue_id,
+                                                            int64_t queue_offset) const override {
+    auto cq = Find(topic, queue_id);
+    if (cq == nullptr) return std::nullopt;
+    if (queue_offset < cq->MinValidOffset() && queue_offset < cq->MaxOffset()) {
+      return absl::NotFoundError(absl::StrCat("queue offset ", queue_offset, " of ", topic, "/",
+                                              queue_id, " was deleted"));
+    }
+    return cq->Get(queue_offset);
+  }
+
+  absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic, int32_t queue_id,
+                                                 int64_t from_offset,
+                                                 int max_count) const override {
+    std::vector<Message> out;
+    auto cq = Find(topic, queue_id);
+    if (cq == nullptr || max_count <= 0) return out;
+    const int64_t start = std::max(from_offset, cq->MinValidOffset());
+    TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(start, static_cast<size_t>(max_count)));
+    const int64_t min_phys = log_->MinOffset();
+    const int64_t seg_size = log_->segment_size();
+    std::string buf;
+    size_t i = 0;
+    while (i < entries.size()) {
+      if (entries[i].physical_offset < min_phys) {
+        ++i;
+        continue;
+      }
+      // A run of records adjacent in the CommitLog (and in one segment) is read with one pread.
+      size_t j = i + 1;
+      int64_t len = entries[i].size;
+      while (j < entries.size() &&
+             entries[j].physical_offset == entries[j - 1].physical_offset + entries[j - 1].size &&
+             entries[j].physical_offset / seg_size == entries[i].physical_offset / seg_size &&
+             len + entries[j].size <= static_cast<int64_t>(kMaxReadRun)) {
+        len += entries[j].size;
+        ++j;
+      }
+      absl::Status s = log_->ReadRaw(entries[i].physical_offset, static_cast<size_t>(len), &buf);
+      if (absl::IsNotFound(s)) {  // deleted by retention meanwhile
+        i = j;
+        continue;
+      }
+      TOKIMQ_RETURN_IF_ERROR(s);
+      size_t pos = 0;
+      for (size_t k = i; k < j; ++k) {
+        Message m;
+        TOKIMQ_RETURN_IF_ERROR(log_->DecodeAt(std::string_view(buf).substr(pos, entries[k].size),
+                                              entries[k].physical_offset, &m));
+        pos += entries[k].size;
+        const int64_t qo = start + static_cast<int64_t>(k);
+        if (m.topic != topic || m.queue_id != queue_id || m.queue_offset != qo) {
+          return absl::DataLossError(absl::StrCat(
+              "consume queue ", topic, "/", queue_id, " entry ", qo, " points at offset ",
+              entries[k].physical_offset, " which holds ", m.topic, "/", m.queue_id, "#",
+              m.queue_offset));
+        }
+        out.push_back(std::move(m));
+      }
+      i = j;
+    }
+    return out;
+  }
+
+  int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const override {
+    auto cq = Find(topic, queue_id);
+    return cq == nullptr ? 0 : std::min(cq->MinValidOffset(), cq->MaxOffset());
+  }
+  int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const override {
+    auto cq = Find(topic, queue_id);
+    return cq == nullptr ? 0 : cq->MaxOffset();
+  }
+
+  void SetDispatchListener(DispatchListener listener) override { listener_ = std::move(listener); }
+
+  void AddPinProvider(PinProvider pin) override {
+    std::lock_guard<std::mutex> l(pin_mu_);
+    pins_.push_back(std::move(pin));
+  }
+
+  absl::StatusOr<int> DeleteExpired(int64_t retention_ms) override {
+    int64_t pinned = INT64_MAX;
+    {
+      std::lock_guard<std::mutex> l(pin_mu_);
+      for (const auto& p : pins_) pinned = std::min(pinned, p());
+    }
+    TOKIMQ_ASSIGN_OR_RETURN(int n, log_->DeleteExpiredSegments(retention_ms, pinned));
+    if (n > 0) {
+      const int64_t min = log_->MinOffset();
+      for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(min));
+    }
+    return n;
+  }
+
+  absl::Status Flush() override {
+    TOKIMQ_RETURN_IF_ERROR(log_->Flush());
+    return Checkpoint();
+  }
+
+  CommitLog* commit_log() override { return log_.get(); }
+
+  absl::Status Close() override {
+    StopCheckpointer();
+    {
+      std::lock_guard<std::mutex> l(put_mu_);
+      if (closed_) return absl::OkStatus();
+      closed_ = true;
+    }
+    absl::Status s = Checkpoint();
+    absl::Status c = log_->Close();
+    return s.ok() ? c : s;
+  }
+
+ private:
+  std::shared_ptr<ConsumeQueue> Find(const std::string& topic, int32_t queue_id) const {
+    std::shared_lock<std::shared_mutex> l(map_mu_);
+    auto t = queues_.find(topic);
+    if (t == queues_.end()) return nullptr;
+    auto q = t->second.find(queue_id);
+    return q == t->second.end() ? nullptr : q->second;
+  }
+
+  // Caller holds put_mu_ (or is recovering).
+  absl::StatusOr<std::shared_ptr<ConsumeQueue>> FindOrCreate(const std::string& topic,
+                                                             int32_t queue_id) {
+    if (auto cq = Find(topic, queue_id)) return cq;
+    TOKIMQ_ASSIGN_OR_RETURN(
+        std::shared_ptr<ConsumeQueue> cq,
+        ConsumeQueue::Open(fs_, absl::StrCat(opt_.dir, "/consumequeue/", topic, "/", queue_id),
+                           opt_.consume_queue_segment_entries));
+    std::unique_lock<std::shared_mutex> l(map_mu_);
+    queues_[topic][queue_id] = cq;
+    return cq;
+  }
+
+  std::vector<std::shared_ptr<ConsumeQueue>> AllQueues() const {
+    std::vector<std::shared_ptr<ConsumeQueue>> all;
+    std::shared_lock<std::shared_mutex> l(map_mu_);
+    for (const auto& [topic, qs] : queues_) {
+      for (const auto& [id, cq] : qs) all.push_back(cq);
+    }
+    return all;
+  }
+
+  absl::Status RecoverQueues();
+  absl::Status DropSuspectTail(ConsumeQueue* cq, int64_t start);
+  absl::Status Checkpoint();
+  void CheckpointLoop();
+  void StopCheckpointer() {
+    {
+      std::lock_guard<std::mutex> l(cp_mu_);
+      stop_ = true;
+    }
+    cp_cv_.notify_all();
+    if (checkpointer_.joinable()) checkpointer_.join();
+  }
+
+  FileSystem* fs_;
+  Clock* clock_;
+  MessageStoreOptions opt_;
+  std::unique_ptr<CommitLogImpl> log_;
+
+  std::mutex put_mu_;  // serialises Put/PutBatch; held before map_mu_
+  bool closed_ = false;
+  mutable std::shared_mutex map_mu_;
+  absl::flat_hash_map<std::string, absl::flat_hash_map<int32_t, std::shared_ptr<ConsumeQueue>>>
+      queues_;
+  DispatchListener listener_;
+  std::mutex pin_mu_;
+  std::vector<PinProvider> pins_;
+
+  std::mutex checkpoint_mu_;  // one Checkpoint at a time
+  std::mutex cp_mu_;
+  std::condition_variable cp_cv_;
+  bool stop_ = false;
+  std::thread checkpointer_;
+};
+
+// Entries pointing at or past `start` (the rescan point) were written after the last
+// checkpoint and may be torn or missing: drop them; the rescan re-adds them.
+absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, int64_t start) {
+  const int64_t log_end = log_->MaxOffset();
+  int64_t keep = cq->MaxOffset();
+  const int64_t min = cq->MinOffset();
+  while (keep > min) {
+    const int64_t from = std::max(min, keep - 1024);
+    TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(from, static_cast<size_t>(keep - from)));
+    bool stop = false;
+    for (size_t i = entries.size(); i > 0; --i) {
+      const auto& e = entries[i - 1];
+      if (e.physical_offset >= start || e.size < record::kMinMessageSize ||
+          e.physical_offset + e.size > log_end) {
+        --keep;
+      } else {
+        stop = true;
+        break;
+      }
+    }
+    if (stop) break;
+  }
+  return cq->TruncateTo(keep);
+}
+
+absl::Status MessageStoreImpl::RecoverQueues() {
+  const std::string root = opt_.dir + "/consumequeue";
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(root));
+  const int64_t log_min = log_->MinOffset(), log_max = log_->MaxOffset();
+  int64_t start = log_min;
+  auto cp = ReadOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic);
+  if (cp.ok()) {
+    start = std::clamp(*cp, log_min, log_max);
+  } else if (!absl::IsNotFound(cp.status())) {
+    TOKIMQ_LOG_WARN("store checkpoint unreadable, rebuilding queues from {}: {}", log_min,
+                    cp.status().ToString());
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(auto topics, fs_->ListDir(root));
+  for (const std::string& topic : topics) {
+    if (!ValidateDestination(topic, 0).ok()) continue;
+    TOKIMQ_ASSIGN_OR_RETURN(auto ids, fs_->ListDir(root + "/" + topic));
+    for (const std::string& id : ids) {
+      if (id.empty() || id.size() > 9 ||
+          !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        continue;
+      }
+      TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(topic, std::stoi(id)));
+      TOKIMQ_RETURN_IF_ERROR(DropSuspectTail(cq.get(), start));
+    }
+  }
+  // Re-dispatch everything from the rescan point.
+  int64_t off = start, redispatched = 0;
+  while (off < log_max) {
+    TOKIMQ_ASSIGN_OR_RETURN(auto rec, log_->ReadNext(off));
+    const Message& m = rec.first;
+    if ((m.flags & kFlagIndexed) != 0 && ValidateDestination(m.topic, m.queue_id).ok()) {
+      TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
+      if (m.queue_offset != cq->MaxOffset()) {
+        return absl::DataLossError(absl::StrCat(
+            "record at offset ", m.physical_offset, " has queue offset ", m.queue_offset, " but consume queue ",
+            m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset(),
+            "; consume queue data below the checkpoint is missing"));
+      }
+      TOKIMQ_RETURN_IF_ERROR(cq->Append(
+          {m.physical_offset, static_cast<uint32_t>(rec.second - m.physical_offset), TagHashOf(m)}));
+      ++redispatched;
+    }
+    off = rec.second;
+  }
+  if (redispatched > 0) {
+    TOKIMQ_LOG_INFO("message store {}: re-dispatched {} records from offset {}", opt_.dir,
+                    redispatched, start);
+  }
+  for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(log_min));
+  return Checkpoint();
+}
+
+absl::Status MessageStoreImpl::Checkpoint() {
+  std::lock_guard<std::mutex> cl(checkpoint_mu_);
+  int64_t dispatched;
+  std::vector<std::shared_ptr<ConsumeQueue>> all;
+  {
+    std::lock_guard<std::mutex> l(put_mu_);
+    dispatched = log_->MaxOffset();
+    all = AllQueues();
+  }
+  for (const auto& cq : all) TOKIMQ_RETURN_IF_ERROR(cq->Sync());
+  return WriteOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic, dispatched);
+}
+
+void MessageStoreImpl::CheckpointLoop() {
+  std::unique_lock<std::mutex> l(cp_mu_);
+  while (!stop_) {
+    cp_cv_.wait_for(l, std::chrono::milliseconds(opt_.checkpoint_interval_ms),
+                    [&] { return stop_; });
+    if (stop_) break;
+    l.unlock();
+    absl::Status s = Checkpoint();
+    if (!s.ok()) TOKIMQ_LOG_WARN("message store checkpoint failed: {}", s.ToString());
+    l.lock();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MessageStore>> MessageStore::Open(FileSystem* fs, Clock* clock,
+                                                                 MessageStoreOptions options) {
+  auto store = std::make_unique<MessageStoreImpl>(fs, clock, std::move(options));
+  TOKIMQ_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<MessageStore>(std::move(store));
+}
+
+}  // namespace tokimq
