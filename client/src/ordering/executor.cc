@@ -109,21 +109,25 @@ struct ExecutorCore::Execution {
   }
 
   void RunTask(Key& key, RunId run) {
-    absl::Status status;
-    if (!key.stopped.load(std::memory_order_acquire)) {
-      RunContext context(outcomes.data(), &key.stopped);
-      try {
-        status = (*run_fn)(run, context);
-      } catch (const std::exception& e) {
-        status = absl::InternalError(std::string("ordering handler threw: ") + e.what());
-      } catch (...) {
-        status = absl::InternalError("ordering handler threw a non-std exception");
+    {
+      // Scoped: every local that could share state with the caller (the Status rep) must be
+      // gone before the last decrement below, after which Execute may return.
+      absl::Status status;
+      if (!key.stopped.load(std::memory_order_acquire)) {
+        RunContext context(outcomes.data(), &key.stopped);
+        try {
+          status = (*run_fn)(run, context);
+        } catch (const std::exception& e) {
+          status = absl::InternalError(std::string("ordering handler threw: ") + e.what());
+        } catch (...) {
+          status = absl::InternalError("ordering handler threw a non-std exception");
+        }
       }
-    }
-    if (!status.ok()) {
-      std::lock_guard<std::mutex> lock(key.mu);
-      if (key.status.ok()) key.status = status;
-      key.stopped.store(true, std::memory_order_release);
+      if (!status.ok()) {
+        std::lock_guard<std::mutex> lock(key.mu);
+        if (key.status.ok()) key.status = std::move(status);
+        key.stopped.store(true, std::memory_order_release);
+      }
     }
     if (key.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       if (key.stopped.load(std::memory_order_acquire)) {
