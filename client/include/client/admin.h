@@ -1,0 +1,37 @@
+// AdminClient: topic management, stats and operator requests (timer checkpoint, advancing a
+// manual-clock broker). Returns the protocol messages directly (proto/tokimq.proto).
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+
+namespace tokimq::client {
+
+class AdminClient {
+ public:
+  explicit AdminClient(ClientOptions options) : conn_(std::move(options)) {}
+
+  // Zero fields take the broker's defaults (8 queues, 3 days max delay, default retention).
+  absl::StatusOr<proto::TopicConfig> CreateTopic(const proto::TopicConfig& topic);
+  // Zero fields keep their value.
+  absl::StatusOr<proto::TopicResponse> UpdateTopic(const proto::TopicConfig& topic);
+  absl::Status DeleteTopic(const std::string& name);
+  absl::StatusOr<std::vector<proto::TopicConfig>> ListTopics();
+  absl::StatusOr<proto::TopicResponse> DescribeTopic(const std::string& name);
+  absl::StatusOr<proto::StatsResponse> Stats();
+  absl::Status TimerCheckpoint();
+  // kFailedPrecondition unless the broker runs with --manual-clock. Returns the new time (ms).
+  absl::StatusOr<int64_t> AdvanceClock(int64_t advance_ms);
+  // Handshake info of the current connection (broker version, manual clock, time).
+  absl::StatusOr<proto::HandshakeResponse> Ping();
+
+ private:
+  ConnectionHolder conn_;
+};
+
+}  // namespace tokimq::client

@@ -1,0 +1,68 @@
+// Producer: sends messages (immediate, delayed or at an absolute time) and recalls scheduled
+// ones, over one reusable pipelined connection (reconnected after a failure).
+//
+// Errors are absl::Status with the broker's text preserved: kNotFound (no such topic),
+// kInvalidArgument (delay above the topic's max, body too large, ...), kUnavailable (broker
+// unreachable / connection lost: the message may or may not be stored), kDeadlineExceeded
+// (request timeout: same), kResourceExhausted (disk full, frame too large).
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+
+namespace tokimq::client {
+
+struct OutgoingMessage {
+  std::string topic;
+  std::string body;
+  std::string key;  // selects the queue (same key -> same queue); FIFO message group
+  std::string tag;
+  std::map<std::string, std::string> properties;
+  std::optional<int64_t> delay_ms;       // relative to the broker's clock
+  std::optional<int64_t> deliver_at_ms;  // absolute, ms since epoch (wins over delay_ms)
+};
+
+struct SendReceipt {
+  std::string message_id;
+  std::string topic;
+  int32_t queue_id = 0;
+  int64_t queue_offset = -1;
+  std::string recall_handle;  // empty when delivered at once
+  int64_t deliver_at_ms = 0;
+  bool delayed = false;
+};
+
+class Producer {
+ public:
+  explicit Producer(ClientOptions options);
+
+  absl::StatusOr<SendReceipt> Send(const OutgoingMessage& msg);
+  // All messages in one request; all are validated before any is stored.
+  absl::StatusOr<std::vector<SendReceipt>> SendBatch(const std::vector<OutgoingMessage>& msgs);
+  std::future<absl::StatusOr<SendReceipt>> SendAsync(const OutgoingMessage& msg);
+  // `done` runs on the connection's reader thread: it must not block.
+  void SendAsync(const OutgoingMessage& msg,
+                 std::function<void(absl::StatusOr<SendReceipt>)> done);
+  // Batch form of the callback API (pipelining: many batches may be in flight).
+  void SendBatchAsync(const std::vector<OutgoingMessage>& msgs,
+                      std::function<void(absl::StatusOr<std::vector<SendReceipt>>)> done);
+
+  // OK: the message will never be delivered. kNotFound: unknown handle. kFailedPrecondition:
+  // already delivered or recalled.
+  absl::Status Recall(const std::string& recall_handle);
+
+ private:
+  ConnectionHolder conn_;
+};
+
+}  // namespace tokimq::client

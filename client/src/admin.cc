@@ -1,0 +1,72 @@
+#include "client/admin.h"
+
+namespace tokimq::client {
+
+absl::StatusOr<proto::TopicConfig> AdminClient::CreateTopic(const proto::TopicConfig& topic) {
+  proto::Request req;
+  *req.mutable_create_topic()->mutable_topic() = topic;
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->topic().topic();
+}
+
+absl::StatusOr<proto::TopicResponse> AdminClient::UpdateTopic(const proto::TopicConfig& topic) {
+  proto::Request req;
+  *req.mutable_update_topic()->mutable_topic() = topic;
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->topic();
+}
+
+absl::Status AdminClient::DeleteTopic(const std::string& name) {
+  proto::Request req;
+  req.mutable_delete_topic()->set_name(name);
+  return conn_.Call(std::move(req)).status();
+}
+
+absl::StatusOr<std::vector<proto::TopicConfig>> AdminClient::ListTopics() {
+  proto::Request req;
+  req.mutable_list_topics();
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return std::vector<proto::TopicConfig>(resp->list_topics().topics().begin(),
+                                         resp->list_topics().topics().end());
+}
+
+absl::StatusOr<proto::TopicResponse> AdminClient::DescribeTopic(const std::string& name) {
+  proto::Request req;
+  req.mutable_describe_topic()->set_name(name);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->topic();
+}
+
+absl::StatusOr<proto::StatsResponse> AdminClient::Stats() {
+  proto::Request req;
+  req.mutable_stats();
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->stats();
+}
+
+absl::Status AdminClient::TimerCheckpoint() {
+  proto::Request req;
+  req.mutable_timer_checkpoint();
+  return conn_.Call(std::move(req)).status();
+}
+
+absl::StatusOr<int64_t> AdminClient::AdvanceClock(int64_t advance_ms) {
+  proto::Request req;
+  req.mutable_advance_clock()->set_advance_ms(advance_ms);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->advance_clock().now_ms();
+}
+
+absl::StatusOr<proto::HandshakeResponse> AdminClient::Ping() {
+  auto conn = conn_.Get();
+  if (!conn.ok()) return conn.status();
+  return (*conn)->handshake();
+}
+
+}  // namespace tokimq::client

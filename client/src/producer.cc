@@ -1,0 +1,99 @@
+#include "client/producer.h"
+
+#include "proto/status.h"
+
+namespace tokimq::client {
+namespace {
+
+void Fill(const OutgoingMessage& m, proto::SendEntry* e) {
+  e->set_topic(m.topic);
+  e->set_body(m.body);
+  e->set_key(m.key);
+  e->set_tag(m.tag);
+  for (const auto& [k, v] : m.properties) (*e->mutable_properties())[k] = v;
+  if (m.deliver_at_ms) {
+    e->set_deliver_at_ms(*m.deliver_at_ms);
+  } else if (m.delay_ms) {
+    e->set_delay_ms(*m.delay_ms);
+  }
+}
+
+proto::Request BatchRequest(const std::vector<OutgoingMessage>& msgs) {
+  proto::Request req;
+  for (const OutgoingMessage& m : msgs) Fill(m, req.mutable_send()->add_entries());
+  return req;
+}
+
+absl::StatusOr<std::vector<SendReceipt>> ToReceipts(absl::StatusOr<proto::Response> resp,
+                                                    size_t expected) {
+  if (!resp.ok()) return resp.status();
+  if (resp->has_status() && resp->status().code() != 0) return wire::FromProto(resp->status());
+  const proto::SendResponse& s = resp->send();
+  if (static_cast<size_t>(s.results_size()) != expected) {
+    return absl::InternalError("broker answered a send with the wrong number of results");
+  }
+  std::vector<SendReceipt> out;
+  out.reserve(expected);
+  for (const proto::SendResult& r : s.results()) {
+    SendReceipt rc;
+    rc.message_id = r.message_id();
+    rc.topic = r.topic();
+    rc.queue_id = r.queue_id();
+    rc.queue_offset = r.queue_offset();
+    rc.recall_handle = r.recall_handle();
+    rc.deliver_at_ms = r.deliver_at_ms();
+    rc.delayed = r.delayed();
+    out.push_back(std::move(rc));
+  }
+  return out;
+}
+
+}  // namespace
+
+Producer::Producer(ClientOptions options) : conn_(std::move(options)) {}
+
+absl::StatusOr<SendReceipt> Producer::Send(const OutgoingMessage& msg) {
+  auto receipts = SendBatch({msg});
+  if (!receipts.ok()) return receipts.status();
+  return std::move(receipts->front());
+}
+
+absl::StatusOr<std::vector<SendReceipt>> Producer::SendBatch(
+    const std::vector<OutgoingMessage>& msgs) {
+  if (msgs.empty()) return std::vector<SendReceipt>{};
+  return ToReceipts(conn_.Call(BatchRequest(msgs)), msgs.size());
+}
+
+void Producer::SendBatchAsync(const std::vector<OutgoingMessage>& msgs,
+                              std::function<void(absl::StatusOr<std::vector<SendReceipt>>)> done) {
+  auto conn = conn_.Get();
+  if (!conn.ok()) return done(conn.status());
+  size_t n = msgs.size();
+  (*conn)->CallAsync(BatchRequest(msgs), conn_.options().request_timeout_ms,
+                     [n, done = std::move(done)](absl::StatusOr<proto::Response> resp) {
+                       done(ToReceipts(std::move(resp), n));
+                     });
+}
+
+void Producer::SendAsync(const OutgoingMessage& msg,
+                         std::function<void(absl::StatusOr<SendReceipt>)> done) {
+  SendBatchAsync({msg}, [done = std::move(done)](absl::StatusOr<std::vector<SendReceipt>> r) {
+    if (!r.ok()) return done(r.status());
+    done(std::move(r->front()));
+  });
+}
+
+std::future<absl::StatusOr<SendReceipt>> Producer::SendAsync(const OutgoingMessage& msg) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<SendReceipt>>>();
+  auto future = promise->get_future();
+  SendAsync(msg, [promise](absl::StatusOr<SendReceipt> r) { promise->set_value(std::move(r)); });
+  return future;
+}
+
+absl::Status Producer::Recall(const std::string& recall_handle) {
+  proto::Request req;
+  req.mutable_recall()->set_recall_handle(recall_handle);
+  return conn_.Call(std::move(req)).status();
+}
+
+}  // namespace tokimq::client

@@ -1,0 +1,86 @@
+#include "client/simple_consumer.h"
+
+#include "proto/status.h"
+
+namespace tokimq::client {
+
+SimpleConsumer::SimpleConsumer(ClientOptions options, std::string group)
+    : conn_(std::move(options)), group_(std::move(group)) {}
+
+absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::string& topic,
+                                                                     const ReceiveOptions& o) {
+  proto::Request req;
+  proto::ReceiveRequest* r = req.mutable_receive();
+  r->set_group(group_);
+  r->set_topic(topic);
+  r->set_max_messages(o.max_messages);
+  r->set_invisible_ms(o.invisible_ms);
+  r->set_long_poll_ms(o.long_poll_ms);
+  r->set_tag_filter(o.tag_filter);
+  auto resp = conn_.Call(std::move(req), o.long_poll_ms);
+  if (!resp.ok()) return resp.status();
+  std::vector<ReceivedMessage> out;
+  for (proto::ReceivedMessage& m : *resp->mutable_receive()->mutable_messages()) {
+    ReceivedMessage rm;
+    rm.message_id = m.message_id();
+    rm.topic = m.topic();
+    rm.queue_id = m.queue_id();
+    rm.queue_offset = m.queue_offset();
+    rm.body = std::move(*m.mutable_body());
+    rm.key = m.key();
+    rm.tag = m.tag();
+    rm.properties.insert(m.properties().begin(), m.properties().end());
+    rm.born_ms = m.born_ms();
+    rm.receipt_handle = m.receipt_handle();
+    rm.delivery_attempt = m.delivery_attempt();
+    rm.deliver_ms = m.deliver_ms();
+    rm.invisible_until_ms = m.invisible_until_ms();
+    out.push_back(std::move(rm));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<absl::Status>> SimpleConsumer::AckBatch(
+    const std::vector<std::string>& handles) {
+  proto::Request req;
+  req.mutable_ack()->set_group(group_);
+  for (const std::string& h : handles) req.mutable_ack()->add_receipt_handles(h);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  std::vector<absl::Status> out;
+  for (const proto::Status& s : resp->ack().results()) out.push_back(wire::FromProto(s));
+  if (out.size() != handles.size()) {
+    return absl::InternalError("broker answered an ack with the wrong number of results");
+  }
+  return out;
+}
+
+absl::Status SimpleConsumer::Ack(const std::string& receipt_handle) {
+  auto results = AckBatch({receipt_handle});
+  if (!results.ok()) return results.status();
+  return results->front();
+}
+
+absl::StatusOr<std::string> SimpleConsumer::ChangeInvisibleDuration(
+    const std::string& receipt_handle, int64_t invisible_ms) {
+  proto::Request req;
+  auto* r = req.mutable_change_invisible_duration();
+  r->set_group(group_);
+  r->set_receipt_handle(receipt_handle);
+  r->set_invisible_ms(invisible_ms);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->change_invisible_duration().receipt_handle();
+}
+
+absl::Status SimpleConsumer::Nack(const std::string& receipt_handle,
+                                  std::optional<int64_t> delay_ms) {
+  proto::Request req;
+  auto* r = req.mutable_nack();
+  r->set_group(group_);
+  r->set_receipt_handle(receipt_handle);
+  if (delay_ms) r->set_delay_ms(*delay_ms);
+  return conn_.Call(std::move(req)).status();
+}
+
+}  // namespace tokimq::client
