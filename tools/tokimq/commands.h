@@ -1,0 +1,57 @@
+// The subcommands of the `tokimq` CLI. Each returns OK or the error to print as one line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/connection.h"
+
+namespace tokimq::cli {
+
+struct TopicArgs {
+  std::string name;
+  std::string type = "normal";
+  int queues = 0;
+  std::string max_delay;  // human duration; "" = broker default
+  std::string retention;
+};
+
+struct SendArgs {
+  std::string topic;
+  std::string delay;  // human duration
+  std::string at;     // RFC 3339 or ms
+  std::string key;
+  std::string tag;
+  std::vector<std::string> properties;  // k=v
+  std::optional<std::string> body;
+  std::string file;
+  int batch = 64;    // messages per request when reading lines
+  bool quiet = false;
+};
+
+struct ConsumeArgs {
+  std::string group;
+  std::string topic;
+  std::string invisible = "30s";
+  std::string wait = "5s";
+  std::string tag_filter;
+  bool ack = false;
+  int count = 1;
+};
+
+absl::Status TopicCreate(const client::ClientOptions& o, const TopicArgs& a);
+absl::Status TopicUpdate(const client::ClientOptions& o, const TopicArgs& a);
+absl::Status TopicList(const client::ClientOptions& o);
+absl::Status TopicDescribe(const client::ClientOptions& o, const std::string& name);
+absl::Status TopicDelete(const client::ClientOptions& o, const std::string& name);
+absl::Status Send(const client::ClientOptions& o, const SendArgs& a);
+absl::Status Recall(const client::ClientOptions& o, const std::string& handle);
+absl::Status Consume(const client::ClientOptions& o, const ConsumeArgs& a);
+absl::Status Stats(const client::ClientOptions& o);
+absl::Status TimerCheckpoint(const client::ClientOptions& o);
+absl::Status AdvanceClock(const client::ClientOptions& o, const std::string& duration);
+
+}  // namespace tokimq::cli

@@ -1,0 +1,138 @@
+// tokimq: command line client for a tokimq broker (topics, send, recall, consume, stats, admin).
+// Exit code 0 on success; on failure one line "tokimq: <error>" on stderr and exit code 1
+// (2 for usage errors).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <functional>
+
+#include "proto/duration.h"
+#include "tokimq/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace tokimq::cli;
+  CLI::App app{"tokimq: command line client for the tokimq delay-message broker"};
+  app.require_subcommand(1);
+  tokimq::client::ClientOptions opts;
+  std::string timeout = "10s";
+  app.add_option("--broker", opts.broker, "broker address host:port")
+      ->default_val("127.0.0.1:10911");
+  app.add_option("--timeout", timeout, "per-request timeout (e.g. 10s)")->default_val("10s");
+
+  std::function<absl::Status()> action;
+
+  // topic ...
+  CLI::App* topic = app.add_subcommand("topic", "create, update, list, describe, delete topics");
+  topic->require_subcommand(1);
+  TopicArgs targs;
+  auto add_topic_opts = [&](CLI::App* cmd, bool create) {
+    cmd->add_option("--name", targs.name, "topic name")->required();
+    if (create) {
+      cmd->add_option("--type", targs.type, "normal | delay | fifo | transaction")
+          ->default_val("normal");
+    }
+    cmd->add_option("--queues", targs.queues, "number of queues (default 8)");
+    cmd->add_option("--max-delay", targs.max_delay, "longest accepted delay, e.g. 7d (default 3d)");
+    cmd->add_option("--retention", targs.retention, "retention, e.g. 3d (default: broker's)");
+  };
+  CLI::App* tcreate = topic->add_subcommand("create", "create a topic");
+  add_topic_opts(tcreate, true);
+  tcreate->callback([&] { action = [&] { return TopicCreate(opts, targs); }; });
+  CLI::App* tupdate = topic->add_subcommand("update", "change queues / max delay / retention");
+  add_topic_opts(tupdate, false);
+  tupdate->callback([&] { action = [&] { return TopicUpdate(opts, targs); }; });
+  topic->add_subcommand("list", "list topics")->callback([&] {
+    action = [&] { return TopicList(opts); };
+  });
+  std::string tname;
+  CLI::App* tdesc = topic->add_subcommand("describe", "show a topic and its queues");
+  tdesc->add_option("name,--name", tname, "topic name")->required();
+  tdesc->callback([&] { action = [&] { return TopicDescribe(opts, tname); }; });
+  CLI::App* tdel = topic->add_subcommand("delete", "delete a topic (data ages out)");
+  tdel->add_option("name,--name", tname, "topic name")->required();
+  tdel->callback([&] { action = [&] { return TopicDelete(opts, tname); }; });
+
+  // send
+  SendArgs sargs;
+  std::string body;
+  CLI::App* send = app.add_subcommand(
+      "send", "send one message (--body / --file) or one per line of stdin");
+  send->add_option("--topic", sargs.topic, "topic")->required();
+  auto* delay = send->add_option("--delay", sargs.delay, "deliver after this long, e.g. 30s");
+  send->add_option("--at", sargs.at, "deliver at this time, e.g. 2026-12-01T10:00:00Z")
+      ->excludes(delay);
+  send->add_option("--key", sargs.key, "message key (queue selection, FIFO group)");
+  send->add_option("--tag", sargs.tag, "tag");
+  send->add_option("--property,-p", sargs.properties, "property key=value (repeatable)");
+  auto* body_opt = send->add_option("--body", body, "message body");
+  send->add_option("--file", sargs.file, "read the body from this file")->excludes(body_opt);
+  send->add_option("--batch", sargs.batch, "messages per request for stdin lines")
+      ->default_val(64);
+  send->add_flag("--quiet,-q", sargs.quiet, "print only the summary");
+  send->callback([&] {
+    if (send->count("--body") > 0) sargs.body = body;
+    action = [&] { return Send(opts, sargs); };
+  });
+
+  // recall
+  std::string handle;
+  CLI::App* recall = app.add_subcommand("recall", "cancel a scheduled message");
+  recall->add_option("handle", handle, "recall handle printed by send")->required();
+  recall->callback([&] { action = [&] { return Recall(opts, handle); }; });
+
+  // consume
+  ConsumeArgs cargs;
+  CLI::App* consume = app.add_subcommand("consume", "receive messages as a consumer group");
+  consume->add_option("--group", cargs.group, "consumer group")->required();
+  consume->add_option("--topic", cargs.topic, "topic")->required();
+  consume->add_option("--invisible", cargs.invisible, "lease (invisible duration)")
+      ->default_val("30s");
+  consume->add_option("--wait", cargs.wait, "long poll per receive; stop when it yields nothing")
+      ->default_val("5s");
+  consume->add_option("--tag-filter", cargs.tag_filter, "tags, e.g. a||b");
+  consume->add_flag("--ack", cargs.ack, "ACK each message after printing it");
+  consume->add_option("--count", cargs.count, "stop after N messages (0: until none ready)")
+      ->default_val(1);
+  consume->callback([&] { action = [&] { return Consume(opts, cargs); }; });
+
+  app.add_subcommand("stats", "topic depths, timer and group gauges")->callback([&] {
+    action = [&] { return Stats(opts); };
+  });
+
+  CLI::App* timer = app.add_subcommand("timer", "timer store operations");
+  timer->require_subcommand(1);
+  timer->add_subcommand("checkpoint", "flush the timer log and wheel, write a checkpoint")
+      ->callback([&] { action = [&] { return TimerCheckpoint(opts); }; });
+
+  CLI::App* admin = app.add_subcommand("admin", "operator requests");
+  admin->require_subcommand(1);
+  std::string advance;
+  CLI::App* adv = admin->add_subcommand(
+      "advance-clock", "move a --manual-clock broker's clock forward, e.g. 8d");
+  adv->add_option("duration", advance, "how far")->required();
+  adv->callback([&] { action = [&] { return AdvanceClock(opts, advance); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  auto t = tokimq::wire::ParseDuration(timeout);
+  if (!t.ok() || *t <= 0) {
+    std::fprintf(stderr, "tokimq: bad --timeout '%s'\n", timeout.c_str());
+    return 2;
+  }
+  opts.request_timeout_ms = *t;
+  opts.client_id = "tokimq-cli";
+  absl::Status s = action ? action() : absl::InvalidArgumentError("no command");
+  if (!s.ok()) {
+    std::string msg(s.message());
+    for (char& c : msg) {
+      if (c == '\n') c = ' ';
+    }
+    std::fprintf(stderr, "tokimq: %s\n", msg.empty() ? s.ToString().c_str() : msg.c_str());
+    return 1;
+  }
+  return 0;
+}
