@@ -1,0 +1,1 @@
+tokimq_bench(commitlog_bench DEPS tokimq::commitlog)
