@@ -108,7 +108,8 @@ absl::Status Broker::OpenStores() {
 
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
-  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics)", dir, metadata_->ListTopics().size());
+  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
+                  metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
 }
 
