@@ -12,6 +12,7 @@
 
 #include "broker/consumer_service.h"
 #include "common/clock.h"
+#include "common/file.h"
 #include "consumer/fake_stores.h"
 #include "rocksdb/db.h"
 #include "test_util.h"
@@ -39,14 +40,72 @@ class FakeBackend final : public Backend {
   FakeTimerStore timers_;
 };
 
-class ConsumerTest : public ::testing::Test {
+// The real CommitLog-backed MessageStore and the real TimerStore in a directory.
+class RealBackend final : public Backend {
+ public:
+  RealBackend(Clock* clock, std::string dir) : clock_(clock), dir_(std::move(dir)) {}
+  MessageStore* store() override { return store_.get(); }
+  TimerStore* timers() override { return timers_.get(); }
+  absl::Status Open() {
+    MessageStoreOptions mo;
+    mo.dir = dir_ + "/store";
+    mo.commitlog.segment_size = 1 << 20;
+    mo.commitlog.flush_mode = FlushMode::kSync;
+    mo.commitlog.async_flush_interval_ms = 0;
+    mo.consume_queue_segment_entries = 1024;
+    auto store = MessageStore::Open(FileSystem::Default(), clock_, mo);
+    if (!store.ok()) return store.status();
+    store_ = std::move(*store);
+    TimerStoreOptions to;
+    to.dir = dir_ + "/timer";
+    to.precision_ms = 1000;
+    to.window_ms = 2LL * 24 * 3600 * 1000;
+    auto timers = TimerStore::Open(FileSystem::Default(), clock_, store_.get(), to);
+    if (!timers.ok()) return timers.status();
+    timers_ = std::move(*timers);
+    return absl::OkStatus();
+  }
+  absl::Status Reopen() override {
+    absl::Status s = Close();
+    if (!s.ok()) return s;
+    return Open();
+  }
+  absl::Status Close() {
+    absl::Status s;
+    if (timers_) s.Update(timers_->Checkpoint());
+    timers_.reset();
+    if (store_) s.Update(store_->Close());
+    store_.reset();
+    return s;
+  }
+  ~RealBackend() override { Close().IgnoreError(); }
+
+ private:
+  Clock* clock_;
+  std::string dir_;
+  std::unique_ptr<MessageStore> store_;
+  std::unique_ptr<TimerStore> timers_;
+};
+
+// Parameter: "fake" (in-memory stores) or "real" (MessageStore + TimerStore on disk).
+class ConsumerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     queues_ = {{"t", 1}, {"orders", 4}, {"a", 1}, {"b", 1}};
-    backend_ = std::make_unique<FakeBackend>(&clock_);
+    if (GetParam() == "real") {
+      auto real = std::make_unique<RealBackend>(&clock_, dir_.Join("data"));
+      absl::Status s = real->Open();
+      ASSERT_TRUE(s.ok()) << s;
+      backend_ = std::move(real);
+    } else {
+      backend_ = std::make_unique<FakeBackend>(&clock_);
+    }
     OpenAll();
   }
-  void TearDown() override { CloseAll(); }
+  void TearDown() override {
+    CloseAll();
+    backend_.reset();
+  }
 
   void OpenAll() {
     rocksdb::Options opts;
@@ -130,8 +189,8 @@ class ConsumerTest : public ::testing::Test {
     return out;
   }
 
-  ManualClock clock_;
   TempDir dir_;
+  ManualClock clock_;
   std::map<std::string, int> queues_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<rocksdb::DB> db_;

@@ -10,7 +10,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-TEST_F(ConsumerTest, ReceiveThenAckRemovesTheMessageForGood) {
+TEST_P(ConsumerTest, ReceiveThenAckRemovesTheMessageForGood) {
   Send("t", 0, "m0");
   Send("t", 0, "m1");
   Send("t", 0, "m2");
@@ -29,7 +29,7 @@ TEST_F(ConsumerTest, ReceiveThenAckRemovesTheMessageForGood) {
   EXPECT_EQ(svc_->DlqDepth("g"), 0);
 }
 
-TEST_F(ConsumerTest, ExpiredLeaseRedeliversWithAttemptTwoAfterBackoffNotBefore) {
+TEST_P(ConsumerTest, ExpiredLeaseRedeliversWithAttemptTwoAfterBackoffNotBefore) {
   Send("t", 0, "m0");
   auto first = Recv("g", "t", 1, 30'000);
   ASSERT_EQ(first.size(), 1u);
@@ -53,7 +53,7 @@ TEST_F(ConsumerTest, ExpiredLeaseRedeliversWithAttemptTwoAfterBackoffNotBefore) 
   EXPECT_TRUE(svc_->Ack("g", again[0].receipt_handle).ok());
 }
 
-TEST_F(ConsumerTest, RenewExtendsTheLeaseAndRefusesTheOldHandle) {
+TEST_P(ConsumerTest, RenewExtendsTheLeaseAndRefusesTheOldHandle) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t", 1, 30'000);
   ASSERT_EQ(got.size(), 1u);
@@ -72,7 +72,7 @@ TEST_F(ConsumerTest, RenewExtendsTheLeaseAndRefusesTheOldHandle) {
   EXPECT_TRUE(Recv("g", "t").empty());
 }
 
-TEST_F(ConsumerTest, RenewedLeaseExpiresAtItsNewDeadline) {
+TEST_P(ConsumerTest, RenewedLeaseExpiresAtItsNewDeadline) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t", 1, 30'000);
   auto renewed = svc_->ChangeInvisibleDuration("g", got[0].receipt_handle, 60'000);
@@ -87,7 +87,7 @@ TEST_F(ConsumerTest, RenewedLeaseExpiresAtItsNewDeadline) {
   EXPECT_EQ(again[0].delivery_attempt, 2);
 }
 
-TEST_F(ConsumerTest, SecondAckOfTheSameDeliveryIsRefused) {
+TEST_P(ConsumerTest, SecondAckOfTheSameDeliveryIsRefused) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t");
   ASSERT_EQ(got.size(), 1u);
@@ -99,7 +99,7 @@ TEST_F(ConsumerTest, SecondAckOfTheSameDeliveryIsRefused) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(ConsumerTest, MaxAttemptsMovesTheMessageToTheDlq) {
+TEST_P(ConsumerTest, MaxAttemptsMovesTheMessageToTheDlq) {
   GroupPolicy policy;
   policy.max_attempts = 3;
   policy.backoff_ms = {1'000};
@@ -123,7 +123,7 @@ TEST_F(ConsumerTest, MaxAttemptsMovesTheMessageToTheDlq) {
   EXPECT_EQ(dead[0].message.properties.at(prop::kOriginalTopic), "t");
 }
 
-TEST_F(ConsumerTest, NackWithDelayRedeliversAfterExactlyThatDelay) {
+TEST_P(ConsumerTest, NackWithDelayRedeliversAfterExactlyThatDelay) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t");
   ASSERT_TRUE(svc_->Nack("g", got[0].receipt_handle, 5'000).ok());
@@ -145,7 +145,7 @@ TEST_F(ConsumerTest, NackWithDelayRedeliversAfterExactlyThatDelay) {
   EXPECT_EQ(third[0].delivery_attempt, 3);
 }
 
-TEST_F(ConsumerTest, NackWithZeroDelayIsReceivableAtOnce) {
+TEST_P(ConsumerTest, NackWithZeroDelayIsReceivableAtOnce) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t");
   ASSERT_TRUE(svc_->Nack("g", got[0].receipt_handle, 0).ok());
@@ -154,7 +154,7 @@ TEST_F(ConsumerTest, NackWithZeroDelayIsReceivableAtOnce) {
   EXPECT_EQ(again[0].delivery_attempt, 2);
 }
 
-TEST_F(ConsumerTest, TagFilterHandsOutOnlyMatchingTags) {
+TEST_P(ConsumerTest, TagFilterHandsOutOnlyMatchingTags) {
   Send("t", 0, "a1", "a");
   Send("t", 0, "b1", "b");
   Send("t", 0, "c1", "c");
@@ -167,7 +167,7 @@ TEST_F(ConsumerTest, TagFilterHandsOutOnlyMatchingTags) {
   EXPECT_TRUE(Recv("g3", "t", 16, 30'000, "b").empty());
 }
 
-TEST_F(ConsumerTest, RestartKeepsProgressLeasesAndPendingRetries) {
+TEST_P(ConsumerTest, RestartKeepsProgressLeasesAndPendingRetries) {
   for (int i = 0; i < 5; ++i) Send("t", 0, "m" + std::to_string(i));
   auto got = Recv("g", "t", 3, 30'000);
   ASSERT_EQ(got.size(), 3u);
@@ -193,7 +193,7 @@ TEST_F(ConsumerTest, RestartKeepsProgressLeasesAndPendingRetries) {
   EXPECT_EQ(retry[0].delivery_attempt, 2);
 }
 
-TEST_F(ConsumerTest, HandleIssuedBeforeRestartAcksAfterIt) {
+TEST_P(ConsumerTest, HandleIssuedBeforeRestartAcksAfterIt) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t");
   Restart();
@@ -201,7 +201,7 @@ TEST_F(ConsumerTest, HandleIssuedBeforeRestartAcksAfterIt) {
   EXPECT_EQ(svc_->InFlight("g"), 0);
 }
 
-TEST_F(ConsumerTest, ForgedOrGarbledHandlesAreInvalidArguments) {
+TEST_P(ConsumerTest, ForgedOrGarbledHandlesAreInvalidArguments) {
   Send("t", 0, "m0");
   auto got = Recv("g", "t");
   std::string h = got[0].receipt_handle;
@@ -218,7 +218,7 @@ TEST_F(ConsumerTest, ForgedOrGarbledHandlesAreInvalidArguments) {
   EXPECT_TRUE(svc_->Ack("g", h).ok());
 }
 
-TEST_F(ConsumerTest, TwoConsumersOfOneGroupNeverShareALeasedMessage) {
+TEST_P(ConsumerTest, TwoConsumersOfOneGroupNeverShareALeasedMessage) {
   constexpr int kMessages = 200;
   for (int i = 0; i < kMessages; ++i) Send("orders", i % 4, "o" + std::to_string(i));
   std::vector<std::string> seen[2];
@@ -239,7 +239,7 @@ TEST_F(ConsumerTest, TwoConsumersOfOneGroupNeverShareALeasedMessage) {
   EXPECT_EQ(svc_->InFlight("g"), kMessages);
 }
 
-TEST_F(ConsumerTest, EveryGroupGetsEveryMessage) {
+TEST_P(ConsumerTest, EveryGroupGetsEveryMessage) {
   for (int i = 0; i < 20; ++i) Send("orders", i % 4, "o" + std::to_string(i));
   for (const char* g : {"g1", "g2"}) {
     std::set<std::string> bodies;
@@ -248,7 +248,7 @@ TEST_F(ConsumerTest, EveryGroupGetsEveryMessage) {
   }
 }
 
-TEST_F(ConsumerTest, RetriesOfOneTopicStayWithThatTopic) {
+TEST_P(ConsumerTest, RetriesOfOneTopicStayWithThatTopic) {
   Send("a", 0, "from-a");
   Send("b", 0, "from-b");
   auto a = Recv("g", "a");
@@ -262,7 +262,7 @@ TEST_F(ConsumerTest, RetriesOfOneTopicStayWithThatTopic) {
   EXPECT_TRUE(svc_->Ack("g", a2[0].receipt_handle).ok());
 }
 
-TEST_F(ConsumerTest, TtlSendsOldUnackedMessagesToTheDlqInsteadOfRetrying) {
+TEST_P(ConsumerTest, TtlSendsOldUnackedMessagesToTheDlqInsteadOfRetrying) {
   GroupPolicy policy;
   policy.ttl_ms = 60'000;
   svc_->SetGroupPolicy("g", policy);
@@ -279,7 +279,7 @@ TEST_F(ConsumerTest, TtlSendsOldUnackedMessagesToTheDlqInsteadOfRetrying) {
   EXPECT_TRUE(Recv("g", "t").empty());
 }
 
-TEST_F(ConsumerTest, PolicySurvivesRestart) {
+TEST_P(ConsumerTest, PolicySurvivesRestart) {
   GroupPolicy policy;
   policy.max_attempts = 1;
   svc_->SetGroupPolicy("g", policy);
@@ -290,7 +290,7 @@ TEST_F(ConsumerTest, PolicySurvivesRestart) {
   EXPECT_EQ(svc_->DlqDepth("g"), 1);
 }
 
-TEST_F(ConsumerTest, LongPollWakesWhenAMessageArrives) {
+TEST_P(ConsumerTest, LongPollWakesWhenAMessageArrives) {
   std::vector<ReceivedMessage> got;
   std::thread poller([&] {
     ReceiveRequest req;
@@ -307,7 +307,7 @@ TEST_F(ConsumerTest, LongPollWakesWhenAMessageArrives) {
   EXPECT_EQ(got[0].message.body, "late");
 }
 
-TEST_F(ConsumerTest, LongPollReturnsEmptyWhenNothingArrives) {
+TEST_P(ConsumerTest, LongPollReturnsEmptyWhenNothingArrives) {
   ReceiveRequest req;
   req.group = "g";
   req.topic = "t";
@@ -317,7 +317,7 @@ TEST_F(ConsumerTest, LongPollReturnsEmptyWhenNothingArrives) {
   EXPECT_TRUE(r->empty());
 }
 
-TEST_F(ConsumerTest, BadRequestsAreRefused) {
+TEST_P(ConsumerTest, BadRequestsAreRefused) {
   ReceiveRequest req;
   req.group = "g";
   req.topic = "nope";
@@ -335,7 +335,7 @@ TEST_F(ConsumerTest, BadRequestsAreRefused) {
   EXPECT_EQ(svc_->Receive(req).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(ConsumerTest, CorruptGroupStateRefusesToOpen) {
+TEST_P(ConsumerTest, CorruptGroupStateRefusesToOpen) {
   Send("t", 0, "m0");
   ASSERT_EQ(Recv("g", "t").size(), 1u);
   CloseAll();
@@ -367,6 +367,9 @@ TEST_F(ConsumerTest, CorruptGroupStateRefusesToOpen) {
   auto svc = NewConsumerService(std::move(deps));
   EXPECT_EQ(svc.status().code(), absl::StatusCode::kDataLoss);
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, ConsumerTest, ::testing::Values("fake", "real"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace tokimq::testing
