@@ -69,14 +69,13 @@ void CheckExecution(const std::vector<PlanRecord>& batch, const Plan& plan,
   ASSERT_EQ(report.outcomes.size(), batch.size());
   // Header of every handed record matches its call, checked through the plan's run tags.
   std::vector<int> stage(batch.size(), -1);
-  std::vector<uint32_t> run_of(batch.size(), 0);
   std::map<uint64_t, std::vector<size_t>> key_records;
   for (size_t i = 0; i < batch.size(); ++i) key_records[batch[i].key].push_back(i);
   for (uint64_t key : plan.keys()) {
     auto segs = plan.segments(key);
     for (size_t s = 0; s < segs.size(); ++s) {
       auto mark = [&](RunId run, int k) {
-        for (size_t r : plan.records(run)) stage[r] = static_cast<int>(s * 3) + k, run_of[r] = run.value;
+        for (size_t r : plan.records(run)) stage[r] = static_cast<int>(s * 3) + k;
       };
       if (auto h = plan.head(segs[s])) mark(*h, 0);
       for (RunId r : plan.body(segs[s])) mark(r, 1);

@@ -68,7 +68,8 @@ class Recorder {
   std::vector<Call> calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     auto out = calls_;
-    std::sort(out.begin(), out.end(), [](const Call& a, const Call& b) { return a.start < b.start; });
+    std::sort(out.begin(), out.end(),
+              [](const Call& a, const Call& b) { return a.start < b.start; });
     return out;
   }
 
@@ -92,8 +93,9 @@ TypeAlgebra<AccountEvent> SumDeposits() {
 }
 
 Executor<AccountEvent> MakeExecutor(Recorder& rec, size_t threads, size_t max_batch) {
-  return Executor<AccountEvent>(ExecutorOptions{threads, max_batch},
-                                [&rec](const HandlerCall<AccountEvent>& c) { return rec.Handle(c); });
+  return Executor<AccountEvent>(
+      ExecutorOptions{threads, max_batch},
+      [&rec](const HandlerCall<AccountEvent>& c) { return rec.Handle(c); });
 }
 
 std::vector<Call> CallsOf(const std::vector<Call>& calls, uint64_t key) {
@@ -250,8 +252,8 @@ TEST(ExecutorTest, FailedBodyRunKeepsFinishedSiblingsDoneAndStopsTheRest) {
 TEST(ExecutorTest, DecodeFailureFailsTheRunBeforeAnyHandlerCall) {
   Recorder rec;
   auto exec = MakeExecutor(rec, 2, 1);
-  std::vector<PlanRecord> batch = {{1, kDeposited, O::Relaxed}, {1, kDeposited, O::Relaxed},
-                                   {2, kDeposited, O::Relaxed}};
+  std::vector<PlanRecord> batch = {
+      {1, kDeposited, O::Relaxed}, {1, kDeposited, O::Relaxed}, {2, kDeposited, O::Relaxed}};
   const auto report = exec.Execute(batch, [](size_t i) -> absl::StatusOr<AccountEvent> {
     if (i == 1) return absl::DataLossError("bad body");
     return AccountEvent{i, 1};
@@ -291,24 +293,28 @@ TEST(ExecutorTest, DifferentKeysNeverWaitOnEachOther) {
   std::mutex mu;
   std::condition_variable cv;
   bool b_closed = false;
-  Executor<AccountEvent> exec(
-      ExecutorOptions{2, 8}, [&](const HandlerCall<AccountEvent>& call) -> absl::Status {
-        std::unique_lock<std::mutex> lock(mu);
-        if (call.key == 1) {
-          if (!cv.wait_for(lock, kGuard, [&] { return b_closed; })) {
-            return absl::DeadlineExceededError("key B never ran");
-          }
-        } else if (call.tag == kClosed) {
-          b_closed = true;
-          cv.notify_all();
-        }
-        return absl::OkStatus();
-      });
-  const std::vector<PlanRecord> batch = {
-      {1, kDeposited, O::Relaxed}, {2, kOpened, O::Acquire}, {2, kDeposited, O::Relaxed},
-      {2, kOpened, O::AcqRel},     {2, kClosed, O::Release}};
+  Executor<AccountEvent> exec(ExecutorOptions{2, 8},
+                              [&](const HandlerCall<AccountEvent>& call) -> absl::Status {
+                                std::unique_lock<std::mutex> lock(mu);
+                                if (call.key == 1) {
+                                  if (!cv.wait_for(lock, kGuard, [&] { return b_closed; })) {
+                                    return absl::DeadlineExceededError("key B never ran");
+                                  }
+                                } else if (call.tag == kClosed) {
+                                  b_closed = true;
+                                  cv.notify_all();
+                                }
+                                return absl::OkStatus();
+                              });
+  const std::vector<PlanRecord> batch = {{1, kDeposited, O::Relaxed},
+                                         {2, kOpened, O::Acquire},
+                                         {2, kDeposited, O::Relaxed},
+                                         {2, kOpened, O::AcqRel},
+                                         {2, kClosed, O::Release}};
   const auto report = exec.Execute(batch, DecodeAmounts({1, 0, 1, 0, 0}));
-  EXPECT_TRUE(report.all_done()) << (report.failures.empty() ? "" : report.failures[0].status.ToString());
+  EXPECT_TRUE(report.all_done()) << (report.failures.empty()
+                                         ? ""
+                                         : report.failures[0].status.ToString());
 }
 
 }  // namespace

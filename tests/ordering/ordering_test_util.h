@@ -18,9 +18,9 @@ inline constexpr EventTypeTag kClosed{4};
 inline std::vector<PlanRecord> AccountBatch() {
   using O = EventAtomicOrdering;
   return {
-      {42, kOpened, O::Acquire},     {42, kDeposited, O::Relaxed}, {7, kDeposited, O::Relaxed},
-      {42, kWithdrawn, O::Relaxed},  {42, kDeposited, O::Relaxed}, {42, kClosed, O::Release},
-      {42, kOpened, O::Acquire},     {42, kDeposited, O::Relaxed},
+      {42, kOpened, O::Acquire},    {42, kDeposited, O::Relaxed}, {7, kDeposited, O::Relaxed},
+      {42, kWithdrawn, O::Relaxed}, {42, kDeposited, O::Relaxed}, {42, kClosed, O::Release},
+      {42, kOpened, O::Acquire},    {42, kDeposited, O::Relaxed},
   };
 }
 
@@ -37,10 +37,10 @@ inline std::vector<PlanRecord> RandomBatch(std::mt19937& rng, size_t max_size, u
     r.key = key_dist(rng) * 1000003;
     r.tag = EventTypeTag{static_cast<uint16_t>(tag_dist(rng))};
     const int m = mode_dist(rng);
-    r.ordering = m < 6    ? EventAtomicOrdering::Relaxed
-                 : m < 7  ? EventAtomicOrdering::Acquire
-                 : m < 9  ? EventAtomicOrdering::Release
-                          : EventAtomicOrdering::AcqRel;
+    r.ordering = m < 6   ? EventAtomicOrdering::Relaxed
+                 : m < 7 ? EventAtomicOrdering::Acquire
+                 : m < 9 ? EventAtomicOrdering::Release
+                         : EventAtomicOrdering::AcqRel;
   }
   return batch;
 }

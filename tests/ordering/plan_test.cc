@@ -174,14 +174,20 @@ TEST(PlanTest, RandomBatchesKeepEveryGuarantee) {
           }
         };
         bool any = false;
-        if (auto h = plan.head(segs[s])) place(*h, 0), any = true;
+        if (auto h = plan.head(segs[s])) {
+          place(*h, 0);
+          any = true;
+        }
         std::vector<EventTypeTag> tags;
         for (RunId r : plan.body(segs[s])) {
           place(r, 1);
           any = true;
           tags.push_back(plan.tag(r));
         }
-        if (auto t = plan.tail(segs[s])) place(*t, 2), any = true;
+        if (auto t = plan.tail(segs[s])) {
+          place(*t, 2);
+          any = true;
+        }
         ASSERT_TRUE(any) << "empty segment";
         if (auto h = plan.head(segs[s])) tags.push_back(plan.tag(*h));
         if (auto t = plan.tail(segs[s])) tags.push_back(plan.tag(*t));
@@ -204,8 +210,8 @@ TEST(PlanTest, RandomBatchesKeepEveryGuarantee) {
         const bool i_acquires = batch[i].ordering == O::Acquire || batch[i].ordering == O::AcqRel;
         const bool j_releases = batch[j].ordering == O::Release || batch[j].ordering == O::AcqRel;
         if (same_type || i_acquires || j_releases) {
-          ASSERT_TRUE(before(i, j)) << "records " << i << " and " << j << " in "
-                                    << plan.DebugString();
+          ASSERT_TRUE(before(i, j))
+              << "records " << i << " and " << j << " in " << plan.DebugString();
         }
       }
     }

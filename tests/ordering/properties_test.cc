@@ -42,10 +42,17 @@ TEST(OrderingPropertiesTest, MissingOnePropertyNamesIt) {
 TEST(OrderingPropertiesTest, RejectsMalformedValues) {
   const Properties good = {{"ORD_KEY", "1"}, {"ORD_TAG", "2"}, {"ORD_MODE", "RELAXED"}};
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"ORD_KEY", ""},       {"ORD_KEY", "-1"},       {"ORD_KEY", "+1"},
-      {"ORD_KEY", " 1"},     {"ORD_KEY", "1 "},       {"ORD_KEY", "0x10"},
-      {"ORD_KEY", "18446744073709551616"},            {"ORD_TAG", "65536"},
-      {"ORD_TAG", "abc"},    {"ORD_MODE", "relaxed"}, {"ORD_MODE", "SEQ_CST"},
+      {"ORD_KEY", ""},
+      {"ORD_KEY", "-1"},
+      {"ORD_KEY", "+1"},
+      {"ORD_KEY", " 1"},
+      {"ORD_KEY", "1 "},
+      {"ORD_KEY", "0x10"},
+      {"ORD_KEY", "18446744073709551616"},
+      {"ORD_TAG", "65536"},
+      {"ORD_TAG", "abc"},
+      {"ORD_MODE", "relaxed"},
+      {"ORD_MODE", "SEQ_CST"},
       {"ORD_MODE", ""},
   };
   for (const auto& [name, value] : bad) {

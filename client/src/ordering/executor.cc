@@ -61,8 +61,8 @@ struct ExecutorCore::Execution {
   struct Key {
     uint64_t key = 0;
     std::span<const SegmentId> segments;
-    size_t segment = 0;  // current segment (index into segments)
-    int stage = -1;      // 0 head, 1 body, 2 tail; -1 before the first
+    size_t segment = 0;              // current segment (index into segments)
+    int stage = -1;                  // 0 head, 1 body, 2 tail; -1 before the first
     std::atomic<size_t> pending{0};  // runs of the current stage still running
     std::atomic<bool> stopped{false};
     std::mutex mu;

@@ -134,8 +134,8 @@ Plan Plan::New(std::span<const PlanRecord> records) {
 std::span<const SegmentId> Plan::segments(uint64_t key) const {
   auto it = key_segments_.find(key);
   if (it == key_segments_.end()) return {};
-  return std::span<const SegmentId>(segment_ids_).subspan(it->second.begin,
-                                                          it->second.end - it->second.begin);
+  return std::span<const SegmentId>(segment_ids_)
+      .subspan(it->second.begin, it->second.end - it->second.begin);
 }
 
 std::optional<RunId> Plan::head(SegmentId segment) const {

@@ -18,8 +18,7 @@ std::string Quote(std::string_view value) {
   return out;
 }
 
-absl::StatusOr<uint64_t> ParseDecimal(const char* property, std::string_view value,
-                                      uint64_t max) {
+absl::StatusOr<uint64_t> ParseDecimal(const char* property, std::string_view value, uint64_t max) {
   uint64_t v = 0;
   const char* begin = value.data();
   const char* end = value.data() + value.size();
@@ -28,8 +27,7 @@ absl::StatusOr<uint64_t> ParseDecimal(const char* property, std::string_view val
   auto [ptr, ec] = std::from_chars(begin, end, v, 10);
   if (!digits_only || ec != std::errc() || ptr != end || v > max) {
     return absl::InvalidArgumentError(
-        absl::StrCat(property, " must be a decimal integer in [0, ", max, "], got ",
-                     Quote(value)));
+        absl::StrCat(property, " must be a decimal integer in [0, ", max, "], got ", Quote(value)));
   }
   return v;
 }
@@ -64,9 +62,8 @@ absl::StatusOr<EventAtomicOrdering> ParseOrdering(std::string_view name) {
                  EventAtomicOrdering::Release, EventAtomicOrdering::AcqRel}) {
     if (name == OrderingName(o)) return o;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(kModeProperty, " must be one of RELAXED, ACQUIRE, RELEASE, ACQ_REL, got ",
-                   Quote(name)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      kModeProperty, " must be one of RELAXED, ACQUIRE, RELEASE, ACQ_REL, got ", Quote(name)));
 }
 
 void EncodeOrderingProperties(const PlanRecord& header, Properties* properties) {
@@ -92,11 +89,11 @@ absl::StatusOr<PlanRecord> DecodeOrderingProperties(const Properties& properties
     }
   }
   PlanRecord record{};
-  auto key = ParseDecimal(kKeyProperty, properties.at(kKeyProperty),
-                          std::numeric_limits<uint64_t>::max());
+  auto key =
+      ParseDecimal(kKeyProperty, properties.at(kKeyProperty), std::numeric_limits<uint64_t>::max());
   if (!key.ok()) return key.status();
-  auto tag = ParseDecimal(kTagProperty, properties.at(kTagProperty),
-                          std::numeric_limits<uint16_t>::max());
+  auto tag =
+      ParseDecimal(kTagProperty, properties.at(kTagProperty), std::numeric_limits<uint16_t>::max());
   if (!tag.ok()) return tag.status();
   auto mode = ParseOrdering(properties.at(kModeProperty));
   if (!mode.ok()) return mode.status();

@@ -183,7 +183,8 @@ class Executor {
     for (size_t index : records) {
       absl::StatusOr<Event> decoded = decode(index);
       if (!decoded.ok()) return decoded.status();
-      if (algebra != nullptr && !events.empty() && algebra->combine(events.back().event, *decoded)) {
+      if (algebra != nullptr && !events.empty() &&
+          algebra->combine(events.back().event, *decoded)) {
         events.back().records.push_back(index);
         continue;
       }

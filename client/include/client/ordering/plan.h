@@ -2,7 +2,7 @@
 // keys -> segments -> runs (model and worked example: docs/ordering.md, from the ordering seed).
 //
 // The planner reads headers only (key hash, type tag, declared ordering); it never sees message
-// bodies. Plan::New is a pure function: no I/O, no clock, no allocation beyond the plan itself.
+// bodies. Plan::New is a pure function: no I/O, no clock, no shared state.
 #pragma once
 
 #include <cstddef>
