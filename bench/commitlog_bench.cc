@@ -152,9 +152,9 @@ void BM_CommitLogSyncGroupCommit(benchmark::State& state) {
 }
 
 // 167 and 1091 bytes are the stored sizes of the 100 B and 1 KiB records of topic "bench".
-BENCHMARK(BM_PlainWrite)->Arg(167)->Arg(1091)->MinTime(2.0);
-BENCHMARK(BM_CommitLogAppendAsync)->Arg(100)->Arg(1024)->MinTime(2.0);
-BENCHMARK(BM_MessageStorePutAsync)->Arg(100)->Arg(1024)->MinTime(2.0);
+BENCHMARK(BM_PlainWrite)->Arg(167)->Arg(1091)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_CommitLogAppendAsync)->Arg(100)->Arg(1024)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_MessageStorePutAsync)->Arg(100)->Arg(1024)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_PlainWriteFdatasync)->Arg(167)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_CommitLogSyncGroupCommit)->Threads(1)->Threads(8)->Threads(64)->MinTime(2.0)->UseRealTime();
 
