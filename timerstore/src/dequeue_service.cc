@@ -30,15 +30,15 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
   size_t progressed = 0;
   // Walk slots one tick before they begin. Empty slots cost one in-memory look-up each, so
   // catching up after a long downtime is fast.
-  while ((next_walk_tick_ - 1) * p <= now) {
-    int64_t tick = next_walk_tick_;
-    TimerSlot slot = wheel_->Get(tick);
-    if (slot.count == 0) {
-      ++next_walk_tick_;
+  const int64_t limit = TickOf(now) + 2;  // walk a slot once now >= its start - P
+  while (next_walk_tick_ < limit) {
+    int64_t tick = wheel_->NextLiveTick(next_walk_tick_, limit);
+    if (tick != next_walk_tick_) {
+      next_walk_tick_ = tick;
       ++progressed;
-      if (progressed % 65536 == 0) break;  // let other services run between long stretches
       continue;
     }
+    TimerSlot slot = wheel_->Get(tick);
     InflightLocked(tick);  // records where this tick's puts and roll units begin
     ++next_walk_tick_;
     // Walk the chain outside mu_: units are immutable, and later units for this tick go to

@@ -35,7 +35,16 @@ absl::Status TimerStoreImpl::Recover() {
     ckpt.precision_ms = options_.precision_ms;
     ckpt.read_tick = TickOf(clock_->NowMs());
     ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0);
-    ckpt.commitlog_scan_from = store_->commit_log()->MaxOffset();
+    // No checkpoint: whatever TimerLog/wheel exist are unaccounted for. Start them empty and
+    // rebuild from the timer topic; the whole CommitLog is scanned for delivered copies.
+    ckpt.commitlog_scan_from = store_->commit_log()->MinOffset();
+    if (fs_->Exists(dir + "/timerwheel")) TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerwheel"));
+    if (fs_->Exists(dir + "/timerlog")) {
+      TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir + "/timerlog"));
+      for (const std::string& n : names) {
+        TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerlog/" + n));
+      }
+    }
   } else {
     return loaded.status();
   }
@@ -128,10 +137,18 @@ absl::Status TimerStoreImpl::Recover() {
   next_walk_tick_ = read_tick;
   metrics_.pending.Set(std::max<int64_t>(0, pending));
   RefreshGaugesLocked(clock_->NowMs());
+  // Re-enqueue what the timer topic has beyond the TimerLog now, so recalls written before the
+  // crash are known before the first Recall or delivery.
+  while (true) {
+    TOKIMQ_ASSIGN_OR_RETURN(size_t got, EnqueueGetStep());
+    TOKIMQ_ASSIGN_OR_RETURN(size_t put, EnqueuePutStep());
+    if (got + put == 0) break;
+  }
   TOKIMQ_LOG_INFO(
       "timerstore: recovered read_tick={} timerlog_end={} pending={} dedup: {} delivered, {} "
       "rolled; scanned {} CommitLog records",
       read_tick, end, pending, delivered_phys_.size(), rolled_from_.size(), scanned);
+  if (!loaded.ok()) TOKIMQ_RETURN_IF_ERROR(Checkpoint());
   // The MessageStore may outlive us (there is no RemovePinProvider): go through a shared
   // cell that the destructor clears.
   pin_cell_ = std::make_shared<PinCell>();

@@ -141,9 +141,9 @@ void TimerStoreImpl::RefreshGaugesLocked(int64_t now) {
   int64_t counts[9] = {0};
   int64_t read_tick = ReadTickLocked();
   int64_t p = options_.precision_ms;
-  for (int64_t t = read_tick; t < read_tick + slots_total_; ++t) {
+  for (int64_t t = wheel_->NextLiveTick(read_tick, read_tick + slots_total_);
+       t < read_tick + slots_total_; t = wheel_->NextLiveTick(t + 1, read_tick + slots_total_)) {
     TimerSlot s = wheel_->Get(t);
-    if (s.count == 0) continue;
     int64_t remaining = t * p - now;
     int b = 0;
     while (b < 8 && remaining > kBounds[b]) ++b;

@@ -62,6 +62,7 @@ TimerWheel::TimerWheel(FileSystem* fs, std::string path, int64_t precision_ms,
   if (mem == nullptr) throw std::bad_alloc();
   slots_ = static_cast<TimerSlot*>(mem);
   dirty_.assign((slot_count_ + 63) / 64, 0);
+  block_max_.assign((slot_count_ + kBlock - 1) / kBlock, -1);
 }
 
 TimerWheel::~TimerWheel() { std::free(slots_); }
@@ -114,7 +115,10 @@ absl::Status TimerWheel::Load() {
         ++corrupt_slots_;
         s = TimerSlot{};
       }
-      if (s.tick >= 0) slots_[i + j] = s;
+      if (s.tick >= 0 && s.count > 0) {
+        slots_[i + j] = s;
+        NoteTick(i + j, s.tick);
+      }
     }
   }
   if (corrupt_slots_ > 0) {
@@ -142,7 +146,25 @@ int64_t TimerWheel::Link(int64_t tick, int64_t pos) {
     ++s.count;
   }
   MarkDirty(i);
+  NoteTick(i, tick);
   return prev;
+}
+
+int64_t TimerWheel::NextLiveTick(int64_t from, int64_t limit) const {
+  int64_t t = from;
+  while (t < limit) {
+    size_t i = Index(t);
+    if (block_max_[i / kBlock] < t) {
+      // No slot of this block holds a tick >= t: skip to the next block (or the wrap).
+      size_t step = std::min(kBlock - i % kBlock, static_cast<size_t>(slot_count_ - i));
+      t += static_cast<int64_t>(step);
+      continue;
+    }
+    const TimerSlot& s = slots_[i];
+    if (s.count > 0 && s.tick == t) return t;
+    ++t;
+  }
+  return limit;
 }
 
 void TimerWheel::Reset() {
@@ -152,6 +174,7 @@ void TimerWheel::Reset() {
       MarkDirty(i);
     }
   }
+  std::fill(block_max_.begin(), block_max_.end(), -1);
 }
 
 absl::Status TimerWheel::Flush() {

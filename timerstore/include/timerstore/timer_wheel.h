@@ -48,6 +48,10 @@ class TimerWheel {
   TimerSlot Get(int64_t tick) const;
   // Links the unit at `pos` as the newest of `tick`'s slot; returns the previous last_pos (-1).
   int64_t Link(int64_t tick, int64_t pos);
+  // First tick in [from, limit) whose slot may hold that tick (limit if none). Skips whole
+  // blocks of slots with a per-block maximum linked tick, so walking a long idle stretch (days
+  // of downtime) costs about one check per kBlock ticks.
+  int64_t NextLiveTick(int64_t from, int64_t limit) const;
   // Clears every slot (rebuild).
   void Reset();
   absl::Status Flush();
@@ -61,6 +65,11 @@ class TimerWheel {
   size_t Index(int64_t tick) const {
     return static_cast<size_t>(static_cast<uint64_t>(tick) % slot_count_);
   }
+  static constexpr size_t kBlock = 256;
+  void NoteTick(size_t i, int64_t tick) {
+    int64_t& m = block_max_[i / kBlock];
+    if (tick > m) m = tick;
+  }
   void MarkDirty(size_t i) { dirty_[i / 64] |= uint64_t{1} << (i % 64); }
   absl::Status Load();
 
@@ -70,6 +79,7 @@ class TimerWheel {
   uint64_t slot_count_;
   TimerSlot* slots_ = nullptr;  // calloc'ed; all-zero bytes decode as "empty"
   std::vector<uint64_t> dirty_;
+  std::vector<int64_t> block_max_;  // per kBlock slots: highest tick linked there (-1: none)
   std::unique_ptr<File> file_;
   int64_t corrupt_slots_ = 0;
 };
