@@ -49,8 +49,11 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text) {
     int64_t mult = 0;
     if (unit.empty() || unit == "ms") {
       mult = 1;
-      if (unit.empty() && pos != text.size()) return Bad(text, "missing unit");
-      if (unit.empty() && unit_start != pos) return Bad(text, "missing unit");
+      // A bare integer (ms) only as the whole input: "5s3" is a typo, not 5003 ms.
+      if (unit.empty() && total != 0) return Bad(text, "missing unit");
+      if (unit.empty() && text.find_first_not_of("0123456789") != std::string_view::npos) {
+        return Bad(text, "missing unit");
+      }
     } else if (unit == "s") {
       mult = kSecond;
     } else if (unit == "m") {

@@ -1,0 +1,57 @@
+// TOML configuration of the broker (broker/config.h).
+#include "broker/config.h"
+
+#include <gtest/gtest.h>
+
+namespace tokimq::broker {
+namespace {
+
+TEST(ConfigTest, AppliesKeysAndGroupPolicies) {
+  BrokerConfig c;
+  absl::Status s = LoadConfigText(R"(
+data_dir = "/var/lib/tokimq"
+bind = "0.0.0.0"
+port = 9000
+flush = "sync"
+timer_precision = "100ms"
+retention = "7d"
+max_frame_bytes = 1048576
+manual_clock = true
+[group.billing]
+max_attempts = 3
+backoff = ["1s", "5s", 10000]
+ttl = "1h"
+)",
+                                  &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.broker.data_dir, "/var/lib/tokimq");
+  EXPECT_EQ(c.server.bind_address, "0.0.0.0");
+  EXPECT_EQ(c.server.port, 9000);
+  EXPECT_EQ(c.broker.flush_mode, FlushMode::kSync);
+  EXPECT_EQ(c.broker.timer_precision_ms, 100);
+  EXPECT_EQ(c.broker.default_retention_ms, 7LL * 24 * 3600 * 1000);
+  EXPECT_EQ(c.server.max_frame_bytes, 1u << 20);
+  EXPECT_TRUE(c.broker.manual_clock);
+  const GroupPolicy& p = c.broker.group_policies.at("billing");
+  EXPECT_EQ(p.max_attempts, 3);
+  EXPECT_EQ(p.backoff_ms, (std::vector<int64_t>{1000, 5000, 10000}));
+  EXPECT_EQ(p.ttl_ms, 3'600'000);
+}
+
+TEST(ConfigTest, UnknownKeysAndBadValuesNameTheKey) {
+  BrokerConfig c;
+  absl::Status s = LoadConfigText("prot = 1\n", &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("prot"), absl::string_view::npos);
+  s = LoadConfigText("port = 70000\n", &c);
+  EXPECT_NE(s.message().find("port"), absl::string_view::npos);
+  s = LoadConfigText("retention = \"3 days\"\n", &c);
+  EXPECT_NE(s.message().find("retention"), absl::string_view::npos);
+  s = LoadConfigText("flush = \"sometimes\"\n", &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = LoadConfigText("port = [\n", &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tokimq::broker

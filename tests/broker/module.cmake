@@ -1,0 +1,1 @@
+tokimq_test_module(broker DEPS tokimq::broker)
