@@ -9,10 +9,9 @@
 //   BM_CommitLogSyncGroupCommit/threads:<n>  Append + WaitDurable from n writers, kSync
 //
 // Counters: records/s and MB/s (record bytes as stored, header included).
+#include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
-
-#include <benchmark/benchmark.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -41,10 +40,10 @@ Message MakeMessage(size_t body) {
 }
 
 void SetCounters(benchmark::State& state, int64_t records, int64_t bytes) {
-  state.counters["records/s"] = benchmark::Counter(static_cast<double>(records),
-                                                   benchmark::Counter::kIsRate);
-  state.counters["MB/s"] = benchmark::Counter(static_cast<double>(bytes) / 1e6,
-                                              benchmark::Counter::kIsRate);
+  state.counters["records/s"] =
+      benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate);
+  state.counters["MB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) / 1e6, benchmark::Counter::kIsRate);
 }
 
 void BM_PlainWrite(benchmark::State& state) {
@@ -156,7 +155,12 @@ BENCHMARK(BM_PlainWrite)->Arg(167)->Arg(1091)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_CommitLogAppendAsync)->Arg(100)->Arg(1024)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_MessageStorePutAsync)->Arg(100)->Arg(1024)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_PlainWriteFdatasync)->Arg(167)->MinTime(2.0)->UseRealTime();
-BENCHMARK(BM_CommitLogSyncGroupCommit)->Threads(1)->Threads(8)->Threads(64)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_CommitLogSyncGroupCommit)
+    ->Threads(1)
+    ->Threads(8)
+    ->Threads(64)
+    ->MinTime(2.0)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace tokimq

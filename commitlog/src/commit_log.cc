@@ -106,9 +106,8 @@ absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool i
       return absl::InvalidArgumentError("topic name too long");
     }
     if (m->EncodedSize() > opt_.segment_size) {
-      return absl::InvalidArgumentError(absl::StrCat("record of ", m->EncodedSize(),
-                                                     " bytes does not fit a segment of ",
-                                                     opt_.segment_size));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "record of ", m->EncodedSize(), " bytes does not fit a segment of ", opt_.segment_size));
     }
   }
   if (msgs.empty()) return absl::OkStatus();
@@ -198,14 +197,14 @@ absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::st
   const int64_t rel = physical_offset - seg->base;
   if (rel + static_cast<int64_t>(len) > segment_size() ||
       physical_offset + static_cast<int64_t>(len) > MaxOffset()) {
-    return absl::InvalidArgumentError(absl::StrCat("range at ", physical_offset, " of ", len,
-                                                   " bytes is outside the log"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("range at ", physical_offset, " of ", len, " bytes is outside the log"));
   }
   out->resize(len);
   TOKIMQ_ASSIGN_OR_RETURN(size_t n, seg->file->PRead(static_cast<uint64_t>(rel), len, out->data()));
   if (n != len) {
-    return absl::DataLossError(absl::StrCat("short read at offset ", physical_offset, " of ",
-                                            seg->path));
+    return absl::DataLossError(
+        absl::StrCat("short read at offset ", physical_offset, " of ", seg->path));
   }
   return absl::OkStatus();
 }
@@ -214,12 +213,11 @@ absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offs
                                      Message* out) const {
   absl::Status s = record::Decode(rec, out);
   if (!s.ok()) {
-    return absl::DataLossError(absl::StrCat(s.message(), " at offset ", physical_offset,
-                                            " in ", SegmentPathFor(physical_offset)));
+    return absl::DataLossError(absl::StrCat(s.message(), " at offset ", physical_offset, " in ",
+                                            SegmentPathFor(physical_offset)));
   }
   if (out->physical_offset != physical_offset) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no record starts at offset ", physical_offset));
+    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", physical_offset));
   }
   return absl::OkStatus();
 }
@@ -253,8 +251,8 @@ static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit,
     return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", off));
   }
   if (pre.total_size < record::kMinMessageSize || pre.total_size > avail) {
-    return absl::DataLossError(absl::StrCat("bad record size ", pre.total_size, " at offset ", off,
-                                            " in ", seg.path));
+    return absl::DataLossError(
+        absl::StrCat("bad record size ", pre.total_size, " at offset ", off, " in ", seg.path));
   }
   if (pre.total_size > n) {
     rec->bytes.resize(pre.total_size);
@@ -273,15 +271,16 @@ static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit,
 absl::StatusOr<Message> CommitLogImpl::Read(int64_t physical_offset) const {
   const int64_t max = MaxOffset();
   if (physical_offset < MinOffset() || physical_offset >= max) {
-    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " is outside [",
-                                            MinOffset(), ", ", max, ")"));
+    return absl::NotFoundError(
+        absl::StrCat("offset ", physical_offset, " is outside [", MinOffset(), ", ", max, ")"));
   }
   auto seg = FindSegment(physical_offset);
-  if (seg == nullptr) return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
+  if (seg == nullptr)
+    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
   RawRecord rec;
   uint32_t total = 0;
-  TOKIMQ_RETURN_IF_ERROR(ReadRecordAt(*seg, physical_offset,
-                                      std::min(max, seg->base + segment_size()), &rec, &total));
+  TOKIMQ_RETURN_IF_ERROR(
+      ReadRecordAt(*seg, physical_offset, std::min(max, seg->base + segment_size()), &rec, &total));
   if (rec.blank) {
     return absl::InvalidArgumentError(
         absl::StrCat("offset ", physical_offset, " holds a blank record, not a message"));
@@ -295,8 +294,8 @@ absl::StatusOr<std::pair<Message, int64_t>> CommitLogImpl::ReadNext(int64_t off)
   while (true) {
     const int64_t max = MaxOffset();
     if (off < MinOffset() || off >= max) {
-      return absl::NotFoundError(absl::StrCat("offset ", off, " is outside [", MinOffset(), ", ",
-                                              max, ")"));
+      return absl::NotFoundError(
+          absl::StrCat("offset ", off, " is outside [", MinOffset(), ", ", max, ")"));
     }
     const int64_t seg_end = (off / segment_size() + 1) * segment_size();
     if (seg_end - off < static_cast<int64_t>(record::kBlankSize)) {

@@ -92,9 +92,9 @@ class CommitLogImpl final : public CommitLog {
   std::map<int64_t, std::shared_ptr<Segment>> segments_;  // by base offset
 
   std::mutex write_mu_;
-  std::string encode_buf_;       // guarded by write_mu_
-  int64_t write_pos_ = 0;        // guarded by write_mu_
-  bool closed_ = false;          // guarded by write_mu_
+  std::string encode_buf_;  // guarded by write_mu_
+  int64_t write_pos_ = 0;   // guarded by write_mu_
+  bool closed_ = false;     // guarded by write_mu_
   std::atomic<int64_t> max_offset_{0};
   std::atomic<int64_t> min_offset_{0};
   std::atomic<int64_t> flushed_{0};
@@ -105,8 +105,8 @@ class CommitLogImpl final : public CommitLog {
 
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
-  bool sync_running_ = false;             // guarded by sync_mu_
-  int64_t checkpoint_segment_ = -1;       // guarded by the sync leader role
+  bool sync_running_ = false;        // guarded by sync_mu_
+  int64_t checkpoint_segment_ = -1;  // guarded by the sync leader role
 
   std::mutex flusher_mu_;
   std::condition_variable flusher_cv_;

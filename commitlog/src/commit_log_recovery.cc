@@ -124,10 +124,10 @@ absl::Status CommitLogImpl::ScanSegment(const Segment& seg, uint64_t from, uint6
     }
     if (!good) {
       if (HasValidRecordAfter(seg, pos + 1)) {
-        return absl::DataLossError(absl::StrCat(
-            "commit log corrupt: bad record at offset ", seg.base + static_cast<int64_t>(pos),
-            " (byte ", pos, " of segment file ", seg.path,
-            ") is followed by valid records; refusing to open"));
+        return absl::DataLossError(
+            absl::StrCat("commit log corrupt: bad record at offset ",
+                         seg.base + static_cast<int64_t>(pos), " (byte ", pos, " of segment file ",
+                         seg.path, ") is followed by valid records; refusing to open"));
       }
       *end = pos;
       *how = ScanEnd::kBad;
@@ -145,14 +145,14 @@ absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
     seg->base = std::stoll(name);
     seg->path = opt_.dir + "/" + name;
     if (seg->base % seg_size != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "segment file ", seg->path, " is not aligned to segment_size ", seg_size,
-          "; was the log written with another segment size?"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("segment file ", seg->path, " is not aligned to segment_size ", seg_size,
+                       "; was the log written with another segment size?"));
     }
     TOKIMQ_ASSIGN_OR_RETURN(seg->file, fs_->Open(seg->path, OpenMode::kReadWrite));
     if (seg->file->Size() > opt_.segment_size) {
-      return absl::FailedPreconditionError(absl::StrCat("segment file ", seg->path,
-                                                        " is larger than segment_size ", seg_size));
+      return absl::FailedPreconditionError(
+          absl::StrCat("segment file ", seg->path, " is larger than segment_size ", seg_size));
     }
     segments_[seg->base] = std::move(seg);
   }
@@ -175,9 +175,9 @@ absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
     bool trusted = false;
     if (marker.ok()) {
       const int64_t e = *marker;
-      trusted = (e == last.base + static_cast<int64_t>(last.file->Size()) ||
-                 e == last.base + seg_size) &&
-                e >= ckpt;
+      trusted =
+          (e == last.base + static_cast<int64_t>(last.file->Size()) || e == last.base + seg_size) &&
+          e >= ckpt;
       end = e;
     }
     info->clean_shutdown = trusted;
@@ -209,10 +209,10 @@ absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
         auto first_later = missing ? it : std::next(it);
         for (auto later = first_later; later != segments_.end(); ++later) {
           if (HasValidRecordAfter(*later->second, 0)) {
-            return absl::DataLossError(absl::StrCat(
-                "commit log corrupt: log ends at offset ", end, " in ",
-                missing ? opt_.dir : seg.path, " but segment file ", later->second->path,
-                " holds valid records; refusing to open"));
+            return absl::DataLossError(absl::StrCat("commit log corrupt: log ends at offset ", end,
+                                                    " in ", missing ? opt_.dir : seg.path,
+                                                    " but segment file ", later->second->path,
+                                                    " holds valid records; refusing to open"));
           }
         }
         if (!missing) {

@@ -30,7 +30,7 @@ ConsumeQueueEntry DecodeEntry(const char* p) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ConsumeQueue>> ConsumeQueue::Open(FileSystem* fs, std::string dir,
-                                                                  uint64_t entries_per_segment) {
+                                                                 uint64_t entries_per_segment) {
   if (entries_per_segment == 0) return absl::InvalidArgumentError("entries_per_segment is 0");
   std::unique_ptr<ConsumeQueue> cq(new ConsumeQueue(fs, std::move(dir), entries_per_segment));
   TOKIMQ_RETURN_IF_ERROR(cq->Load());
@@ -112,7 +112,7 @@ absl::Status ConsumeQueue::Append(const ConsumeQueueEntry& e) {
 }
 
 absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(int64_t queue_offset,
-                                                                      bool create) {
+                                                                       bool create) {
   const int64_t first = queue_offset - queue_offset % per_segment_;
   auto it = files_.find(first);
   if (it != files_.end()) return it->second.get();
@@ -189,13 +189,15 @@ absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(int64_t 
     const int64_t q = from + static_cast<int64_t>(out.size());
     auto it = files_.find(q - q % per_segment_);
     if (it == files_.end()) {
-      return absl::DataLossError(absl::StrCat("consume queue ", dir_, " misses the file of entry ", q));
+      return absl::DataLossError(
+          absl::StrCat("consume queue ", dir_, " misses the file of entry ", q));
     }
     const int64_t rel = q - it->first;
     const size_t cnt = std::min<size_t>(n - out.size(), static_cast<size_t>(per_segment_ - rel));
     buf.resize(cnt * kEntrySize);
-    TOKIMQ_ASSIGN_OR_RETURN(size_t got, it->second->file->PRead(static_cast<uint64_t>(rel) * kEntrySize,
-                                                                buf.size(), buf.data()));
+    TOKIMQ_ASSIGN_OR_RETURN(
+        size_t got,
+        it->second->file->PRead(static_cast<uint64_t>(rel) * kEntrySize, buf.size(), buf.data()));
     if (got != buf.size()) {
       return absl::DataLossError(absl::StrCat("consume queue ", dir_, ": short read at entry ", q));
     }
@@ -220,11 +222,13 @@ absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::Entries(int64_t fro
   std::lock_guard<std::mutex> l(mu_);
   from = std::max(from, min_);
   const int64_t max = written_ + static_cast<int64_t>(pending_.size());
-  const int64_t end = std::min<int64_t>(max, from + static_cast<int64_t>(std::min<size_t>(max_count, INT32_MAX)));
+  const int64_t end =
+      std::min<int64_t>(max, from + static_cast<int64_t>(std::min<size_t>(max_count, INT32_MAX)));
   std::vector<ConsumeQueueEntry> out;
   if (from >= end) return out;
   if (from < written_) {
-    TOKIMQ_ASSIGN_OR_RETURN(out, ReadLocked(from, static_cast<size_t>(std::min(end, written_) - from)));
+    TOKIMQ_ASSIGN_OR_RETURN(out,
+                            ReadLocked(from, static_cast<size_t>(std::min(end, written_) - from)));
   }
   for (int64_t q = std::max(from, written_); q < end; ++q) {
     out.push_back(pending_[static_cast<size_t>(q - written_)]);
@@ -248,8 +252,8 @@ absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
       dirty_.push_back(-1);
     } else {
       if (it->first == keep_first) {
-        TOKIMQ_RETURN_IF_ERROR(
-            it->second->file->Truncate(static_cast<uint64_t>(queue_offset - keep_first) * kEntrySize));
+        TOKIMQ_RETURN_IF_ERROR(it->second->file->Truncate(
+            static_cast<uint64_t>(queue_offset - keep_first) * kEntrySize));
         dirty_.push_back(it->first);
       }
       ++it;

@@ -183,10 +183,10 @@ class MessageStoreImpl final : public MessageStore {
         pos += entries[k].size;
         const int64_t qo = start + static_cast<int64_t>(k);
         if (m.topic != topic || m.queue_id != queue_id || m.queue_offset != qo) {
-          return absl::DataLossError(absl::StrCat(
-              "consume queue ", topic, "/", queue_id, " entry ", qo, " points at offset ",
-              entries[k].physical_offset, " which holds ", m.topic, "/", m.queue_id, "#",
-              m.queue_offset));
+          return absl::DataLossError(absl::StrCat("consume queue ", topic, "/", queue_id, " entry ",
+                                                  qo, " points at offset ",
+                                                  entries[k].physical_offset, " which holds ",
+                                                  m.topic, "/", m.queue_id, "#", m.queue_offset));
         }
         out.push_back(std::move(m));
       }
@@ -368,12 +368,13 @@ absl::Status MessageStoreImpl::RecoverQueues() {
       TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
       if (m.queue_offset != cq->MaxOffset()) {
         return absl::DataLossError(absl::StrCat(
-            "record at offset ", m.physical_offset, " has queue offset ", m.queue_offset, " but consume queue ",
-            m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset(),
+            "record at offset ", m.physical_offset, " has queue offset ", m.queue_offset,
+            " but consume queue ", m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset(),
             "; consume queue data below the checkpoint is missing"));
       }
-      TOKIMQ_RETURN_IF_ERROR(cq->Append(
-          {m.physical_offset, static_cast<uint32_t>(rec.second - m.physical_offset), TagHashOf(m)}));
+      TOKIMQ_RETURN_IF_ERROR(
+          cq->Append({m.physical_offset, static_cast<uint32_t>(rec.second - m.physical_offset),
+                      TagHashOf(m)}));
       ++redispatched;
     }
     off = rec.second;

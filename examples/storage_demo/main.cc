@@ -115,7 +115,9 @@ int main(int argc, char** argv) {
   store.reset();
   if (temp) std::filesystem::remove_all(dir);
 
-  auto rate = [](int64_t n, int64_t us) { return us > 0 ? static_cast<double>(n) * 1e6 / us : 0.0; };
+  auto rate = [](int64_t n, int64_t us) {
+    return us > 0 ? static_cast<double>(n) * 1e6 / us : 0.0;
+  };
   std::printf("appended %lld messages of 100 B (%s) in %.3f s: %.0f msg/s\n",
               static_cast<long long>(count), sync ? "sync" : "async", (t1 - t0) / 1e6,
               rate(count, t1 - t0));

@@ -39,7 +39,9 @@ class CommitLogTest : public ::testing::Test {
     m.body.assign(body, static_cast<char>('a' + i % 26));
     return m;
   }
-  std::string SegPath(int64_t base) { return absl::StrFormat("%s/%020d", dir_.Join("commitlog"), base); }
+  std::string SegPath(int64_t base) {
+    return absl::StrFormat("%s/%020d", dir_.Join("commitlog"), base);
+  }
   void CutFile(const std::string& path, uint64_t size) {
     auto f = FileSystem::Default()->Open(path, OpenMode::kReadWrite);
     ASSERT_TRUE(f.ok());
@@ -140,7 +142,7 @@ TEST_F(CommitLogTest, RecordThatDoesNotFitGoesToNextSegmentAfterBlank) {
   }
   const int64_t size = static_cast<int64_t>(Msg(0, 1000).EncodedSize());
   EXPECT_EQ(offsets[2], 2 * size);
-  EXPECT_EQ(offsets[3], 4096);  // 4 * size > 4096
+  EXPECT_EQ(offsets[3], 4096);                                         // 4 * size > 4096
   EXPECT_TRUE(absl::IsInvalidArgument(log->Read(3 * size).status()));  // the blank
   auto r = log->ReadNext(offsets[2]);
   ASSERT_TRUE(r.ok());

@@ -141,12 +141,15 @@ TEST_F(MessageStoreTest, ConsumeQueueAfterCrashEqualsTheOneBeforeForDurableRecor
   const std::vector<std::pair<std::string, int>> queues = {{"a", 0}, {"a", 1}, {"b", 0}};
   auto store = OpenStore(Options());
   int i = 0;
-  for (; i < 90; ++i) ASSERT_TRUE(store->Put(Msg(queues[i % 3].first, queues[i % 3].second, i)).ok());
+  for (; i < 90; ++i)
+    ASSERT_TRUE(store->Put(Msg(queues[i % 3].first, queues[i % 3].second, i)).ok());
   ASSERT_TRUE(store->Flush().ok());  // CommitLog + queues + checkpoint durable
-  for (; i < 150; ++i) ASSERT_TRUE(store->Put(Msg(queues[i % 3].first, queues[i % 3].second, i)).ok());
+  for (; i < 150; ++i)
+    ASSERT_TRUE(store->Put(Msg(queues[i % 3].first, queues[i % 3].second, i)).ok());
   ASSERT_TRUE(store->commit_log()->Flush().ok());  // records durable, queues not checkpointed
   const int64_t durable = store->commit_log()->FlushedOffset();
-  for (; i < 200; ++i) ASSERT_TRUE(store->Put(Msg(queues[i % 3].first, queues[i % 3].second, i)).ok());
+  for (; i < 200; ++i)
+    ASSERT_TRUE(store->Put(Msg(queues[i % 3].first, queues[i % 3].second, i)).ok());
   Snapshot before = Entries(store.get(), queues);
   store.reset();  // crash
   ASSERT_TRUE(fs_.DropUnsyncedData().ok());

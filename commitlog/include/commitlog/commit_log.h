@@ -17,11 +17,14 @@
 // Flush and WaitDurable return an error; nothing after the last successful fsync is reported
 // durable. Reopen to recover.
 //
-// Recovery (Open): segments are scanned from the last checkpointed durable offset (or from the
-// start of the first segment when the shutdown marker says the last run did not end cleanly).
-// A torn last record (short, bad length, CRC mismatch with nothing valid after it) is truncated;
-// a bad record followed by a valid record is corruption: Open fails with kDataLoss naming the
-// segment file and offset.
+// Recovery (Open): after a clean Close (shutdown marker present and matching the files) nothing
+// is scanned. Otherwise segments are scanned from the start of the segment holding the last
+// checkpointed durable offset (from the first segment when there is no valid checkpoint); bytes
+// before it are trusted at open and verified by CRC when read. A torn last record (short, bad
+// length, CRC mismatch with nothing valid after it) is truncated; a bad record followed by a
+// valid record is corruption: Open fails with kDataLoss naming the segment file and offset.
+// Destroying a CommitLog without Close() stops the flusher but neither flushes nor writes the
+// marker: the next Open treats it as a crash (crash tests rely on this).
 #pragma once
 
 #include <cstdint>
@@ -88,7 +91,9 @@ class CommitLog {
 
   // Deletes whole segments whose newest record is older than now - retention_ms, oldest first,
   // never the active segment and never a segment containing or after `pinned_min_offset`
-  // (pass INT64_MAX when nothing is pinned). Returns the number of segments deleted.
+  // (pass INT64_MAX when nothing is pinned). Returns the number of segments deleted. The age of
+  // a segment is the store time of the first record of the segment after it (an upper bound of
+  // its newest record that needs no scan).
   virtual absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
                                                     int64_t pinned_min_offset) = 0;
 

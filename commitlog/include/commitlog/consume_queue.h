@@ -81,9 +81,9 @@ class ConsumeQueue {
   const int64_t per_segment_;
   mutable std::mutex mu_;
   std::map<int64_t, std::shared_ptr<SegmentFile>> files_;  // guarded by mu_
-  int64_t min_ = 0;        // guarded by mu_
-  int64_t min_valid_ = 0;  // guarded by mu_
-  int64_t written_ = 0;    // entries below this are in files; guarded by mu_
+  int64_t min_ = 0;                                        // guarded by mu_
+  int64_t min_valid_ = 0;                                  // guarded by mu_
+  int64_t written_ = 0;                     // entries below this are in files; guarded by mu_
   std::vector<ConsumeQueueEntry> pending_;  // entries [written_, written_ + size); mu_
   std::vector<int64_t> dirty_;              // files written since the last Sync; mu_
   bool write_error_logged_ = false;         // mu_
