@@ -1,0 +1,374 @@
+// Black-box tests of tokimq-broker: the real binary on a free port and a temp dir, driven by
+// the C++ client. Long delays use --manual-clock and the AdvanceClock admin request.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "broker_process.h"
+#include "client/admin.h"
+#include "client/producer.h"
+#include "client/simple_consumer.h"
+#include "test_util.h"
+
+namespace tokimq {
+namespace {
+
+using client::AdminClient;
+using client::OutgoingMessage;
+using client::Producer;
+using client::ReceivedMessage;
+using client::ReceiveOptions;
+using client::SimpleConsumer;
+using testing::BrokerProcess;
+
+constexpr int64_t kSecond = 1000;
+constexpr int64_t kMinute = 60 * kSecond;
+constexpr int64_t kHour = 60 * kMinute;
+constexpr int64_t kDay = 24 * kHour;
+
+class BrokerIntegrationTest : public ::testing::Test {
+ protected:
+  void StartBroker(std::vector<std::string> args = {"--manual-clock"}) {
+    broker_ = std::make_unique<BrokerProcess>(dir_.Join("data"), std::move(args));
+    ASSERT_TRUE(broker_->Start()) << "broker did not start; see " << dir_.Join("data.log");
+    admin_ = std::make_unique<AdminClient>(broker_->Options());
+    producer_ = std::make_unique<Producer>(broker_->Options());
+  }
+  void Restart(bool crash) {
+    if (crash) {
+      broker_->Kill();
+    } else {
+      ASSERT_EQ(broker_->Stop(), 0);
+    }
+    ASSERT_TRUE(broker_->Start());
+    admin_ = std::make_unique<AdminClient>(broker_->Options());
+    producer_ = std::make_unique<Producer>(broker_->Options());
+  }
+  void CreateTopic(const std::string& name, proto::TopicType type, int queues = 2,
+                   int64_t max_delay_ms = 0) {
+    proto::TopicConfig t;
+    t.set_name(name);
+    t.set_type(type);
+    t.set_queues(queues);
+    t.set_max_delay_ms(max_delay_ms);
+    auto created = admin_->CreateTopic(t);
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  client::SendReceipt SendOk(OutgoingMessage m) {
+    auto r = producer_->Send(m);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : client::SendReceipt{};
+  }
+  std::vector<ReceivedMessage> Receive(SimpleConsumer& c, const std::string& topic,
+                                       int64_t long_poll_ms, int64_t invisible_ms = 30 * kSecond,
+                                       int max = 16) {
+    ReceiveOptions o;
+    o.long_poll_ms = long_poll_ms;
+    o.invisible_ms = invisible_ms;
+    o.max_messages = max;
+    auto got = c.Receive(topic, o);
+    EXPECT_TRUE(got.ok()) << got.status();
+    return got.ok() ? *got : std::vector<ReceivedMessage>{};
+  }
+  // Advances the broker clock in `step` increments (each followed by a short long poll) until
+  // a message arrives; at most `limit` of broker time.
+  std::vector<ReceivedMessage> AdvanceUntilReceived(SimpleConsumer& c, const std::string& topic,
+                                                    int64_t step, int64_t limit,
+                                                    int64_t invisible_ms = 30 * kSecond) {
+    for (int64_t moved = 0; moved <= limit; moved += step) {
+      auto got = Receive(c, topic, 300, invisible_ms);
+      if (!got.empty()) return got;
+      EXPECT_TRUE(admin_->AdvanceClock(step).ok());
+    }
+    return {};
+  }
+  int64_t BrokerNow() {
+    auto st = admin_->Stats();
+    EXPECT_TRUE(st.ok());
+    return st.ok() ? st->now_ms() : 0;
+  }
+
+  tokimq::testing::TempDir dir_;
+  std::unique_ptr<BrokerProcess> broker_;
+  std::unique_ptr<AdminClient> admin_;
+  std::unique_ptr<Producer> producer_;
+};
+
+TEST_F(BrokerIntegrationTest, SendReceiveRoundTripAndDoubleAckRefused) {
+  StartBroker();
+  CreateTopic("orders", proto::NORMAL);
+  OutgoingMessage m;
+  m.topic = "orders";
+  m.body = std::string("payload\0with nul", 16);
+  m.key = "order-1";
+  m.tag = "created";
+  m.properties["trace"] = "abc";
+  client::SendReceipt sent = SendOk(m);
+  EXPECT_FALSE(sent.message_id.empty());
+  EXPECT_FALSE(sent.delayed);
+  EXPECT_EQ(sent.queue_offset, 0);
+
+  SimpleConsumer consumer(broker_->Options(), "billing");
+  auto got = Receive(consumer, "orders", 5000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, m.body);
+  EXPECT_EQ(got[0].key, "order-1");
+  EXPECT_EQ(got[0].tag, "created");
+  EXPECT_EQ(got[0].properties.at("trace"), "abc");
+  EXPECT_EQ(got[0].message_id, sent.message_id);
+  EXPECT_EQ(got[0].delivery_attempt, 1);
+  EXPECT_EQ(got[0].queue_id, sent.queue_id);
+  EXPECT_TRUE(Receive(consumer, "orders", 200).empty());  // leased
+
+  ASSERT_TRUE(consumer.Ack(got[0].receipt_handle).ok());
+  absl::Status again = consumer.Ack(got[0].receipt_handle);
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;
+}
+
+TEST_F(BrokerIntegrationTest, ValidationErrorsStoreNothing) {
+  StartBroker();
+  CreateTopic("orders.timeout", proto::DELAY, 2, 7 * kDay);
+  OutgoingMessage m;
+  m.topic = "orders.timeout";
+  m.body = "x";
+  m.delay_ms = 8 * kDay;
+  auto r = producer_->Send(m);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("max delay"), absl::string_view::npos) << r.status();
+  m.delay_ms = std::nullopt;
+  m.topic = "nope";
+  EXPECT_EQ(producer_->Send(m).status().code(), absl::StatusCode::kNotFound);
+  // A batch with one bad entry stores none of them.
+  OutgoingMessage good;
+  good.topic = "orders.timeout";
+  good.body = "ok";
+  auto batch = producer_->SendBatch({good, m});
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kNotFound);
+  auto st = admin_->Stats();
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->topics_size(), 1);
+  EXPECT_EQ(st->topics(0).depth(), 0);
+  EXPECT_EQ(st->timer().pending(), 0);
+}
+
+TEST_F(BrokerIntegrationTest, DelayIsHonouredAndNeverEarly) {
+  StartBroker();
+  CreateTopic("orders.timeout", proto::DELAY);
+  OutgoingMessage m;
+  m.topic = "orders.timeout";
+  m.body = "cancel order 7";
+  m.delay_ms = 10 * kMinute;
+  client::SendReceipt sent = SendOk(m);
+  EXPECT_TRUE(sent.delayed);
+  EXPECT_FALSE(sent.recall_handle.empty());
+  SimpleConsumer consumer(broker_->Options(), "canceller");
+  EXPECT_TRUE(Receive(consumer, "orders.timeout", 300).empty());
+  ASSERT_TRUE(admin_->AdvanceClock(10 * kMinute - kSecond).ok());
+  EXPECT_TRUE(Receive(consumer, "orders.timeout", 1000).empty()) << "delivered early";
+  ASSERT_TRUE(admin_->AdvanceClock(kSecond).ok());
+  auto got = Receive(consumer, "orders.timeout", 10'000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "cancel order 7");
+  EXPECT_GE(got[0].deliver_ms, sent.deliver_at_ms);
+  EXPECT_GE(BrokerNow(), sent.deliver_at_ms);
+}
+
+TEST_F(BrokerIntegrationTest, DeliverAtInThePastGoesStraightThrough) {
+  StartBroker();
+  CreateTopic("t", proto::DELAY);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "now";
+  m.deliver_at_ms = 1000;  // 1970
+  client::SendReceipt sent = SendOk(m);
+  EXPECT_FALSE(sent.delayed);
+  SimpleConsumer consumer(broker_->Options(), "g");
+  EXPECT_EQ(Receive(consumer, "t", 5000).size(), 1u);
+}
+
+TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
+  StartBroker();
+  CreateTopic("t", proto::DELAY);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "recall me";
+  m.delay_ms = kHour;
+  client::SendReceipt sent = SendOk(m);
+  m.body = "keep me";
+  SendOk(m);
+  ASSERT_TRUE(producer_->Recall(sent.recall_handle).ok());
+  EXPECT_EQ(producer_->Recall(sent.recall_handle).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(producer_->Recall("garbage!").code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(admin_->AdvanceClock(2 * kHour).ok());
+  SimpleConsumer consumer(broker_->Options(), "g");
+  auto got = Receive(consumer, "t", 5000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "keep me");
+  EXPECT_TRUE(Receive(consumer, "t", 500).empty());
+}
+
+TEST_F(BrokerIntegrationTest, LeaseExpiryRedeliversWithAttemptTwo) {
+  StartBroker();
+  CreateTopic("t", proto::NORMAL);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "work";
+  client::SendReceipt sent = SendOk(m);
+  SimpleConsumer consumer(broker_->Options(), "workers");
+  auto first = Receive(consumer, "t", 5000, 30 * kSecond);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].delivery_attempt, 1);
+  ASSERT_TRUE(admin_->AdvanceClock(29 * kSecond).ok());
+  EXPECT_TRUE(Receive(consumer, "t", 500).empty()) << "lease ended early";
+  auto second = AdvanceUntilReceived(consumer, "t", 5 * kSecond, 10 * kMinute);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].message_id, sent.message_id);
+  EXPECT_EQ(second[0].delivery_attempt, 2);
+  // The first delivery's handle is stale now.
+  EXPECT_EQ(consumer.Ack(first[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(consumer.Ack(second[0].receipt_handle).ok());
+}
+
+TEST_F(BrokerIntegrationTest, RenewExtendsLeaseAndOldHandleIsRefused) {
+  StartBroker();
+  CreateTopic("t", proto::NORMAL);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "slow work";
+  SendOk(m);
+  SimpleConsumer consumer(broker_->Options(), "workers");
+  auto got = Receive(consumer, "t", 5000, 30 * kSecond);
+  ASSERT_EQ(got.size(), 1u);
+  auto renewed = consumer.ChangeInvisibleDuration(got[0].receipt_handle, 10 * kMinute);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_NE(*renewed, got[0].receipt_handle);
+  EXPECT_EQ(consumer.Ack(got[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(admin_->AdvanceClock(5 * kMinute).ok());
+  EXPECT_TRUE(Receive(consumer, "t", 1000).empty()) << "renewed lease expired early";
+  EXPECT_TRUE(consumer.Ack(*renewed).ok());
+  EXPECT_EQ(consumer.Ack(*renewed).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(BrokerIntegrationTest, MaxAttemptsMovesMessageToDlq) {
+  std::string config = dir_.Join("broker.toml");
+  {
+    std::ofstream out(config);
+    out << "[group.fragile]\nmax_attempts = 2\nbackoff = [\"1s\"]\n";
+  }
+  StartBroker({"--manual-clock", "--config", config});
+  CreateTopic("t", proto::NORMAL);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "poison";
+  client::SendReceipt sent = SendOk(m);
+  SimpleConsumer consumer(broker_->Options(), "fragile");
+  auto a1 = Receive(consumer, "t", 5000, 10 * kSecond);
+  ASSERT_EQ(a1.size(), 1u);
+  auto a2 = AdvanceUntilReceived(consumer, "t", 5 * kSecond, 10 * kMinute, 10 * kSecond);
+  ASSERT_EQ(a2.size(), 1u);
+  EXPECT_EQ(a2[0].delivery_attempt, 2);
+  // The second lease expires too: attempts exhausted -> %DLQ%fragile, never back in "t".
+  SimpleConsumer dlq_reader(broker_->Options(), "ops");
+  auto dead = AdvanceUntilReceived(dlq_reader, "%DLQ%fragile", 5 * kSecond, 10 * kMinute);
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].body, "poison");
+  EXPECT_TRUE(Receive(consumer, "t", 500).empty());
+  auto st = admin_->Stats();
+  ASSERT_TRUE(st.ok());
+  for (const auto& g : st->groups()) {
+    if (g.group() == "fragile") {
+      EXPECT_EQ(g.dlq_depth(), 1);
+    }
+  }
+}
+
+TEST_F(BrokerIntegrationTest, NackRedeliversAfterGivenDelay) {
+  StartBroker();
+  CreateTopic("t", proto::NORMAL);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "retry me";
+  SendOk(m);
+  SimpleConsumer consumer(broker_->Options(), "g");
+  auto got = Receive(consumer, "t", 5000);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_TRUE(consumer.Nack(got[0].receipt_handle, 2 * kMinute).ok());
+  EXPECT_TRUE(Receive(consumer, "t", 500).empty());
+  auto again = AdvanceUntilReceived(consumer, "t", 30 * kSecond, 10 * kMinute);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].delivery_attempt, 2);
+}
+
+class RestartTest : public BrokerIntegrationTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(RestartTest, RestartKeepsGroupProgressAndPendingTimers) {
+  const bool crash = GetParam();
+  StartBroker();
+  CreateTopic("t", proto::DELAY, 1);
+  for (const char* body : {"one", "two", "three"}) {
+    OutgoingMessage m;
+    m.topic = "t";
+    m.body = body;
+    SendOk(m);
+  }
+  OutgoingMessage later;
+  later.topic = "t";
+  later.body = "in an hour";
+  later.delay_ms = kHour;
+  SendOk(later);
+  {
+    SimpleConsumer consumer(broker_->Options(), "g");
+    auto got = Receive(consumer, "t", 5000, 30 * kSecond, 2);
+    ASSERT_EQ(got.size(), 2u);
+    for (const auto& r : got) ASSERT_TRUE(consumer.Ack(r.receipt_handle).ok());
+  }
+  Restart(crash);
+  SimpleConsumer consumer(broker_->Options(), "g");
+  auto got = Receive(consumer, "t", 5000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "three");
+  ASSERT_TRUE(consumer.Ack(got[0].receipt_handle).ok());
+  EXPECT_TRUE(Receive(consumer, "t", 300).empty());
+  ASSERT_TRUE(admin_->AdvanceClock(kHour).ok());
+  auto due = Receive(consumer, "t", 10'000);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].body, "in an hour");
+}
+
+INSTANTIATE_TEST_SUITE_P(CleanAndCrash, RestartTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Kill9" : "Sigterm"; });
+
+TEST_F(BrokerIntegrationTest, AdvanceClockRefusedWithoutManualClockFlag) {
+  StartBroker({});
+  auto r = admin_->AdvanceClock(kDay);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("--manual-clock"), absl::string_view::npos);
+}
+
+TEST_F(BrokerIntegrationTest, TopicAdminLifecycle) {
+  StartBroker();
+  CreateTopic("b", proto::FIFO, 3, kDay);
+  CreateTopic("a", proto::DELAY, 8);
+  proto::TopicConfig dup;
+  dup.set_name("a");
+  dup.set_type(proto::DELAY);
+  EXPECT_EQ(admin_->CreateTopic(dup).status().code(), absl::StatusCode::kAlreadyExists);
+  auto list = admin_->ListTopics();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name(), "a");
+  EXPECT_EQ((*list)[0].max_delay_ms(), 3 * kDay);  // default
+  proto::TopicConfig upd;
+  upd.set_name("b");
+  upd.set_queues(4);
+  auto updated = admin_->UpdateTopic(upd);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->topic().queues(), 4);
+  EXPECT_EQ(updated->queues_size(), 4);
+  ASSERT_TRUE(admin_->DeleteTopic("b").ok());
+  EXPECT_EQ(admin_->DescribeTopic("b").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(admin_->TimerCheckpoint().ok());
+}
+
+}  // namespace
+}  // namespace tokimq
