@@ -145,3 +145,25 @@ TEST(TopicTypeTest, ParsesNamesCaseInsensitively) {
 
 }  // namespace
 }  // namespace tokimq::broker
+
+namespace tokimq::broker {
+namespace {
+
+TEST(TopicCodecTest, MatchesWorkedExampleInDocs) {
+  TopicConfig c;
+  c.name = "orders.timeout";
+  c.type = TopicType::kDelay;
+  c.queues = 8;
+  c.max_delay_ms = 604'800'000;
+  c.retention_ms = 259'200'000;
+  c.created_ms = 1'796'119'200'000;
+  const unsigned char expected[] = {0x01, 0x02, 0x08, 0x00, 0x00, 0x00, 0x00, 0x84, 0x0c,
+                                    0x24, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x73, 0x0f,
+                                    0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x31, 0xa2,
+                                    0x01, 0x00, 0x00, 0x99, 0x5f, 0x46, 0x6d};
+  EXPECT_EQ(EncodeTopicValue(c),
+            std::string(reinterpret_cast<const char*>(expected), sizeof(expected)));
+}
+
+}  // namespace
+}  // namespace tokimq::broker
