@@ -1,0 +1,56 @@
+// GrpcEndpoint: serves RocketMQ 5's gRPC API (apache.rocketmq.v2.MessagingService) so the
+// official RocketMQ clients (Producer, SimpleConsumer, PushConsumer) work against tokimq
+// unchanged. See docs/rocketmq-compat.md for what is supported and how each RPC maps onto the
+// native protocol.
+//
+// Every RPC is translated into native proto::Request(s) and answered through Broker::Handle;
+// the endpoint never touches the stores. Handle blocks (sync flush, long polls), so the server
+// uses gRPC's synchronous API: each call runs on a gRPC worker thread (at most
+// options.max_threads of them; beyond that new calls fail with RESOURCE_EXHAUSTED).
+//
+// Ownership: the caller owns the Broker and must keep it open until Shutdown() returned.
+// Thread-safety: Shutdown() may be called from any thread, once or more; the destructor calls it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tokimq::broker {
+class Broker;
+}
+
+namespace tokimq::rocketmq {
+
+struct GrpcEndpointOptions {
+  std::string address = "127.0.0.1";
+  int port = 8081;                        // 0: any free port (see GrpcEndpoint::port())
+  int max_threads = 128;                  // gRPC sync worker threads (each long poll holds one)
+  int32_t max_body_size = 4 << 20;        // bytes; told to producers in the settings handshake
+  int32_t receive_batch_size = 32;        // told to push consumers
+  int64_t long_polling_timeout_ms = 20'000;      // told to push consumers; should not exceed
+                                                 // the broker's max_long_poll_ms
+  int64_t default_invisible_ms = 60'000;  // lease when a receive carries no invisible duration
+  int64_t max_invisible_ms = 12LL * 3600 * 1000;  // longer requests: ILLEGAL_INVISIBLE_TIME
+  // Bodies of messages handed out over gRPC are kept (up to this many bytes, oldest evicted)
+  // so ForwardMessageToDeadLetterQueue can copy them into the DLQ topic.
+  int64_t dlq_cache_bytes = 32 << 20;
+};
+
+class GrpcEndpoint {
+ public:
+  virtual ~GrpcEndpoint() = default;
+  // The bound port (useful with options.port == 0).
+  virtual int port() const = 0;
+  // Stops accepting calls, cancels open streams and waits for running handlers (a long poll
+  // ends within the broker's max long poll). Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+// Builds and starts the gRPC server. kUnavailable when the address cannot be bound.
+absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* broker,
+                                                                GrpcEndpointOptions options);
+
+}  // namespace tokimq::rocketmq

@@ -1,0 +1,258 @@
+// ReceiveMessage, AckMessage, ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue of
+// MessagingServiceImpl.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "broker/broker.h"
+#include "commitlog/message.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "messaging_service.h"
+
+namespace tokimq::rocketmq {
+namespace {
+
+constexpr int kMaxBatch = 1024;  // the native receive's limit
+
+}  // namespace
+
+grpc::Status MessagingServiceImpl::ReceiveMessage(
+    grpc::ServerContext* ctx, const v2::ReceiveMessageRequest* req,
+    grpc::ServerWriter<v2::ReceiveMessageResponse>* writer) {
+  auto answer = [&](const v2::Status& s) {
+    v2::ReceiveMessageResponse r;
+    *r.mutable_status() = s;
+    writer->Write(r);
+    return grpc::Status::OK;
+  };
+  const std::string& group = req->group().name();
+  const std::string& topic = req->message_queue().topic().name();
+  if (group.empty()) return answer(MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty"));
+  if (topic.empty()) return answer(MakeStatus(v2::Code::ILLEGAL_TOPIC, "topic is empty"));
+  if (req->batch_size() <= 0) {
+    return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
+  }
+  std::string tag_filter;
+  if (req->has_filter_expression()) {
+    const v2::FilterExpression& f = req->filter_expression();
+    if (f.type() == v2::FilterType::SQL) {
+      return answer(MakeStatus(v2::Code::UNSUPPORTED,
+                               "SQL92 filters are not supported by tokimq; use tag filters"));
+    }
+    tag_filter = f.expression();
+  }
+  int64_t invisible_ms = options_.default_invisible_ms;
+  if (req->has_invisible_duration()) {
+    invisible_ms = DurationMs(req->invisible_duration());
+    if (invisible_ms <= 0 || invisible_ms > options_.max_invisible_ms) {
+      return answer(MakeStatus(v2::Code::ILLEGAL_INVISIBLE_TIME,
+                               fmt::format("invisible duration must be in (0, {}] ms, got {} ms",
+                                           options_.max_invisible_ms, invisible_ms)));
+    }
+  }
+  int64_t long_poll_ms = 0;
+  if (req->has_long_polling_timeout()) {
+    long_poll_ms = DurationMs(req->long_polling_timeout());
+    if (long_poll_ms < 0) {
+      return answer(MakeStatus(v2::Code::ILLEGAL_POLLING_TIME, "long polling timeout < 0"));
+    }
+  }
+
+  proto::Request native;
+  proto::ReceiveRequest* r = native.mutable_receive();
+  r->set_group(group);
+  r->set_topic(topic);  // all queues: the requested queue id is only the client's bookkeeping
+  r->set_max_messages(std::min(req->batch_size(), kMaxBatch));
+  r->set_invisible_ms(invisible_ms);
+  r->set_long_poll_ms(long_poll_ms);
+  r->set_tag_filter(tag_filter);
+  proto::Response resp = Call(native);
+  v2::Status status = StatusFromNative(resp, RpcKind::kReceive);
+  if (status.code() != v2::Code::OK) return answer(status);
+  const auto& got = resp.receive().messages();
+  if (got.empty()) return answer(MakeStatus(v2::Code::MESSAGE_NOT_FOUND, "no new message"));
+
+  // Status first, then the messages, then the delivery timestamp (what the clients expect).
+  v2::ReceiveMessageResponse head;
+  *head.mutable_status() = OkStatus();
+  bool open = writer->Write(head);
+  for (const proto::ReceivedMessage& m : got) {
+    in_flight_.Put(m.receipt_handle(), m);
+    if (!open) continue;  // leases stay; the messages come back when they expire
+    v2::ReceiveMessageResponse item;
+    ToRocketMessage(m, invisible_ms, item.mutable_message());
+    open = writer->Write(item);
+  }
+  if (open) {
+    v2::ReceiveMessageResponse tail;
+    SetTimestampMs(broker_->clock()->NowMs(), tail.mutable_delivery_timestamp());
+    writer->Write(tail);
+  } else {
+    TOKIMQ_LOG_WARN("rocketmq: receive stream of group {} closed with {} leased messages", group,
+                    got.size());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
+                                              const v2::AckMessageRequest* req,
+                                              v2::AckMessageResponse* resp) {
+  if (req->group().name().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+    return grpc::Status::OK;
+  }
+  if (req->entries().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::BAD_REQUEST, "no entries to ack");
+    return grpc::Status::OK;
+  }
+  proto::Request native;
+  proto::AckRequest* ack = native.mutable_ack();
+  ack->set_group(req->group().name());
+  for (const v2::AckMessageEntry& e : req->entries()) ack->add_receipt_handles(e.receipt_handle());
+  proto::Response r = Call(native);
+  v2::Status status = StatusFromNative(r, RpcKind::kReceipt);
+  if (status.code() != v2::Code::OK || r.ack().results_size() != req->entries_size()) {
+    if (status.code() == v2::Code::OK) {
+      status = MakeStatus(v2::Code::INTERNAL_ERROR, "broker answered a different count");
+    }
+    *resp->mutable_status() = status;
+    for (const v2::AckMessageEntry& e : req->entries()) {
+      v2::AckMessageResultEntry* out = resp->add_entries();
+      out->set_message_id(e.message_id());
+      out->set_receipt_handle(e.receipt_handle());
+      *out->mutable_status() = status;
+    }
+    return grpc::Status::OK;
+  }
+  int failed = 0;
+  v2::Status first_failure;
+  for (int i = 0; i < req->entries_size(); ++i) {
+    const v2::AckMessageEntry& e = req->entries(i);
+    const proto::Status& ns = r.ack().results(i);
+    v2::AckMessageResultEntry* out = resp->add_entries();
+    out->set_message_id(e.message_id());
+    out->set_receipt_handle(e.receipt_handle());
+    if (ns.code() == 0) {
+      *out->mutable_status() = OkStatus();
+      in_flight_.Erase(e.receipt_handle());
+    } else {
+      *out->mutable_status() = MakeStatus(CodeFromNative(ns, RpcKind::kReceipt), ns.message());
+      if (failed++ == 0) first_failure = out->status();
+    }
+  }
+  if (failed == 0) {
+    *resp->mutable_status() = OkStatus();
+  } else if (failed == req->entries_size()) {
+    *resp->mutable_status() = first_failure;
+  } else {
+    *resp->mutable_status() = MakeStatus(
+        v2::Code::MULTIPLE_RESULTS, fmt::format("{} of {} acks failed", failed, req->entries_size()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
+    grpc::ServerContext* ctx, const v2::ChangeInvisibleDurationRequest* req,
+    v2::ChangeInvisibleDurationResponse* resp) {
+  if (req->group().name().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+    return grpc::Status::OK;
+  }
+  if (req->receipt_handle().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::INVALID_RECEIPT_HANDLE, "receipt handle is empty");
+    return grpc::Status::OK;
+  }
+  const int64_t ms = DurationMs(req->invisible_duration());
+  if (ms < 0 || ms > options_.max_invisible_ms) {
+    *resp->mutable_status() = MakeStatus(
+        v2::Code::ILLEGAL_INVISIBLE_TIME,
+        fmt::format("invisible duration must be in [0, {}] ms", options_.max_invisible_ms));
+    return grpc::Status::OK;
+  }
+  proto::Request native;
+  if (ms == 0) {
+    // "Visible again now" (a NACK without backoff): the native NACK with delay 0. The message
+    // comes back with attempt + 1; the old handle is returned but no longer acks.
+    proto::NackRequest* nack = native.mutable_nack();
+    nack->set_group(req->group().name());
+    nack->set_receipt_handle(req->receipt_handle());
+    nack->set_delay_ms(0);
+  } else {
+    proto::ChangeInvisibleDurationRequest* c = native.mutable_change_invisible_duration();
+    c->set_group(req->group().name());
+    c->set_receipt_handle(req->receipt_handle());
+    c->set_invisible_ms(ms);
+  }
+  proto::Response r = Call(native);
+  *resp->mutable_status() = StatusFromNative(r, RpcKind::kReceipt);
+  if (resp->status().code() != v2::Code::OK) return grpc::Status::OK;
+  if (ms == 0) {
+    in_flight_.Erase(req->receipt_handle());
+    resp->set_receipt_handle(req->receipt_handle());
+  } else {
+    const std::string& fresh = r.change_invisible_duration().receipt_handle();
+    in_flight_.Rename(req->receipt_handle(), fresh);
+    resp->set_receipt_handle(fresh);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
+    grpc::ServerContext* ctx, const v2::ForwardMessageToDeadLetterQueueRequest* req,
+    v2::ForwardMessageToDeadLetterQueueResponse* resp) {
+  const std::string& group = req->group().name();
+  if (group.empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+    return grpc::Status::OK;
+  }
+  std::optional<proto::ReceivedMessage> m = in_flight_.Get(req->receipt_handle());
+  if (!m) {
+    // Not cached (evicted, or received before a restart): hand the message back to the
+    // broker's retry policy, which moves it to the DLQ after the group's max attempts.
+    proto::Request nack;
+    nack.mutable_nack()->set_group(group);
+    nack.mutable_nack()->set_receipt_handle(req->receipt_handle());
+    proto::Response r = Call(nack);
+    *resp->mutable_status() = StatusFromNative(r, RpcKind::kReceipt);
+    TOKIMQ_LOG_WARN("rocketmq: DLQ forward of {} in group {}: message not cached, NACKed instead",
+                    req->message_id(), group);
+    return grpc::Status::OK;
+  }
+  // Copy into %DLQ%<group> first, then ACK: a failed ACK (stale handle) leaves a duplicate in
+  // the DLQ rather than losing the message.
+  proto::Request send;
+  proto::SendEntry* e = send.mutable_send()->add_entries();
+  e->set_topic(std::string("%DLQ%") + group);
+  e->set_body(m->body());
+  e->set_key(m->key());
+  e->set_tag(m->tag());
+  e->set_born_ms(m->born_ms());
+  for (const auto& [k, v] : m->properties()) {
+    if (k == prop::kKeys || k == prop::kTag || k == prop::kMessageId) continue;
+    (*e->mutable_properties())[k] = v;
+  }
+  (*e->mutable_properties())[prop::kOriginalTopic] = m->topic();
+  (*e->mutable_properties())[prop::kDeliveryAttempt] = std::to_string(m->delivery_attempt());
+  proto::Response sr = Call(send);
+  v2::Status status = StatusFromNative(sr, RpcKind::kOther);
+  if (status.code() != v2::Code::OK) {
+    *resp->mutable_status() = status;
+    return grpc::Status::OK;
+  }
+  proto::Request ack;
+  ack.mutable_ack()->set_group(group);
+  ack.mutable_ack()->add_receipt_handles(req->receipt_handle());
+  proto::Response ar = Call(ack);
+  status = StatusFromNative(ar, RpcKind::kReceipt);
+  if (status.code() == v2::Code::OK && ar.ack().results_size() == 1 &&
+      ar.ack().results(0).code() != 0) {
+    status = MakeStatus(CodeFromNative(ar.ack().results(0), RpcKind::kReceipt),
+                        ar.ack().results(0).message());
+  }
+  if (status.code() == v2::Code::OK) in_flight_.Erase(req->receipt_handle());
+  *resp->mutable_status() = status;
+  return grpc::Status::OK;
+}
+
+}  // namespace tokimq::rocketmq

@@ -1,0 +1,65 @@
+// Conversions between the RocketMQ v2 gRPC messages and tokimq's native protocol: status codes,
+// durations and timestamps, the property names under which RocketMQ-only fields are stored, and
+// message views. Pure functions; no state, any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "apache/rocketmq/v2/definition.pb.h"
+#include "apache/rocketmq/v2/service.pb.h"
+#include "proto/tokimq.pb.h"
+
+namespace tokimq::rocketmq {
+
+namespace v2 = ::apache::rocketmq::v2;
+
+// RocketMQ-only fields are kept as message properties with this prefix. User properties with
+// this prefix (or a name the native broker reserves) are refused with
+// ILLEGAL_MESSAGE_PROPERTY_KEY.
+inline constexpr char kRmqPropPrefix[] = "__RMQ_";
+inline constexpr char kRmqMessageId[] = "__RMQ_MSG_ID";     // client-generated message id
+inline constexpr char kRmqBornHost[] = "__RMQ_BORN_HOST";
+inline constexpr char kRmqTraceContext[] = "__RMQ_TRACE_CTX";
+inline constexpr char kRmqBodyEncoding[] = "__RMQ_BODY_ENC";  // "GZIP" when the body is gzipped
+
+// True for names that are not user properties: the native broker's system properties and the
+// __RMQ_ ones above.
+bool IsReservedProperty(const std::string& name);
+
+// What a failed native request means for the RPC being served; picks the RocketMQ code for
+// kInvalidArgument / kNotFound / kFailedPrecondition.
+enum class RpcKind { kRoute, kSend, kRecall, kReceive, kReceipt, kOther };
+
+v2::Code CodeFromNative(const proto::Status& status, RpcKind kind);
+
+// A v2::Status with `code` and `message`.
+v2::Status MakeStatus(v2::Code code, const std::string& message);
+inline v2::Status OkStatus() { return MakeStatus(v2::Code::OK, "OK"); }
+// The v2 status for a native response (OK when it carries no error).
+v2::Status StatusFromNative(const proto::Response& resp, RpcKind kind);
+
+int64_t DurationMs(const google::protobuf::Duration& d);
+int64_t TimestampMs(const google::protobuf::Timestamp& t);
+void SetDurationMs(int64_t ms, google::protobuf::Duration* out);
+void SetTimestampMs(int64_t ms, google::protobuf::Timestamp* out);
+
+// Upper-case hex MD5 of `data`, the digest the official clients verify (MD5 is the one digest
+// whose text form all of them agree on).
+std::string Md5Hex(const std::string& data);
+
+// Recall handles given to RocketMQ clients carry the message id ("<id>:<native handle>") so
+// RecallMessage can answer with it. Decode returns false for a handle without the separator
+// (then `native` is the whole handle and `message_id` empty).
+std::string EncodeRecallHandle(const std::string& message_id, const std::string& native);
+bool DecodeRecallHandle(const std::string& handle, std::string* message_id, std::string* native);
+
+// Builds the RocketMQ view of a received native message. `invisible_ms` is the lease the
+// receive asked for.
+void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2::Message* out);
+
+// The RocketMQ message type of a native topic's queues ([NORMAL, DELAY] for normal and delay
+// topics: tokimq delays messages on any topic).
+void AddAcceptedTypes(proto::TopicType type, v2::MessageQueue* mq);
+
+}  // namespace tokimq::rocketmq

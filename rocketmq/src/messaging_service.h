@@ -1,0 +1,107 @@
+// MessagingServiceImpl: apache.rocketmq.v2.MessagingService over Broker::Handle (synchronous
+// gRPC service; every method runs on a gRPC worker thread and may block in Handle).
+//
+// The RPCs are split by concern: route_rpcs.cc (QueryRoute, Heartbeat, Telemetry,
+// QueryAssignment, NotifyClientTermination and the unsupported ones), send_rpcs.cc (SendMessage,
+// RecallMessage), consume_rpcs.cc (ReceiveMessage, AckMessage, ChangeInvisibleDuration,
+// ForwardMessageToDeadLetterQueue). docs/rocketmq-compat.md describes each mapping.
+//
+// Ownership: borrows the Broker (must outlive the server). Thread-safety: all methods may run
+// concurrently; the topic cache and the in-flight cache lock their own mutexes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "apache/rocketmq/v2/service.grpc.pb.h"
+#include "convert.h"
+#include "in_flight_cache.h"
+#include "proto/tokimq.pb.h"
+#include "rocketmq/grpc_endpoint.h"
+
+namespace tokimq::broker {
+class Broker;
+}
+
+namespace tokimq::rocketmq {
+
+class MessagingServiceImpl final : public v2::MessagingService::Service {
+ public:
+  MessagingServiceImpl(broker::Broker* broker, GrpcEndpointOptions options);
+
+  grpc::Status QueryRoute(grpc::ServerContext* ctx, const v2::QueryRouteRequest* req,
+                          v2::QueryRouteResponse* resp) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v2::HeartbeatRequest* req,
+                         v2::HeartbeatResponse* resp) override;
+  grpc::Status SendMessage(grpc::ServerContext* ctx, const v2::SendMessageRequest* req,
+                           v2::SendMessageResponse* resp) override;
+  grpc::Status QueryAssignment(grpc::ServerContext* ctx, const v2::QueryAssignmentRequest* req,
+                               v2::QueryAssignmentResponse* resp) override;
+  grpc::Status ReceiveMessage(grpc::ServerContext* ctx, const v2::ReceiveMessageRequest* req,
+                              grpc::ServerWriter<v2::ReceiveMessageResponse>* writer) override;
+  grpc::Status AckMessage(grpc::ServerContext* ctx, const v2::AckMessageRequest* req,
+                          v2::AckMessageResponse* resp) override;
+  grpc::Status ForwardMessageToDeadLetterQueue(
+      grpc::ServerContext* ctx, const v2::ForwardMessageToDeadLetterQueueRequest* req,
+      v2::ForwardMessageToDeadLetterQueueResponse* resp) override;
+  grpc::Status PullMessage(grpc::ServerContext* ctx, const v2::PullMessageRequest* req,
+                           grpc::ServerWriter<v2::PullMessageResponse>* writer) override;
+  grpc::Status UpdateOffset(grpc::ServerContext* ctx, const v2::UpdateOffsetRequest* req,
+                            v2::UpdateOffsetResponse* resp) override;
+  grpc::Status GetOffset(grpc::ServerContext* ctx, const v2::GetOffsetRequest* req,
+                         v2::GetOffsetResponse* resp) override;
+  grpc::Status QueryOffset(grpc::ServerContext* ctx, const v2::QueryOffsetRequest* req,
+                           v2::QueryOffsetResponse* resp) override;
+  grpc::Status EndTransaction(grpc::ServerContext* ctx, const v2::EndTransactionRequest* req,
+                              v2::EndTransactionResponse* resp) override;
+  grpc::Status Telemetry(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v2::TelemetryCommand, v2::TelemetryCommand>* stream) override;
+  grpc::Status NotifyClientTermination(grpc::ServerContext* ctx,
+                                       const v2::NotifyClientTerminationRequest* req,
+                                       v2::NotifyClientTerminationResponse* resp) override;
+  grpc::Status ChangeInvisibleDuration(grpc::ServerContext* ctx,
+                                       const v2::ChangeInvisibleDurationRequest* req,
+                                       v2::ChangeInvisibleDurationResponse* resp) override;
+  grpc::Status RecallMessage(grpc::ServerContext* ctx, const v2::RecallMessageRequest* req,
+                             v2::RecallMessageResponse* resp) override;
+  grpc::Status SyncLiteSubscription(grpc::ServerContext* ctx,
+                                    const v2::SyncLiteSubscriptionRequest* req,
+                                    v2::SyncLiteSubscriptionResponse* resp) override;
+
+  // The answer to a client's Settings in the telemetry handshake (exposed for tests).
+  v2::Settings AnswerSettings(const v2::Settings& client) const;
+
+ private:
+  // One native request through Broker::Handle.
+  proto::Response Call(const proto::Request& req);
+
+  // The native topic config of `name` (cached for a few seconds), or the v2 status to answer.
+  // "%DLQ%..." / "%RETRY%..." topics resolve to one NORMAL queue.
+  std::optional<proto::TopicConfig> LookupTopic(const std::string& name, v2::Status* error);
+
+  // The broker's queues as RocketMQ message queues at `endpoints` (the client's access point).
+  void FillQueue(const proto::TopicConfig& topic, int32_t queue_id,
+                 const v2::Endpoints& endpoints, v2::MessageQueue* mq) const;
+  v2::Endpoints AdvertisedEndpoints(const v2::Endpoints& requested) const;
+
+  // Validates one message of a SendMessage request and appends its native entry.
+  v2::Status PrepareSendEntry(const v2::Message& m, const proto::TopicConfig& topic, int64_t now,
+                              proto::SendEntry* out) const;
+
+  broker::Broker* const broker_;
+  const GrpcEndpointOptions options_;
+  InFlightCache in_flight_;
+
+  struct CachedTopic {
+    proto::TopicConfig config;
+    int64_t fetched_ms = 0;
+  };
+  std::mutex topics_mu_;
+  std::map<std::string, CachedTopic> topics_;
+};
+
+}  // namespace tokimq::rocketmq

@@ -1,0 +1,260 @@
+// Route, session and unsupported RPCs of MessagingServiceImpl.
+#include <algorithm>
+
+#include "broker/broker.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "messaging_service.h"
+
+namespace tokimq::rocketmq {
+namespace {
+
+constexpr int64_t kTopicCacheMs = 3000;
+constexpr int kDefaultPublishAttempts = 3;
+constexpr int kConsumerMaxAttempts = 16;  // the broker's default GroupPolicy::max_attempts
+
+const char* ClientTypeName(v2::ClientType t) {
+  switch (t) {
+    case v2::ClientType::PRODUCER: return "producer";
+    case v2::ClientType::PUSH_CONSUMER: return "push consumer";
+    case v2::ClientType::SIMPLE_CONSUMER: return "simple consumer";
+    case v2::ClientType::PULL_CONSUMER: return "pull consumer";
+    default: return "client";
+  }
+}
+
+std::string ClientId(const grpc::ServerContext* ctx) {
+  auto it = ctx->client_metadata().find("x-mq-client-id");
+  if (it == ctx->client_metadata().end()) return "?";
+  return std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+MessagingServiceImpl::MessagingServiceImpl(broker::Broker* broker, GrpcEndpointOptions options)
+    : broker_(broker), options_(std::move(options)), in_flight_(options_.dlq_cache_bytes) {}
+
+proto::Response MessagingServiceImpl::Call(const proto::Request& req) {
+  proto::Response resp;
+  broker_->Handle(req, &resp);
+  return resp;
+}
+
+std::optional<proto::TopicConfig> MessagingServiceImpl::LookupTopic(const std::string& name,
+                                                                    v2::Status* error) {
+  if (name.empty()) {
+    *error = MakeStatus(v2::Code::ILLEGAL_TOPIC, "topic name is empty");
+    return std::nullopt;
+  }
+  if (name.rfind("%DLQ%", 0) == 0 || name.rfind("%RETRY%", 0) == 0) {
+    proto::TopicConfig t;
+    t.set_name(name);
+    t.set_type(proto::NORMAL);
+    t.set_queues(1);
+    return t;
+  }
+  const int64_t now = broker_->clock()->NowMs();
+  {
+    std::lock_guard<std::mutex> lock(topics_mu_);
+    auto it = topics_.find(name);
+    if (it != topics_.end() && now - it->second.fetched_ms < kTopicCacheMs &&
+        now >= it->second.fetched_ms) {
+      return it->second.config;
+    }
+  }
+  proto::Request req;
+  req.mutable_describe_topic()->set_name(name);
+  proto::Response resp = Call(req);
+  if (resp.has_status() && resp.status().code() != 0) {
+    *error = StatusFromNative(resp, RpcKind::kRoute);
+    std::lock_guard<std::mutex> lock(topics_mu_);
+    topics_.erase(name);
+    return std::nullopt;
+  }
+  std::lock_guard<std::mutex> lock(topics_mu_);
+  topics_[name] = CachedTopic{resp.topic().topic(), now};
+  return resp.topic().topic();
+}
+
+v2::Endpoints MessagingServiceImpl::AdvertisedEndpoints(const v2::Endpoints& requested) const {
+  // The client reached us at its access point; answering with it keeps every RPC on this
+  // endpoint (a single broker, broker id 0).
+  if (requested.addresses_size() > 0) return requested;
+  v2::Endpoints e;
+  e.set_scheme(v2::AddressScheme::IPv4);
+  v2::Address* a = e.add_addresses();
+  a->set_host(options_.address);
+  a->set_port(options_.port);
+  return e;
+}
+
+void MessagingServiceImpl::FillQueue(const proto::TopicConfig& topic, int32_t queue_id,
+                                     const v2::Endpoints& endpoints,
+                                     v2::MessageQueue* mq) const {
+  mq->mutable_topic()->set_name(topic.name());
+  mq->set_id(queue_id);
+  mq->set_permission(v2::Permission::READ_WRITE);
+  v2::Broker* b = mq->mutable_broker();
+  b->set_name("tokimq");
+  b->set_id(0);
+  *b->mutable_endpoints() = endpoints;
+  AddAcceptedTypes(topic.type(), mq);
+}
+
+grpc::Status MessagingServiceImpl::QueryRoute(grpc::ServerContext* ctx,
+                                              const v2::QueryRouteRequest* req,
+                                              v2::QueryRouteResponse* resp) {
+  v2::Status error;
+  std::optional<proto::TopicConfig> topic = LookupTopic(req->topic().name(), &error);
+  if (!topic) {
+    *resp->mutable_status() = error;
+    return grpc::Status::OK;
+  }
+  const v2::Endpoints endpoints = AdvertisedEndpoints(req->endpoints());
+  for (int32_t q = 0; q < std::max(1, topic->queues()); ++q) {
+    FillQueue(*topic, q, endpoints, resp->add_message_queues());
+  }
+  *resp->mutable_status() = OkStatus();
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::Heartbeat(grpc::ServerContext* ctx,
+                                             const v2::HeartbeatRequest* req,
+                                             v2::HeartbeatResponse* resp) {
+  // Consumer groups are implicit in tokimq (created by the first receive), so there is nothing
+  // to register; the heartbeat only proves the endpoint is alive.
+  *resp->mutable_status() = OkStatus();
+  return grpc::Status::OK;
+}
+
+v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client) const {
+  v2::Settings s = client;
+  if (s.has_publishing()) {
+    s.mutable_publishing()->set_max_body_size(options_.max_body_size);
+    s.mutable_publishing()->set_validate_message_type(true);
+    // Producers retry a failed send at once (RocketMQ's default); clients assert exponential.
+    v2::RetryPolicy* rp = s.mutable_backoff_policy();
+    if (rp->max_attempts() <= 0) rp->set_max_attempts(kDefaultPublishAttempts);
+    if (!rp->has_exponential_backoff()) {
+      v2::ExponentialBackoff* eb = rp->mutable_exponential_backoff();
+      SetDurationMs(10, eb->mutable_initial());
+      SetDurationMs(1000, eb->mutable_max());
+      eb->set_multiplier(2);
+    }
+  } else if (s.has_subscription()) {
+    v2::Subscription* sub = s.mutable_subscription();
+    sub->set_fifo(false);  // FIFO groups are refused for now (docs/rocketmq-compat.md)
+    sub->set_receive_batch_size(options_.receive_batch_size);
+    int64_t poll = options_.long_polling_timeout_ms;
+    if (sub->has_long_polling_timeout()) {
+      poll = std::min(poll, DurationMs(sub->long_polling_timeout()));
+    }
+    SetDurationMs(poll, sub->mutable_long_polling_timeout());
+    // NACKed messages come back after 1 s, 2 s, 4 s ... up to 1 min, then the DLQ after the
+    // broker's max attempts.
+    v2::RetryPolicy* rp = s.mutable_backoff_policy();
+    rp->set_max_attempts(kConsumerMaxAttempts);
+    v2::ExponentialBackoff* eb = rp->mutable_exponential_backoff();
+    SetDurationMs(1000, eb->mutable_initial());
+    SetDurationMs(60'000, eb->mutable_max());
+    eb->set_multiplier(2);
+  }
+  return s;
+}
+
+grpc::Status MessagingServiceImpl::Telemetry(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v2::TelemetryCommand, v2::TelemetryCommand>* stream) {
+  const std::string client = ClientId(ctx);
+  v2::TelemetryCommand cmd;
+  while (stream->Read(&cmd)) {
+    if (!cmd.has_settings()) continue;  // answers to server commands: tokimq sends none
+    v2::TelemetryCommand answer;
+    *answer.mutable_status() = OkStatus();
+    *answer.mutable_settings() = AnswerSettings(cmd.settings());
+    TOKIMQ_LOG_DEBUG("rocketmq: settings from {} {}", ClientTypeName(cmd.settings().client_type()),
+                     client);
+    if (!stream->Write(answer)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::QueryAssignment(grpc::ServerContext* ctx,
+                                                   const v2::QueryAssignmentRequest* req,
+                                                   v2::QueryAssignmentResponse* resp) {
+  if (req->group().name().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+    return grpc::Status::OK;
+  }
+  v2::Status error;
+  std::optional<proto::TopicConfig> topic = LookupTopic(req->topic().name(), &error);
+  if (!topic) {
+    *resp->mutable_status() = error;
+    return grpc::Status::OK;
+  }
+  // Receives are served from all queues of the topic at once (lease-based "pop"), so a push
+  // consumer gets one assignment with queue id -1, as RocketMQ's proxy does in pop mode.
+  FillQueue(*topic, -1, AdvertisedEndpoints(req->endpoints()),
+            resp->add_assignments()->mutable_message_queue());
+  *resp->mutable_status() = OkStatus();
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::NotifyClientTermination(
+    grpc::ServerContext* ctx, const v2::NotifyClientTerminationRequest* req,
+    v2::NotifyClientTerminationResponse* resp) {
+  // Leases of a terminated client simply expire; nothing is kept per client.
+  *resp->mutable_status() = OkStatus();
+  return grpc::Status::OK;
+}
+
+// --- Not supported: answered with a RocketMQ status so clients report a clear error. ---
+
+grpc::Status MessagingServiceImpl::PullMessage(
+    grpc::ServerContext* ctx, const v2::PullMessageRequest* req,
+    grpc::ServerWriter<v2::PullMessageResponse>* writer) {
+  v2::PullMessageResponse r;
+  *r.mutable_status() = MakeStatus(
+      v2::Code::UNSUPPORTED, "tokimq serves lease-based receives only; PullConsumer is not supported");
+  writer->Write(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::UpdateOffset(grpc::ServerContext* ctx,
+                                                const v2::UpdateOffsetRequest* req,
+                                                v2::UpdateOffsetResponse* resp) {
+  *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::GetOffset(grpc::ServerContext* ctx,
+                                             const v2::GetOffsetRequest* req,
+                                             v2::GetOffsetResponse* resp) {
+  *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
+                                               const v2::QueryOffsetRequest* req,
+                                               v2::QueryOffsetResponse* resp) {
+  *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::EndTransaction(grpc::ServerContext* ctx,
+                                                  const v2::EndTransactionRequest* req,
+                                                  v2::EndTransactionResponse* resp) {
+  *resp->mutable_status() =
+      MakeStatus(v2::Code::UNSUPPORTED, "transactional messages are not supported by tokimq");
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::SyncLiteSubscription(
+    grpc::ServerContext* ctx, const v2::SyncLiteSubscriptionRequest* req,
+    v2::SyncLiteSubscriptionResponse* resp) {
+  *resp->mutable_status() =
+      MakeStatus(v2::Code::UNSUPPORTED, "lite topics are not supported by tokimq");
+  return grpc::Status::OK;
+}
+
+}  // namespace tokimq::rocketmq

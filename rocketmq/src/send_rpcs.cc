@@ -1,0 +1,155 @@
+// SendMessage and RecallMessage of MessagingServiceImpl.
+#include <fmt/format.h>
+
+#include "broker/broker.h"
+#include "common/clock.h"
+#include "messaging_service.h"
+
+namespace tokimq::rocketmq {
+
+v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
+                                                  const proto::TopicConfig& topic, int64_t now,
+                                                  proto::SendEntry* out) const {
+  const v2::SystemProperties& sp = m.system_properties();
+  if (sp.message_id().empty()) {
+    return MakeStatus(v2::Code::ILLEGAL_MESSAGE_ID, "message id is empty");
+  }
+  if (sp.has_message_group() || sp.message_type() == v2::MessageType::FIFO) {
+    return MakeStatus(v2::Code::UNSUPPORTED,
+                      "FIFO messages (message groups) are not supported by tokimq's RocketMQ "
+                      "endpoint yet; send without a message group");
+  }
+  if (sp.message_type() == v2::MessageType::TRANSACTION) {
+    return MakeStatus(v2::Code::UNSUPPORTED, "transactional messages are not supported by tokimq");
+  }
+  if (sp.message_type() == v2::MessageType::LITE || sp.has_lite_topic()) {
+    return MakeStatus(v2::Code::UNSUPPORTED, "lite topics are not supported by tokimq");
+  }
+  if (sp.message_type() == v2::MessageType::PRIORITY || sp.has_priority()) {
+    return MakeStatus(v2::Code::UNSUPPORTED, "priority messages are not supported by tokimq");
+  }
+  if (topic.type() == proto::FIFO || topic.type() == proto::TRANSACTION) {
+    return MakeStatus(v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                      fmt::format("topic '{}' only accepts {} messages", topic.name(),
+                                  topic.type() == proto::FIFO ? "FIFO" : "transactional"));
+  }
+  if (static_cast<int64_t>(m.body().size()) > options_.max_body_size) {
+    return MakeStatus(v2::Code::MESSAGE_BODY_TOO_LARGE,
+                      fmt::format("body of {} bytes exceeds the max body size of {} bytes",
+                                  m.body().size(), options_.max_body_size));
+  }
+  if (sp.has_delivery_timestamp()) {
+    const int64_t at = TimestampMs(sp.delivery_timestamp());
+    const int64_t max_delay = topic.max_delay_ms();
+    if (max_delay > 0 && at - now > max_delay) {
+      return MakeStatus(v2::Code::ILLEGAL_DELIVERY_TIME,
+                        fmt::format("delivery timestamp is {} ms ahead, beyond the max delay of "
+                                    "{} ms of topic '{}'",
+                                    at - now, max_delay, topic.name()));
+    }
+    out->set_deliver_at_ms(at);  // in the past: delivered at once
+  }
+  for (const auto& [k, v] : m.user_properties()) {
+    if (IsReservedProperty(k)) {
+      return MakeStatus(v2::Code::ILLEGAL_MESSAGE_PROPERTY_KEY,
+                        fmt::format("property '{}' is reserved", k));
+    }
+    (*out->mutable_properties())[k] = v;
+  }
+  std::string keys;
+  for (const std::string& k : sp.keys()) {
+    if (k.find(' ') != std::string::npos) {
+      return MakeStatus(v2::Code::ILLEGAL_MESSAGE_KEY, "message keys must not contain spaces");
+    }
+    if (k.empty()) continue;
+    if (!keys.empty()) keys.push_back(' ');
+    keys += k;
+  }
+  if (sp.has_tag() && sp.tag().find('|') != std::string::npos) {
+    return MakeStatus(v2::Code::ILLEGAL_MESSAGE_TAG, "tags must not contain '|'");
+  }
+  out->set_topic(m.topic().name());
+  out->set_body(m.body());
+  out->set_key(keys);
+  if (sp.has_tag()) out->set_tag(sp.tag());
+  if (sp.has_born_timestamp()) out->set_born_ms(TimestampMs(sp.born_timestamp()));
+  auto& props = *out->mutable_properties();
+  props[kRmqMessageId] = sp.message_id();
+  if (!sp.born_host().empty()) props[kRmqBornHost] = sp.born_host();
+  if (sp.has_trace_context()) props[kRmqTraceContext] = sp.trace_context();
+  if (sp.body_encoding() == v2::Encoding::GZIP) props[kRmqBodyEncoding] = "GZIP";
+  return OkStatus();
+}
+
+grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,
+                                               const v2::SendMessageRequest* req,
+                                               v2::SendMessageResponse* resp) {
+  auto fail_all = [&](const v2::Status& s) {
+    *resp->mutable_status() = s;
+    for (int i = 0; i < req->messages_size(); ++i) {
+      v2::SendResultEntry* e = resp->add_entries();
+      *e->mutable_status() = s;
+      e->set_message_id(req->messages(i).system_properties().message_id());
+    }
+    return grpc::Status::OK;
+  };
+  if (req->messages().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::BAD_REQUEST, "no messages to send");
+    return grpc::Status::OK;
+  }
+  const std::string& topic_name = req->messages(0).topic().name();
+  for (const v2::Message& m : req->messages()) {
+    if (m.topic().name() != topic_name) {
+      return fail_all(MakeStatus(v2::Code::BAD_REQUEST, "messages of one request must share a topic"));
+    }
+  }
+  v2::Status error;
+  std::optional<proto::TopicConfig> topic = LookupTopic(topic_name, &error);
+  if (!topic) return fail_all(error);
+
+  proto::Request native;
+  proto::SendRequest* send = native.mutable_send();
+  const int64_t now = broker_->clock()->NowMs();
+  for (const v2::Message& m : req->messages()) {
+    v2::Status s = PrepareSendEntry(m, *topic, now, send->add_entries());
+    if (s.code() != v2::Code::OK) return fail_all(s);
+  }
+  proto::Response r = Call(native);
+  v2::Status status = StatusFromNative(r, RpcKind::kSend);
+  if (status.code() != v2::Code::OK) return fail_all(status);
+  if (r.send().results_size() != req->messages_size()) {
+    return fail_all(MakeStatus(v2::Code::INTERNAL_ERROR, "broker answered a different count"));
+  }
+  *resp->mutable_status() = OkStatus();
+  for (int i = 0; i < req->messages_size(); ++i) {
+    const proto::SendResult& sr = r.send().results(i);
+    const std::string& id = req->messages(i).system_properties().message_id();
+    v2::SendResultEntry* e = resp->add_entries();
+    *e->mutable_status() = OkStatus();
+    e->set_message_id(id);
+    e->set_offset(sr.queue_offset());
+    if (!sr.recall_handle().empty()) {
+      e->set_recall_handle(EncodeRecallHandle(id, sr.recall_handle()));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status MessagingServiceImpl::RecallMessage(grpc::ServerContext* ctx,
+                                                 const v2::RecallMessageRequest* req,
+                                                 v2::RecallMessageResponse* resp) {
+  if (req->recall_handle().empty()) {
+    *resp->mutable_status() = MakeStatus(v2::Code::BAD_REQUEST, "recall handle is empty");
+    return grpc::Status::OK;
+  }
+  std::string message_id, handle;
+  DecodeRecallHandle(req->recall_handle(), &message_id, &handle);
+  proto::Request native;
+  native.mutable_recall()->set_recall_handle(handle);
+  proto::Response r = Call(native);
+  *resp->mutable_status() = StatusFromNative(r, RpcKind::kRecall);
+  if (resp->status().code() == v2::Code::OK) resp->set_message_id(message_id);
+  return grpc::Status::OK;
+}
+
+}  // namespace tokimq::rocketmq
