@@ -1,0 +1,133 @@
+// The three actors of the order-timeout job, each on its own threads:
+//  - OrderService: creates orders (durably, CREATED record synced) and sends one delay message
+//    per order, keyed by order id, deliver time = the order's payment deadline; batches are
+//    pipelined (SendBatchAsync with a window of batches in flight per producer connection).
+//  - PaymentSimulator: pays a deterministic share of the orders at a deterministic time before
+//    their deadline (so --resume pays the same orders).
+//  - Canceller: SimpleConsumer threads receive the timeout messages, cancel orders that are still
+//    unpaid, make the state durable and only then ACK. Early (before-deadline) deliveries are not
+//    acted on: they are NACKed with the remaining delay and counted.
+//
+// Ownership: all borrow the OrderBook, OrderLog, Clock and Metrics, which outlive them.
+// Thread-safety: Start/Stop/Join from one controlling thread; Schedule from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/connection.h"
+#include "common/clock.h"
+#include "order_timeout/order_book.h"
+#include "order_timeout/order_log.h"
+
+namespace tokimq::order_timeout {
+
+struct JobOptions {
+  client::ClientOptions client;
+  std::string topic = "orders.timeout";
+  std::string group = "order-canceller";
+  int producers = 2;
+  int consumers = 4;
+  int batch = 256;           // messages per send request
+  int window = 16;           // send requests in flight per producer
+  int receive_batch = 32;    // max messages per receive
+  int64_t invisible_ms = 10'000;
+};
+
+struct Metrics {
+  std::atomic<uint64_t> sent{0}, send_errors{0};
+  std::atomic<uint64_t> received{0}, cancelled_now{0}, duplicates{0}, timeout_after_paid{0};
+  std::atomic<uint64_t> early{0}, foreign{0}, receive_errors{0}, ack_errors{0};
+  std::atomic<uint64_t> paid_now{0}, pay_refused{0}, pay_window_missed{0};
+  std::atomic<bool> fatal{false};  // the order log failed: nothing more may be ACKed
+};
+
+// The message body: "<run id, 16 hex digits>:<order id>".
+std::string TimeoutBody(uint64_t run_id, uint64_t order_id);
+bool ParseTimeoutBody(const std::string& body, uint64_t* run_id, uint64_t* order_id);
+
+class PaymentSimulator {
+ public:
+  PaymentSimulator(OrderBook* book, OrderLog* log, Clock& clock, Metrics* metrics);
+  ~PaymentSimulator();
+
+  // Whether, and when (ms since epoch), order `id` with this deadline will be paid.
+  static bool WillPay(const RunConfig& config, uint64_t id);
+  static int64_t PayAtMs(const RunConfig& config, uint64_t id, int64_t deadline_ms);
+
+  // Plans the payment of `id` if WillPay; no-op otherwise.
+  void Schedule(uint64_t id, int64_t deadline_ms);
+  void Start();
+  void Stop();
+
+ private:
+  void Loop();
+
+  OrderBook* book_;
+  OrderLog* log_;
+  Clock& clock_;
+  Metrics* metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  using Entry = std::pair<int64_t, uint64_t>;  // (pay at ms, order id)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> due_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class OrderService {
+ public:
+  OrderService(JobOptions options, OrderBook* book, OrderLog* log, PaymentSimulator* payer,
+               Clock& clock, Metrics* metrics);
+  ~OrderService();
+  // Creates every order not yet created and sends the timeout message of every created order
+  // not yet known to be sent (--resume), on options.producers threads.
+  void Start();
+  bool done() const { return done_threads_.load() == threads_.size(); }
+  void Stop();  // makes retries give up
+
+ private:
+  void ProducerLoop();
+  void SendBatchSync(std::vector<uint64_t> ids);
+
+  JobOptions options_;
+  OrderBook* book_;
+  OrderLog* log_;
+  PaymentSimulator* payer_;
+  Clock& clock_;
+  Metrics* metrics_;
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> done_threads_{0};
+  std::vector<std::thread> threads_;
+};
+
+class Canceller {
+ public:
+  Canceller(JobOptions options, OrderBook* book, OrderLog* log, Clock& clock, Metrics* metrics);
+  ~Canceller();
+  void Start();
+  void Stop();  // joins
+  // Receive time - deliver time of every first delivery, ms (valid after Stop).
+  std::vector<int64_t> TakeLateness();
+
+ private:
+  void Loop(size_t index);
+
+  JobOptions options_;
+  OrderBook* book_;
+  OrderLog* log_;
+  Clock& clock_;
+  Metrics* metrics_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+  std::vector<std::vector<int64_t>> lateness_;  // one per thread
+};
+
+}  // namespace tokimq::order_timeout
