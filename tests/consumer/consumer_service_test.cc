@@ -99,6 +99,27 @@ TEST_P(ConsumerTest, SecondAckOfTheSameDeliveryIsRefused) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_P(ConsumerTest, AckBatchAcksEachDeliveryOnce) {
+  for (int i = 0; i < 4; ++i) Send("orders", i, "o" + std::to_string(i));
+  auto got = Recv("g", "orders", 4);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_TRUE(svc_->Ack("g", got[3].receipt_handle).ok());
+  std::vector<std::string> handles = {got[0].receipt_handle, got[1].receipt_handle, "garbage",
+                                      got[0].receipt_handle, got[3].receipt_handle,
+                                      got[2].receipt_handle};
+  auto results = svc_->AckBatch("g", handles);
+  ASSERT_EQ(results.size(), handles.size());
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_TRUE(results[1].ok());
+  EXPECT_EQ(results[2].code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(results[3].code(), absl::StatusCode::kFailedPrecondition);  // repeated in batch
+  EXPECT_EQ(results[4].code(), absl::StatusCode::kFailedPrecondition);  // acked before
+  EXPECT_TRUE(results[5].ok());
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+  Advance(3'600'000);
+  EXPECT_TRUE(Recv("g", "orders").empty());
+}
+
 TEST_P(ConsumerTest, MaxAttemptsMovesTheMessageToTheDlq) {
   GroupPolicy policy;
   policy.max_attempts = 3;
@@ -277,6 +298,21 @@ TEST_P(ConsumerTest, TtlSendsOldUnackedMessagesToTheDlqInsteadOfRetrying) {
   EXPECT_EQ(svc_->DlqDepth("g"), 1);
   Advance(3'600'000);
   EXPECT_TRUE(Recv("g", "t").empty());
+}
+
+TEST_P(ConsumerTest, TtlAlsoAppliesToMessagesNobodyReceivedInTime) {
+  GroupPolicy policy;
+  policy.ttl_ms = 60'000;
+  svc_->SetGroupPolicy("g", policy);
+  Send("t", 0, "stale");
+  Advance(60'000);
+  Send("t", 0, "fresh");
+  EXPECT_THAT(Bodies(Recv("g", "t")), ElementsAre("fresh"));
+  EXPECT_EQ(svc_->DlqDepth("g"), 1);
+  auto dead = Recv("ops", "%DLQ%g");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].message.body, "stale");
+  EXPECT_EQ(dead[0].message.properties.at(prop::kDeliveryAttempt), "0");
 }
 
 TEST_P(ConsumerTest, PolicySurvivesRestart) {

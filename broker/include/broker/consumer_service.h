@@ -70,6 +70,17 @@ class ConsumerService {
   // OK once per delivery. kFailedPrecondition: handle already used, renewed, or its lease
   // expired and the message was handed out again. kInvalidArgument: malformed handle.
   virtual absl::Status Ack(const std::string& group, const std::string& receipt_handle) = 0;
+  // Acks several deliveries of `group` with one synced write (a synced RocksDB write costs
+  // ~1.5 ms on the reference VM, so per-message Acks cap a consumer near 700/s). Result i is
+  // the status of receipt_handles[i], with the codes of Ack; a handle repeated in the batch is
+  // OK once, then kFailedPrecondition.
+  virtual std::vector<absl::Status> AckBatch(const std::string& group,
+                                             const std::vector<std::string>& receipt_handles) {
+    std::vector<absl::Status> out;
+    out.reserve(receipt_handles.size());
+    for (const auto& h : receipt_handles) out.push_back(Ack(group, h));
+    return out;
+  }
   // Returns the new receipt handle. Errors as Ack.
   virtual absl::StatusOr<std::string> ChangeInvisibleDuration(const std::string& group,
                                                               const std::string& receipt_handle,

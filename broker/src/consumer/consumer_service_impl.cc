@@ -3,6 +3,7 @@
 #include "consumer/consumer_service_impl.h"
 
 #include <random>
+#include <set>
 
 #include "common/logging.h"
 #include "common/status.h"
@@ -239,6 +240,62 @@ absl::Status ConsumerServiceImpl::Ack(const std::string& group, const std::strin
   p->leases.erase(r.queue_offset);
   GetGroup(group)->in_flight.fetch_sub(1);
   return absl::OkStatus();
+}
+
+std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
+    const std::string& group, const std::vector<std::string>& handles) {
+  std::vector<absl::Status> out(handles.size());
+  std::vector<Receipt> receipts(handles.size());
+  // Progress objects touched, locked in address order: nothing else ever holds two Progress
+  // mutexes, so this cannot deadlock.
+  std::map<Progress*, std::unique_lock<std::mutex>> locks;
+  std::vector<Progress*> owner(handles.size(), nullptr);
+  for (size_t i = 0; i < handles.size(); ++i) {
+    absl::StatusOr<Receipt> r = DecodeReceipt(handles[i], secret_);
+    if (!r.ok()) {
+      out[i] = r.status();
+    } else if (r->queue.group != group) {
+      out[i] = absl::InvalidArgumentError("receipt handle belongs to another consumer group");
+    } else {
+      receipts[i] = std::move(*r);
+      owner[i] = FindProgress(receipts[i].queue);
+      if (owner[i]) locks.emplace(owner[i], std::unique_lock<std::mutex>());
+    }
+  }
+  for (auto& [p, lock] : locks) lock = std::unique_lock<std::mutex>(p->mu);
+  rocksdb::WriteBatch batch;
+  std::vector<size_t> acked;
+  std::set<std::pair<Progress*, int64_t>> seen;
+  for (size_t i = 0; i < handles.size(); ++i) {
+    if (!out[i].ok()) continue;
+    Progress* p = owner[i];
+    bool live = false;
+    if (p) {
+      auto it = p->leases.find(receipts[i].queue_offset);
+      live = it != p->leases.end() && it->second.epoch == receipts[i].epoch &&
+             seen.insert({p, receipts[i].queue_offset}).second;
+    }
+    if (!live) {
+      out[i] = absl::FailedPreconditionError(
+          "receipt handle is stale: the delivery was already acked, nacked, renewed, or its "
+          "lease expired");
+      continue;
+    }
+    batch.Delete(LeaseKey(p->key, receipts[i].queue_offset));
+    acked.push_back(i);
+  }
+  if (acked.empty()) return out;
+  absl::Status s = WriteSynced(&batch);
+  GroupState* g = GetGroup(group);
+  for (size_t i : acked) {
+    if (!s.ok()) {
+      out[i] = s;
+      continue;
+    }
+    owner[i]->leases.erase(receipts[i].queue_offset);
+    g->in_flight.fetch_sub(1);
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(

@@ -57,6 +57,8 @@ class ConsumerServiceImpl final : public ConsumerService {
 
   absl::StatusOr<std::vector<ReceivedMessage>> Receive(const ReceiveRequest& req) override;
   absl::Status Ack(const std::string& group, const std::string& receipt_handle) override;
+  std::vector<absl::Status> AckBatch(const std::string& group,
+                                     const std::vector<std::string>& receipt_handles) override;
   absl::StatusOr<std::string> ChangeInvisibleDuration(const std::string& group,
                                                       const std::string& receipt_handle,
                                                       int64_t invisible_ms) override;
@@ -111,6 +113,12 @@ class ConsumerServiceImpl final : public ConsumerService {
   // max_attempts / past TTL. `batch` gets the lease deletion and is written synced.
   absl::Status EndLease(Progress* p, int64_t offset, std::optional<int64_t> delay_ms,
                         rocksdb::WriteBatch* batch);
+  // Writes a copy of `m` (read from k.read_topic) into the DLQ (now) or into the retry topic
+  // (at deliver_ms) with DELIVERY_ATTEMPT = `attempt` and ORIGIN_TOPIC = k.topic.
+  absl::Status PutCopy(const QueueKey& k, Message m, uint32_t attempt, bool to_dlq,
+                       int64_t deliver_ms);
+  // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
+  static int64_t FirstStoreMs(const Message& m);
   absl::Status HandleMarker(const Message& marker);
   absl::Status WriteSynced(rocksdb::WriteBatch* batch);
 

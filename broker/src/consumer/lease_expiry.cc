@@ -26,6 +26,36 @@ const std::string* FindProp(const Message& m, const char* name) {
 
 }  // namespace
 
+int64_t ConsumerServiceImpl::FirstStoreMs(const Message& m) {
+  int64_t first_store = m.store_ms;
+  if (const std::string* v = FindProp(m, kFirstStoreMs)) ParseI64(*v, &first_store);
+  return first_store;
+}
+
+absl::Status ConsumerServiceImpl::PutCopy(const QueueKey& k, Message copy, uint32_t attempt,
+                                          bool to_dlq, int64_t deliver_ms) {
+  const int64_t first_store = FirstStoreMs(copy);
+  // Timer bookkeeping of the previous trip must not leak into the next one.
+  for (const char* name : {prop::kRealTopic, prop::kRealQueueId, prop::kDeliverMs,
+                           prop::kTimerEnqueueMs, prop::kTimerDequeueMs, prop::kTimerUnitPos,
+                           prop::kTimerRollCount}) {
+    copy.properties.erase(name);
+  }
+  copy.properties[kFirstStoreMs] = std::to_string(first_store);
+  copy.properties[prop::kOriginalTopic] = k.topic;
+  copy.properties[prop::kDeliveryAttempt] = std::to_string(attempt);
+  copy.queue_id = 0;
+  copy.queue_offset = -1;
+  copy.physical_offset = -1;
+  copy.store_ms = 0;
+  if (to_dlq) {
+    copy.topic = DlqTopic(k.group);
+    return store_->Put(std::move(copy)).status();
+  }
+  copy.topic = RetryTopic(k.group);
+  return timers_->Schedule(std::move(copy), deliver_ms).status();
+}
+
 absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
                                            std::optional<int64_t> delay_ms,
                                            rocksdb::WriteBatch* batch) {
@@ -40,32 +70,15 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
     TOKIMQ_LOG_WARN("consumer: leased message {}/{}@{} is gone (retention); dropping lease",
                     k.read_topic, k.queue_id, offset);
   } else {
-    Message copy = std::move(msgs[0]);
-    int64_t first_store = copy.store_ms;
-    if (const std::string* v = FindProp(copy, kFirstStoreMs)) ParseI64(*v, &first_store);
-    // Timer bookkeeping of the previous trip must not leak into the next one.
-    for (const char* name : {prop::kRealTopic, prop::kRealQueueId, prop::kDeliverMs,
-                             prop::kTimerEnqueueMs, prop::kTimerDequeueMs, prop::kTimerUnitPos,
-                             prop::kTimerRollCount}) {
-      copy.properties.erase(name);
-    }
-    copy.properties[kFirstStoreMs] = std::to_string(first_store);
-    copy.properties[prop::kOriginalTopic] = k.topic;
-    copy.queue_id = 0;
-    copy.queue_offset = -1;
-    copy.physical_offset = -1;
-    copy.store_ms = 0;
+    const int64_t first_store = FirstStoreMs(msgs[0]);
     const bool too_old = policy.ttl_ms > 0 && now - first_store >= policy.ttl_ms;
     const bool exhausted = static_cast<int64_t>(lease.attempt) >= policy.max_attempts;
     if (too_old || exhausted) {
-      copy.topic = DlqTopic(k.group);
-      copy.properties[prop::kDeliveryAttempt] = std::to_string(lease.attempt);
-      TOKIMQ_RETURN_IF_ERROR(store_->Put(std::move(copy)).status());
+      TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(msgs[0]), lease.attempt, true, now));
     } else {
-      copy.topic = RetryTopic(k.group);
-      copy.properties[prop::kDeliveryAttempt] = std::to_string(lease.attempt + 1);
       int64_t delay = delay_ms ? *delay_ms : BackoffMs(policy, static_cast<int>(lease.attempt));
-      TOKIMQ_RETURN_IF_ERROR(timers_->Schedule(std::move(copy), now + delay).status());
+      TOKIMQ_RETURN_IF_ERROR(
+          PutCopy(k, std::move(msgs[0]), lease.attempt + 1, false, now + delay));
     }
   }
   // A crash here (copy written, lease not yet deleted) redelivers the message twice: see

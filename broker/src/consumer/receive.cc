@@ -77,7 +77,10 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   if (from >= max) return absl::OkStatus();
 
   const bool retry_view = k.read_topic != k.topic;
+  const GroupPolicy policy = PolicyOf(k.group);
+  const int64_t now = clock_->NowMs();
   std::vector<Message> taken;
+  bool moved_to_dlq = false;
   int64_t next = from;
   while (static_cast<int>(taken.size()) < want && next < max) {
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
@@ -94,12 +97,20 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
       if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) continue;
       // Filtered-out messages count as consumed for the group (RocketMQ semantics).
       if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) continue;
+      const int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
+      if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
+        // Waited past the group's TTL before anyone received it: DLQ, not a delivery.
+        TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(m),
+                                       static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)),
+                                       true, now));
+        moved_to_dlq = true;
+        continue;
+      }
       taken.push_back(std::move(m));
     }
   }
   if (next == from) return absl::OkStatus();
 
-  const int64_t now = clock_->NowMs();
   const int64_t until = now + req.invisible_ms;
   std::vector<int64_t> offsets;
   std::vector<uint32_t> epochs;
@@ -126,7 +137,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     std::string lkey = LeaseKey(k, offsets[i]);
     batch.Put(lkey, EncodeLeaseValue(lkey, leases[i]));
   }
-  if (taken.empty()) {
+  if (taken.empty() && !moved_to_dlq) {
     // Only skipped messages: losing this write just means scanning them again.
     rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
     if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
