@@ -1,0 +1,87 @@
+// The `tokimq` CLI against a real broker: output, exit codes, one-line errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "broker_process.h"
+#include "test_util.h"
+
+namespace tokimq {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    broker_ = std::make_unique<testing::BrokerProcess>(dir_.Join("data"));
+    ASSERT_TRUE(broker_->Start());
+  }
+  RunResult Run(const std::string& args, const std::string& stdin_text = "") {
+    std::string input = dir_.Join("stdin.txt");
+    FILE* f = std::fopen(input.c_str(), "w");
+    std::fputs(stdin_text.c_str(), f);
+    std::fclose(f);
+    std::string cmd = std::string(TOKIMQ_CLI_BIN) + " --broker 127.0.0.1:" +
+                      std::to_string(broker_->port()) + " " + args + " <" + input + " 2>&1";
+    RunResult r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  }
+
+  tokimq::testing::TempDir dir_;
+  std::unique_ptr<testing::BrokerProcess> broker_;
+};
+
+TEST_F(CliTest, CreateSendAdvanceConsume) {
+  RunResult r = Run("topic create --name orders.timeout --type delay --queues 4 --max-delay 7d");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("max_delay=7d"), std::string::npos) << r.out;
+  r = Run("send --topic orders.timeout --delay 30m --key o-1 --body cancel-o-1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("recall="), std::string::npos) << r.out;
+  r = Run("send --topic orders.timeout --delay 30m -q", "a\nb\nc\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("sent 3 of 3 messages"), std::string::npos) << r.out;
+  r = Run("consume --group g --topic orders.timeout --wait 300ms --count 0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("received 0 messages"), std::string::npos) << r.out;
+  ASSERT_EQ(Run("admin advance-clock 30m").exit_code, 0);
+  r = Run("consume --group g --topic orders.timeout --wait 5s --count 4 --ack");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("cancel-o-1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("received 4 messages (acked)"), std::string::npos) << r.out;
+  r = Run("stats");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("depth=4"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, FailuresExitNonZeroWithOneLine) {
+  ASSERT_EQ(Run("topic create --name t --type delay --max-delay 1d").exit_code, 0);
+  RunResult r = Run("send --topic t --delay 2d --body x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "tokimq: delay 2d exceeds the max delay 1d of topic 't'\n");
+  r = Run("send --topic missing --body x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "tokimq: topic 'missing' does not exist\n");
+  r = Run("send --topic t --delay soon --body x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(Run("topic bogus").exit_code, 0);
+  EXPECT_EQ(Run("--help").exit_code, 0);
+  EXPECT_EQ(Run("send --help").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace tokimq
