@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds the release preset, starts a
+# broker on a temp dir and a free loopback port, creates the timer topic with the CLI, runs the
+# order-timeout demo (100k orders, 5 s timeout, 70 % paid), stops the broker with SIGTERM and
+# removes the temp dir. Exits with the demo's exit code.
+#
+# Usage: scripts/demo.sh [extra tokimq-order-timeout flags, e.g. --orders 20000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+cmake --preset release >/dev/null
+cmake --build --preset release --target tokimq_broker_main tokimq_cli order_timeout
+
+bin="$PWD/build/release/bin"
+work="$(mktemp -d "${TMPDIR:-/tmp}/tokimq-demo.XXXXXX")"
+broker_pid=""
+cleanup() {
+  if [[ -n "$broker_pid" ]] && kill -0 "$broker_pid" 2>/dev/null; then
+    kill -TERM "$broker_pid" 2>/dev/null || true
+    wait "$broker_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "demo: starting tokimq-broker (data dir $work/data, log $work/broker.log)"
+"$bin/tokimq-broker" --data-dir "$work/data" --bind 127.0.0.1 --port 0 \
+  --port-file "$work/port" --log-file "$work/broker.log" &
+broker_pid=$!
+
+# Wait until the broker writes its port and answers a request.
+broker=""
+for _ in $(seq 1 200); do
+  if ! kill -0 "$broker_pid" 2>/dev/null; then
+    echo "demo: the broker exited early; its log:" >&2
+    cat "$work/broker.log" >&2 || true
+    exit 1
+  fi
+  if [[ -s "$work/port" ]]; then
+    broker="127.0.0.1:$(cat "$work/port")"
+    if "$bin/tokimq" --broker "$broker" topic list >/dev/null 2>&1; then break; fi
+  fi
+  sleep 0.1
+done
+if [[ -z "$broker" ]] || ! "$bin/tokimq" --broker "$broker" topic list >/dev/null 2>&1; then
+  echo "demo: the broker did not answer within 20 s" >&2
+  exit 1
+fi
+echo "demo: broker ready on $broker"
+
+"$bin/tokimq" --broker "$broker" topic create --name orders.timeout --type delay
+
+set +e
+"$bin/tokimq-order-timeout" --broker "$broker" --topic orders.timeout \
+  --orders 100000 --timeout 5s --paid 0.7 --state-dir "$work/state" "$@"
+rc=$?
+set -e
+
+kill -TERM "$broker_pid"
+if ! wait "$broker_pid"; then
+  echo "demo: the broker did not stop cleanly; its log:" >&2
+  tail -20 "$work/broker.log" >&2 || true
+  [[ $rc -eq 0 ]] && rc=1
+fi
+broker_pid=""
+echo "demo: broker stopped; exit code $rc"
+exit "$rc"
