@@ -1,0 +1,1 @@
+tokimq_bench(timerstore_bench DEPS tokimq::timerstore)
