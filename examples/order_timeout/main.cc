@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--window", job.window, "send requests in flight per producer")
       ->default_val(16)->check(CLI::Range(1, 1024));
+  app.add_option("--receive-batch", job.receive_batch, "max messages per receive")
+      ->default_val(128)->check(CLI::Range(1, 1024));
   app.add_option("--invisible", invisible, "canceller lease per received message")
       ->default_val("10s");
   app.add_option("--state-dir", state_dir, "directory of the order log")

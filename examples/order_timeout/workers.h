@@ -36,7 +36,7 @@ struct JobOptions {
   int consumers = 4;
   int batch = 256;           // messages per send request
   int window = 16;           // send requests in flight per producer
-  int receive_batch = 32;    // max messages per receive
+  int receive_batch = 128;   // max messages per receive
   int64_t invisible_ms = 10'000;
 };
 

@@ -1,0 +1,81 @@
+// The three systems tokimq-bench drives with the same workload, behind one small interface:
+//  - tokimq: Producer::SendBatchAsync (a window of batches in flight) to a DELAY topic;
+//    SimpleConsumer Receive + AckBatch.
+//  - redis: the usual sorted-set delay queue. ZADD <prefix>:delayed <deliver ms> <member>
+//    (one variadic ZADD per batch); a mover thread runs a Lua script that atomically moves due
+//    members to the <prefix>:ready list; consumers pop with a Lua script that leases what it pops
+//    (ZADD <prefix>:inflight <lease deadline>) and ACK with ZREM <prefix>:inflight.
+//  - beanstalkd: put with a delay in whole seconds (rounded up: never early), reserve, delete.
+// Every message body starts with "<deliver ms>:<seq>:" so lateness is measured the same way.
+//
+// Thread-safety: a Driver is shared by all threads (Start/Stop from one); a Producer or Consumer
+// session belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tokimq::bench {
+
+struct BenchMessage {
+  int64_t deliver_ms = 0;  // absolute, ms since epoch; <= now: immediately available
+  std::string body;
+};
+
+struct Received {
+  int64_t deliver_ms = 0;  // parsed from the body
+  uint64_t seq = 0;
+  std::string handle;      // receipt handle / member / job id
+};
+
+class ProducerSession {
+ public:
+  virtual ~ProducerSession() = default;
+  // Sends a batch; may return before the broker answered (pipelining). Errors of earlier
+  // batches surface here or in Flush.
+  virtual absl::Status Send(std::vector<BenchMessage> batch) = 0;
+  // Waits for every outstanding batch.
+  virtual absl::Status Flush() = 0;
+};
+
+class ConsumerSession {
+ public:
+  virtual ~ConsumerSession() = default;
+  // Up to max messages, waiting up to wait_ms for the first one. Empty: none ready.
+  virtual absl::StatusOr<std::vector<Received>> Receive(int max, int64_t wait_ms) = 0;
+  virtual absl::Status Ack(const std::vector<Received>& msgs) = 0;
+};
+
+struct DriverOptions {
+  std::string system;       // tokimq | redis | beanstalkd
+  std::string addr;         // host:port
+  std::string queue;        // topic / key prefix / tube
+  int pipeline = 16;        // batches in flight per producer (tokimq, redis)
+  int64_t lease_ms = 60'000;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // Creates or empties the queue; starts helper threads (the Redis mover).
+  virtual absl::Status Setup() = 0;
+  virtual void Stop() {}
+  virtual absl::StatusOr<std::unique_ptr<ProducerSession>> NewProducer() = 0;
+  virtual absl::StatusOr<std::unique_ptr<ConsumerSession>> NewConsumer() = 0;
+  // One cheap request: OK when the system serves (used to time restarts).
+  virtual absl::Status Ping() = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Driver>> NewTokimqDriver(const DriverOptions& o);
+absl::StatusOr<std::unique_ptr<Driver>> NewRedisDriver(const DriverOptions& o);
+absl::StatusOr<std::unique_ptr<Driver>> NewBeanstalkDriver(const DriverOptions& o);
+
+// "<deliver ms>:<seq>:" followed by filler up to body_size bytes.
+std::string MakeBody(int64_t deliver_ms, uint64_t seq, size_t body_size);
+bool ParseBody(std::string_view body, int64_t* deliver_ms, uint64_t* seq);
+
+}  // namespace tokimq::bench

@@ -1,0 +1,218 @@
+#include "runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "common/clock.h"
+
+namespace tokimq::bench {
+namespace {
+
+// RssAnon / RssFile of a process in kB, from /proc/<pid>/status. Zeros if unreadable.
+void ReadRss(int pid, int64_t* anon_kb, int64_t* file_kb) {
+  *anon_kb = *file_kb = 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key) {
+    if (key == "RssAnon:" && in >> value >> unit) *anon_kb = value;
+    else if (key == "RssFile:" && in >> value >> unit) *file_kb = value;
+  }
+}
+
+class RssSampler {
+ public:
+  RssSampler(int pid, Result* r) : pid_(pid), r_(r) {
+    if (pid_ <= 0) return;
+    int64_t file = 0;
+    ReadRss(pid_, &r_->rss_anon_kb_before, &file);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~RssSampler() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (pid_ > 0) Sample();
+  }
+
+ private:
+  void Sample() {
+    int64_t anon = 0, file = 0;
+    ReadRss(pid_, &anon, &file);
+    std::lock_guard<std::mutex> lock(mu_);
+    r_->rss_anon_kb_max = std::max(r_->rss_anon_kb_max, anon);
+    r_->rss_file_kb_max = std::max(r_->rss_file_kb_max, file);
+    r_->rss_anon_kb_end = anon;
+  }
+  void Loop() {
+    Clock& clock = *SystemClock::Default();
+    while (!stop_) {
+      Sample();
+      clock.WaitUntilMs(clock.NowMs() + 200, std::chrono::milliseconds(200));
+    }
+  }
+  int pid_;
+  Result* r_;
+  std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+double Pct(const std::vector<int64_t>& sorted_us, double p) {
+  if (sorted_us.empty()) return 0;
+  size_t i = static_cast<size_t>(p * static_cast<double>(sorted_us.size() - 1) + 0.5);
+  return static_cast<double>(sorted_us[std::min(i, sorted_us.size() - 1)]) / 1000.0;
+}
+
+}  // namespace
+
+Result Run(Driver* driver, const Workload& w) {
+  Clock& clock = *SystemClock::Default();
+  Result res;
+  std::mutex err_mu;
+  auto fail = [&](const absl::Status& s) {
+    std::lock_guard<std::mutex> lock(err_mu);
+    ++res.errors;
+    if (res.first_error.empty()) res.first_error = s.ToString();
+  };
+  const bool consume = w.mode != "enqueue";
+  const bool consume_after = w.mode == "lease";
+  const int64_t t0 = clock.NowMs();
+  const int64_t hot_start = (t0 + w.hot_lead_ms) / 1000 * 1000 + 1000;
+  const int64_t give_up = t0 + w.max_run_ms;
+
+  RssSampler rss(w.rss_pid, &res);
+  std::vector<std::atomic<uint8_t>> seen(w.messages);
+  std::atomic<uint64_t> next{0}, sent{0}, received{0}, dups{0}, early{0};
+  std::atomic<int64_t> first_deliver{INT64_MAX}, last_recv{0}, enqueue_end{0};
+  std::atomic<bool> stop_consumers{false};
+  std::vector<std::vector<int64_t>> lateness(static_cast<size_t>(std::max(1, w.consumers)));
+
+  auto producer_fn = [&](int index) {
+    auto p = driver->NewProducer();
+    if (!p.ok()) return fail(p.status());
+    std::mt19937_64 rng(static_cast<uint64_t>(index) * 7919 + 17);
+    const uint64_t batch = static_cast<uint64_t>(std::max(1, w.batch));
+    while (true) {
+      uint64_t first = next.fetch_add(batch);
+      if (first >= w.messages || clock.NowMs() > give_up) break;
+      uint64_t end = std::min(w.messages, first + batch);
+      const int64_t now = clock.NowMs();
+      std::vector<BenchMessage> msgs;
+      msgs.reserve(end - first);
+      for (uint64_t seq = first; seq < end; ++seq) {
+        int64_t d = now;
+        switch (w.delay) {
+          case DelayKind::kUniform:
+            d = now + w.delay_lo_ms +
+                static_cast<int64_t>(rng() % static_cast<uint64_t>(w.delay_hi_ms - w.delay_lo_ms + 1));
+            break;
+          case DelayKind::kHot:
+            d = hot_start + static_cast<int64_t>(rng() % 1000);
+            break;
+          case DelayKind::kFixed:
+            d = now + w.delay_lo_ms;
+            break;
+          case DelayKind::kNow:
+            d = now;
+            break;
+        }
+        int64_t cur = first_deliver.load();
+        while (d < cur && !first_deliver.compare_exchange_weak(cur, d)) {
+        }
+        msgs.push_back(BenchMessage{d, MakeBody(d, seq, w.body_size)});
+      }
+      absl::Status s = (*p)->Send(std::move(msgs));
+      if (!s.ok()) return fail(s);
+      sent.fetch_add(end - first);
+    }
+    absl::Status s = (*p)->Flush();
+    if (!s.ok()) fail(s);
+  };
+
+  auto consumer_fn = [&](int index) {
+    auto c = driver->NewConsumer();
+    if (!c.ok()) return fail(c.status());
+    std::vector<int64_t>& lat = lateness[static_cast<size_t>(index)];
+    while (!stop_consumers && received.load() < w.messages && clock.NowMs() < give_up) {
+      auto got = (*c)->Receive(w.receive_batch, 200);
+      const int64_t now_us = clock.NowMicros();
+      if (!got.ok()) {
+        fail(got.status());
+        clock.WaitUntilMs(now_us / 1000 + 100, std::chrono::milliseconds(100));
+        continue;
+      }
+      for (const Received& r : *got) {
+        if (r.seq >= w.messages) continue;
+        if (seen[r.seq].exchange(1) != 0) {
+          dups.fetch_add(1);
+          continue;
+        }
+        const int64_t late_us = now_us - r.deliver_ms * 1000;
+        if (late_us < 0) early.fetch_add(1);
+        lat.push_back(late_us);
+        received.fetch_add(1);
+      }
+      if (!got->empty()) {
+        int64_t now_ms = now_us / 1000, cur = last_recv.load();
+        while (now_ms > cur && !last_recv.compare_exchange_weak(cur, now_ms)) {
+        }
+        absl::Status s = (*c)->Ack(*got);
+        if (!s.ok()) fail(s);
+      }
+    }
+  };
+
+  std::vector<std::thread> producers, consumers;
+  int64_t consume_start = 0;
+  if (consume && !consume_after) {
+    consume_start = clock.NowMs();
+    for (int i = 0; i < std::max(1, w.consumers); ++i) consumers.emplace_back(consumer_fn, i);
+  }
+  for (int i = 0; i < std::max(1, w.producers); ++i) producers.emplace_back(producer_fn, i);
+  for (auto& t : producers) t.join();
+  enqueue_end = clock.NowMs();
+  res.sent = sent.load();
+  res.enqueue_s = (enqueue_end.load() - t0) / 1000.0;
+  res.enqueue_rate = res.enqueue_s > 0 ? res.sent / res.enqueue_s : 0;
+  if (consume && consume_after) {
+    consume_start = clock.NowMs();
+    for (int i = 0; i < std::max(1, w.consumers); ++i) consumers.emplace_back(consumer_fn, i);
+  }
+  if (!consume) {
+    // Let the broker settle (dispatch, timer enqueue) before the last RSS sample.
+    clock.WaitUntilMs(clock.NowMs() + 2000, std::chrono::milliseconds(2000));
+  }
+  for (auto& t : consumers) t.join();
+  rss.Stop();
+
+  res.received = received.load();
+  res.duplicates = dups.load();
+  res.early = early.load();
+  res.complete = consume ? res.received == w.messages : res.sent == w.messages;
+  std::vector<int64_t> all;
+  for (auto& v : lateness) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  res.p50_ms = Pct(all, 0.5);
+  res.p99_ms = Pct(all, 0.99);
+  res.p999_ms = Pct(all, 0.999);
+  res.max_ms = all.empty() ? 0 : all.back() / 1000.0;
+  if (consume && res.received > 0) {
+    int64_t span_start = consume_after ? consume_start : std::max(first_deliver.load(), consume_start);
+    double span_s = (last_recv.load() - span_start) / 1000.0;
+    res.consume_rate = span_s > 0 ? res.received / span_s : 0;
+  }
+  if (w.delay == DelayKind::kHot && res.received > 0) res.hot_drain_ms = last_recv.load() - hot_start;
+  if (w.rss_pid > 0 && w.messages > 0) {
+    res.anon_bytes_per_msg =
+        static_cast<double>(res.rss_anon_kb_end - res.rss_anon_kb_before) * 1024.0 / w.messages;
+  }
+  return res;
+}
+
+}  // namespace tokimq::bench

@@ -1,0 +1,43 @@
+// Runs one workload against one Driver and measures it (see main.cc for the flags).
+// Thread-safety: Run is called once, from the main thread; it starts and joins its own threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "drivers.h"
+
+namespace tokimq::bench {
+
+enum class DelayKind { kUniform, kHot, kFixed, kNow };
+
+struct Workload {
+  std::string mode = "e2e";  // e2e | enqueue | lease
+  uint64_t messages = 100'000;
+  size_t body_size = 100;
+  DelayKind delay = DelayKind::kUniform;
+  int64_t delay_lo_ms = 1000, delay_hi_ms = 10'000;  // uniform; fixed uses lo
+  int64_t hot_lead_ms = 20'000;                      // hot: the second starts >= this after start
+  int producers = 2;
+  int consumers = 4;
+  int batch = 128;
+  int receive_batch = 32;
+  int64_t max_run_ms = 600'000;
+  int rss_pid = 0;  // broker process to sample (/proc/<pid>/status), 0: none
+};
+
+struct Result {
+  uint64_t sent = 0, received = 0, duplicates = 0, early = 0, errors = 0;
+  double enqueue_s = 0, enqueue_rate = 0;
+  double consume_rate = 0;       // lease: received / consume time; e2e: received / delivery span
+  double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;  // lateness
+  int64_t hot_drain_ms = -1;     // hot: last receive - start of the hot second
+  int64_t rss_anon_kb_before = 0, rss_anon_kb_max = 0, rss_file_kb_max = 0, rss_anon_kb_end = 0;
+  double anon_bytes_per_msg = 0;  // enqueue: (anon after - anon before) / messages
+  bool complete = false;
+  std::string first_error;
+};
+
+Result Run(Driver* driver, const Workload& w);
+
+}  // namespace tokimq::bench
