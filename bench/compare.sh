@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Side-by-side comparison of tokimq with a Redis sorted-set delay queue and beanstalkd (issue 5).
+# Starts each system from its binary on a free loopback port with persistence on (tokimq's
+# default async flush, Redis AOF everysec, beanstalkd binlog), runs the same workloads with
+# tokimq-bench, stops it, prints one table with tokimq/peer ratios and writes the table into
+# docs/performance.md (between the compare.sh markers; the hand-written notes are kept).
+#
+# Usage: bench/compare.sh [--smoke] [--bin DIR] [--systems "tokimq redis beanstalkd"] [--out FILE]
+#   --smoke   seconds-long sizes (CI); writes to a temp file unless --out is given
+#   --bin     use tokimq-broker/tokimq-bench from DIR instead of building the release preset
+# Workloads (full / smoke):
+#   a  1M / 20k x 100 B, delays uniform 1-10 s / 1-2 s: enqueue rate, lateness, early
+#   b  500k / 10k due in the same second: time until the second is fully delivered
+#   c  10M / 50k pending with a 2 h delay: anonymous RSS per pending message
+#   d  restart with c's messages pending: ms until the system serves again
+#   e  500k / 20k immediately-due messages: lease receive + ack rate
+# Sizes can be overridden: A_N B_N C_N E_N environment variables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+smoke=0
+bin=""
+systems="tokimq redis beanstalkd"
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --bin) bin="$2"; shift ;;
+    --systems) systems="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [[ $smoke -eq 1 ]]; then
+  A_N=${A_N:-20000}; A_DELAY=${A_DELAY:-uniform:1s-2s}
+  B_N=${B_N:-10000}; B_LEAD=${B_LEAD:-3s}
+  C_N=${C_N:-50000}
+  E_N=${E_N:-20000}
+else
+  A_N=${A_N:-1000000}; A_DELAY=${A_DELAY:-uniform:1s-10s}
+  B_N=${B_N:-500000}; B_LEAD=${B_LEAD:-30s}
+  C_N=${C_N:-10000000}
+  E_N=${E_N:-500000}
+fi
+
+scripts/install-deps.sh --peers
+if [[ -z "$bin" ]]; then
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target tokimq_broker_main tokimq_bench_tool
+  bin="$root/build/release/bin"
+fi
+bench="$bin/tokimq-bench"
+for f in "$bench" "$bin/tokimq-broker"; do
+  [[ -x "$f" ]] || { echo "compare.sh: missing $f" >&2; exit 2; }
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/tokimq-compare.XXXXXX")"
+pid=""
+cleanup() {
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+results="$work/results"
+: >"$results"
+failures=0
+
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  return 1
+}
+
+# start <system> <dir> [port]: sets pid and addr, waits until the system serves.
+start() {
+  local sys=$1 dir=$2 port=${3:-}
+  mkdir -p "$dir"
+  case "$sys" in
+    tokimq)
+      rm -f "$dir/port"
+      "$bin/tokimq-broker" --data-dir "$dir/data" --bind 127.0.0.1 --port "${port:-0}" \
+        --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn &
+      pid=$!
+      for _ in $(seq 1 600); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
+      addr="127.0.0.1:$(cat "$dir/port")"
+      ;;
+    redis)
+      port=${port:-$(free_port)}
+      redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --appendonly yes \
+        --appendfsync everysec --save "" --daemonize no --logfile "$dir/redis.log" &
+      pid=$!
+      addr="127.0.0.1:$port"
+      ;;
+    beanstalkd)
+      port=${port:-$(free_port)}
+      mkdir -p "$dir/binlog"
+      beanstalkd -l 127.0.0.1 -p "$port" -b "$dir/binlog" &
+      pid=$!
+      addr="127.0.0.1:$port"
+      ;;
+  esac
+  "$bench" --system "$sys" --addr "$addr" --mode ping --max-run 120s >/dev/null
+}
+
+stop() {
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  pid=""
+}
+
+# run <system> <label> <tokimq-bench args...>: appends the RESULT line.
+run() {
+  local sys=$1 label=$2
+  shift 2
+  echo "== $sys $label: $*"
+  local rc=0
+  "$bench" --system "$sys" --addr "$addr" --label "$label" "$@" >"$work/$sys.$label.out" 2>&1 || rc=$?
+  sed 's/^/   /' "$work/$sys.$label.out" | grep -v '^   RESULT'
+  grep '^RESULT' "$work/$sys.$label.out" >>"$results" || true
+  if [[ $rc -ne 0 ]]; then
+    echo "   (exit $rc)"
+    failures=$((failures + 1))
+  fi
+}
+
+for sys in $systems; do
+  dir="$work/$sys"
+  start "$sys" "$dir"
+  run "$sys" a --queue wa --messages "$A_N" --delay "$A_DELAY" --pid "$pid"
+  run "$sys" b --queue wb --messages "$B_N" --delay "hot:$B_LEAD" --pid "$pid"
+  run "$sys" e --queue we --messages "$E_N" --delay now --mode lease --pid "$pid"
+  run "$sys" c --queue wc --messages "$C_N" --delay fixed:2h --mode enqueue --pid "$pid"
+  # d: restart with c's messages pending (graceful stop, then time until it serves).
+  old_addr=$addr
+  stop
+  port=${old_addr##*:}
+  t0=$(date +%s%N)
+  start "$sys" "$dir" "$port"
+  t1=$(date +%s%N)
+  echo "== $sys d: serving $(( (t1 - t0) / 1000000 )) ms after start with $C_N pending"
+  echo "RESULT system=$sys label=d ready_ms=$(( (t1 - t0) / 1000000 ))" >>"$results"
+  stop
+done
+
+# ---- table ----
+get() {  # get <system> <label> <key>
+  awk -v s="$1" -v l="$2" -v k="$3" '
+    { sys=""; lab=""; val="";
+      for (i = 2; i <= NF; i++) { split($i, kv, "=");
+        if (kv[1] == "system") sys = kv[2]; else if (kv[1] == "label") lab = kv[2];
+        else if (kv[1] == k) val = kv[2]; }
+      if (sys == s && lab == l && val != "") { print val; exit } }' "$results"
+}
+ratio() {  # ratio <a> <b>
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-";
+                                   else printf "%.2f", a / b }'
+}
+rows=(
+  "a|enqueue_rate|a: enqueue, msg/s (higher is better)"
+  "a|consume_rate|a: delivery, msg/s"
+  "a|p50_ms|a: lateness p50, ms"
+  "a|p99_ms|a: lateness p99, ms (target <= 5)"
+  "a|max_ms|a: lateness max, ms"
+  "a|early|a: early messages (must be 0)"
+  "b|hot_drain_ms|b: hot second drained, ms after it began (target <= 3000: the second + 2 s)"
+  "b|enqueue_rate|b: enqueue, msg/s"
+  "c|anon_b_per_msg|c: anonymous RSS per pending message, B (target <= 16)"
+  "c|enqueue_rate|c: enqueue, msg/s"
+  "d|ready_ms|d: restart until serving, ms (target <= 5000)"
+  "e|consume_rate|e: lease receive + ack, msg/s (target >= 200000)"
+)
+table="$work/table.md"
+{
+  echo "| metric | tokimq | redis | beanstalkd | tokimq/redis | tokimq/beanstalkd |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for row in "${rows[@]}"; do
+    IFS='|' read -r label key title <<<"$row"
+    t=$(get tokimq "$label" "$key"); r=$(get redis "$label" "$key"); b=$(get beanstalkd "$label" "$key")
+    echo "| $title | ${t:--} | ${r:--} | ${b:--} | $(ratio "$t" "$r") | $(ratio "$t" "$b") |"
+  done
+} >"$table"
+echo
+cat "$table"
+
+# ---- docs/performance.md ----
+if [[ -z "$out" ]]; then
+  if [[ $smoke -eq 1 ]]; then
+    mkdir -p "$root/build/bench"
+    out="$root/build/bench/performance-smoke.md"
+  else
+    out="$root/docs/performance.md"
+  fi
+fi
+section="$work/section.md"
+{
+  echo "<!-- compare.sh:begin (generated by bench/compare.sh; edits here are overwritten) -->"
+  echo "## Latest run ($( [[ $smoke -eq 1 ]] && echo smoke || echo full ), $(date -u +%Y-%m-%dT%H:%MZ))"
+  echo
+  echo "Machine: $(nproc) cores ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')),"
+  echo "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, kernel $(uname -r);"
+  echo "redis-server $(redis-server --version | awk '{print $3}' | sed 's/v=//'), beanstalkd $(beanstalkd -v 2>&1 | awk '{print $2}')."
+  echo
+  echo "Command: \`bench/compare.sh$( [[ $smoke -eq 1 ]] && echo ' --smoke')\` — sizes a=$A_N ($A_DELAY),"
+  echo "b=$B_N (hot second, lead $B_LEAD), c=$C_N pending (2 h), e=$E_N; 2 producers, 4 consumers,"
+  echo "batch 128, pipeline 16, 100-byte bodies, all on loopback."
+  echo
+  cat "$table"
+  echo
+  echo "Ratios are tokimq divided by the peer: above 1 is better for rates, below 1 is better for"
+  echo "latencies, memory and restart time."
+  echo "<!-- compare.sh:end -->"
+} >"$section"
+if [[ -f "$out" ]] && grep -q '<!-- compare.sh:begin' "$out"; then
+  awk -v sec="$section" '
+    /<!-- compare.sh:begin/ { while ((getline line < sec) > 0) print line; skip = 1; next }
+    /<!-- compare.sh:end -->/ { skip = 0; next }
+    !skip { print }' "$out" >"$out.tmp" && mv "$out.tmp" "$out"
+else
+  { echo "# Performance"; echo; cat "$section"; } >"$out"
+fi
+echo
+echo "compare.sh: wrote $out"
+echo "compare.sh: $failures failed runs"
+[[ $failures -eq 0 ]]
