@@ -77,6 +77,8 @@ int Fail(const std::string& msg) {
 
 int main(int argc, char** argv) {
   CLI::App app{"tokimq-order-timeout: cancel unpaid orders with delay messages"};
+  // A later flag wins (scripts/demo.sh passes its defaults first, then the user's flags).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   ot::JobOptions job;
   std::string timeout = "30m", state_dir = "./order-timeout-state", invisible = "10s";
   std::string grace = "60s", settle = "1s";
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
   app.add_option("--producers", job.producers, "producer connections")->default_val(2)
       ->check(CLI::Range(1, 64));
   app.add_option("--consumers", job.consumers, "canceller threads (one connection each)")
-      ->default_val(4)->check(CLI::Range(1, 64));
+      ->default_val(8)->check(CLI::Range(1, 64));
   app.add_option("--batch", job.batch, "messages per send request")->default_val(256)
       ->check(CLI::Range(1, 4096));
   app.add_option("--window", job.window, "send requests in flight per producer")

@@ -33,7 +33,7 @@ struct JobOptions {
   std::string topic = "orders.timeout";
   std::string group = "order-canceller";
   int producers = 2;
-  int consumers = 4;
+  int consumers = 8;
   int batch = 256;           // messages per send request
   int window = 16;           // send requests in flight per producer
   int receive_batch = 128;   // max messages per receive
