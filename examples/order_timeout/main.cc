@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     book = std::make_unique<ot::OrderBook>(config.orders, nullptr);
   }
   book->AttachLog(log.get());
-  const ot::RunConfig& config = log->config();
+  const ot::RunConfig config = log->config();  // a copy: used after the log is closed
   ot::BookCounts start_counts = book->counts();
   std::printf("order-timeout run %016" PRIx64 ": %" PRIu64 " orders, timeout %s, paid %.1f %%, "
               "broker %s, topic %s%s\n",

@@ -62,6 +62,8 @@ check() {
   else
     echo "FAIL $name (exit $rc); output:"
     cat "$out"
+    echo "stderr (last 40 lines):"
+    tail -40 "${out%.out}.err" 2>/dev/null || true
     failed=$((failed + 1))
   fi
 }
