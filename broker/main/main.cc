@@ -13,6 +13,9 @@
 #include "broker/config.h"
 #include "broker/server.h"
 #include "proto/duration.h"
+#if TOKIMQ_WITH_ROCKETMQ
+#include "rocketmq/grpc_endpoint.h"
+#endif
 
 namespace {
 
@@ -28,12 +31,16 @@ int main(int argc, char** argv) {
   CLI::App app{"tokimq-broker: delay-message broker"};
   std::string config_file, data_dir, bind, flush, log_level, log_file, port_file, precision;
   int port = -1;
+  int grpc_port = 8081;
   bool manual_clock = false;
   int64_t manual_start_ms = 0;
   app.add_option("-c,--config", config_file, "TOML config file (flags override it)");
   app.add_option("--data-dir", data_dir, "data directory (default ./data)");
   app.add_option("--bind", bind, "listen address (default 127.0.0.1)");
   app.add_option("--port", port, "listen port (default 10911; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  CLI::Option* grpc_port_opt = app.add_option("--grpc-port", grpc_port,
+                 "RocketMQ 5 gRPC endpoint port (default 8081; 0 = off), docs/rocketmq-compat.md")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
   app.add_flag("--manual-clock", manual_clock,
@@ -96,6 +103,28 @@ int main(int argc, char** argv) {
     (void)(*broker)->Close();
     return Fail(started.ToString());
   }
+#if TOKIMQ_WITH_ROCKETMQ
+  std::unique_ptr<tokimq::rocketmq::GrpcEndpoint> grpc_endpoint;
+  if (grpc_port != 0) {
+    tokimq::rocketmq::GrpcEndpointOptions grpc_options;
+    grpc_options.address = config.server.bind_address;
+    grpc_options.port = grpc_port;
+    grpc_options.max_body_size = static_cast<int32_t>(config.broker.max_message_size);
+    auto endpoint = tokimq::rocketmq::StartGrpcEndpoint(broker->get(), grpc_options);
+    if (endpoint.ok()) {
+      grpc_endpoint = std::move(*endpoint);
+    } else if (grpc_port_opt->count() > 0) {  // asked for explicitly: refuse to run without it
+      server.Stop();
+      (void)(*broker)->Close();
+      return Fail(endpoint.status().ToString());
+    } else {  // the default port is taken (e.g. another broker): carry on without it
+      spdlog::error("RocketMQ gRPC endpoint not started: {}", endpoint.status().ToString());
+    }
+  }
+#else
+  (void)grpc_port_opt;
+  if (grpc_port != 0) spdlog::warn("--grpc-port ignored: built without the RocketMQ endpoint");
+#endif
   if (!config.port_file.empty()) {
     std::string tmp = config.port_file + ".tmp";
     {
@@ -111,6 +140,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+#if TOKIMQ_WITH_ROCKETMQ
+  if (grpc_endpoint) grpc_endpoint->Shutdown();
+#endif
   server.Stop();
   absl::Status closed = (*broker)->Close();
   if (!closed.ok()) return Fail("shutdown: " + closed.ToString());

@@ -1,0 +1,15 @@
+# The RocketMQ gRPC endpoint is checked end to end with the official Node.js client
+# (tests/rocketmq/run.sh). Registered only when the endpoint was generated and node/npm exist.
+get_property(tokimq_have_rocketmq GLOBAL PROPERTY TOKIMQ_HAVE_ROCKETMQ)
+find_program(TOKIMQ_NODE node)
+find_program(TOKIMQ_NPM npm)
+if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
+  add_test(NAME rocketmq.official_nodejs_client
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(rocketmq.official_nodejs_client PROPERTIES TIMEOUT 240 LABELS integration)
+  add_dependencies(tokimq_tests tokimq_broker_main tokimq_cli)
+elseif(NOT tokimq_have_rocketmq)
+  message(STATUS "tokimq: RocketMQ Node.js test not registered (endpoint not built)")
+else()
+  message(STATUS "tokimq: RocketMQ Node.js test not registered (node/npm not found)")
+endif()

@@ -1,0 +1,285 @@
+// The official RocketMQ 5 Node.js client (rocketmq-client-nodejs@1.0.8) against tokimq's gRPC
+// endpoint, with the native `tokimq` CLI using the same broker at the same time.
+// Run with tests/rocketmq/run.sh <build-dir> (sets NODE_PATH and TOKIMQ_BIN_DIR).
+'use strict';
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, execFile } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { promisify } = require('node:util');
+const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
+
+const execFileP = promisify(execFile);
+const BIN = process.env.TOKIMQ_BIN_DIR;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const quietLogger = {
+  info() {}, debug() {}, warn() {},
+  error(...args) { if (process.env.RMQ_TEST_VERBOSE) console.error(...args); },
+};
+
+const DELAY_TOPIC = 'rmq_delay';
+const PUSH_TOPIC = 'rmq_push';
+const N_DELAYED = 1000;
+const N_RECALLED = 10;
+const N_NATIVE = 20;
+const N_PUSH = 1000;
+const INVISIBLE_MS = 15000;
+
+let broker;
+let dataDir;
+let nativeAddr;
+let endpoints;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function cli(...args) {
+  const { stdout } = await execFileP(path.join(BIN, 'tokimq'), ['--broker', nativeAddr, ...args],
+    { maxBuffer: 64 << 20 });
+  return stdout;
+}
+
+// Sends make(i) for i in [0, n) with `parallel` sends in flight; each message is built right
+// before its send, so a relative delay counts from the send.
+async function sendAll(producer, n, make, parallel = 32) {
+  const receipts = new Array(n);
+  let next = 0;
+  async function worker() {
+    while (next < n) {
+      const i = next++;
+      receipts[i] = await producer.send(make(i));
+    }
+  }
+  await Promise.all(Array.from({ length: parallel }, worker));
+  return receipts;
+}
+
+before(async () => {
+  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-'));
+  const grpcPort = await freePort();
+  const portFile = path.join(dataDir, 'port');
+  broker = spawn(path.join(BIN, 'tokimq-broker'), [
+    '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
+    '--grpc-port', String(grpcPort), '--timer-precision', '100ms',
+    '--log-file', path.join(dataDir, 'broker.log'),
+  ], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise((resolve) => broker.once('exit', resolve));
+  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
+    if (broker.exitCode !== null) break;
+    await Promise.race([sleep(50), exited]);
+  }
+  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dataDir}/broker.log)`);
+  nativeAddr = `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`;
+  endpoints = `127.0.0.1:${grpcPort}`;
+  await cli('topic', 'create', '--name', DELAY_TOPIC, '--type', 'delay', '--queues', '4',
+    '--max-delay', '1h');
+  await cli('topic', 'create', '--name', PUSH_TOPIC, '--type', 'normal', '--queues', '4');
+});
+
+after(async () => {
+  if (broker && broker.exitCode === null) {
+    const done = new Promise((resolve) => broker.once('exit', resolve));
+    broker.kill('SIGTERM');
+    await done;
+    assert.equal(broker.exitCode, 0, `broker exit code (log: ${dataDir}/broker.log)`);
+  }
+  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
+  // rocketmq-client-nodejs 1.0.8's PushConsumer leaves a timer armed after shutdown(), which
+  // would keep this process alive forever; exit once everything else is done.
+  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
+});
+
+describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
+  it('Producer + SimpleConsumer: delays, recall, acks, redelivery, renew; native CLI alongside',
+    { timeout: 150000 }, async () => {
+      const producer = new Producer({ endpoints, namespace: '', topics: [DELAY_TOPIC], logger: quietLogger });
+      await producer.startup();
+      const consumer = new SimpleConsumer({
+        endpoints, namespace: '', consumerGroup: 'g_simple', logger: quietLogger,
+        subscriptions: new Map([[DELAY_TOPIC, '*']]), awaitDuration: 3000,
+      });
+      await consumer.startup();
+      try {
+        // A delivery time beyond the topic's max delay (1 h) is refused with ILLEGAL_DELIVERY_TIME.
+        await assert.rejects(producer.send({
+          topic: DELAY_TOPIC, body: Buffer.from('too late'),
+          deliveryTimestamp: new Date(Date.now() + 2 * 3600 * 1000),
+        }), (err) => err.code === 40012);
+
+        // 1000 messages due in 2 s (by the producer's clock) and 10 due in 60 s.
+        const expected = new Map();  // body -> { deliverAt, keys, tag, props }
+        const receipts = await sendAll(producer, N_DELAYED, (i) => {
+          const deliverAt = new Date(Date.now() + 2000);
+          const props = new Map([['idx', String(i)], ['kind', 'delay2s']]);
+          const m = { topic: DELAY_TOPIC, body: Buffer.from(`delayed-${i}`), tag: 'tagA',
+            keys: [`k${i}`, 'batch'], properties: props, deliveryTimestamp: deliverAt };
+          expected.set(`delayed-${i}`, { deliverAt: deliverAt.getTime(), keys: m.keys, tag: 'tagA', props });
+          return m;
+        });
+        assert.equal(receipts.length, N_DELAYED);
+        for (const r of receipts) {
+          assert.ok(r.messageId, 'message id');
+          assert.ok(r.recallHandle, 'delayed messages get a recall handle');
+        }
+        const recallReceipts = await sendAll(producer, N_RECALLED, (i) => ({
+          topic: DELAY_TOPIC, body: Buffer.from(`recalled-${i}`), tag: 'tagA', keys: [`r${i}`],
+          deliveryTimestamp: new Date(Date.now() + 60000) }));
+        const recallDoneAt = Date.now();
+        for (const r of recallReceipts) {
+          const rr = await producer.recallMessage(DELAY_TOPIC, r.recallHandle);
+          assert.equal(rr.messageId, r.messageId);
+        }
+        // Recalling twice fails.
+        await assert.rejects(producer.recallMessage(DELAY_TOPIC, recallReceipts[0].recallHandle));
+
+        // The native C++ CLI sends 20 delayed messages to the same topic at the same time and a
+        // native consumer group reads the whole topic.
+        const nativeSend = new Promise((resolve, reject) => {
+          const p = spawn(path.join(BIN, 'tokimq'), ['--broker', nativeAddr, 'send', '--topic',
+            DELAY_TOPIC, '--delay', '2s', '--tag', 'tagA', '--key', 'nk', '-p', 'src=native', '-q'],
+          { stdio: ['pipe', 'ignore', 'pipe'] });
+          let err = '';
+          p.stderr.on('data', (d) => { err += d; });
+          p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`native send: ${err}`))));
+          for (let i = 0; i < N_NATIVE; i++) p.stdin.write(`native-${i}\n`);
+          p.stdin.end();
+        });
+        const nativeConsume = cli('consume', '--group', 'g_native', '--topic', DELAY_TOPIC, '--ack',
+          '--count', String(N_DELAYED + N_NATIVE), '--wait', '10s', '--invisible', '30s');
+        await nativeSend;
+
+        const seen = new Map();  // body -> first MessageView
+        let unacked = null;      // left un-ACKed on purpose
+        let unackedAt = 0;
+        let renewed = false;
+        let redelivered = null;
+        let redeliveredAt = 0;
+        const total = N_DELAYED + N_NATIVE;
+        const deadline = Date.now() + 60000;
+        while ((seen.size < total || !redelivered) && Date.now() < deadline) {
+          const msgs = await consumer.receive(32, INVISIBLE_MS);
+          const now = Date.now();
+          for (const mv of msgs) {
+            const body = mv.body.toString();
+            assert.ok(!body.startsWith('recalled-'), `recalled message arrived: ${body}`);
+            if (seen.has(body)) {
+              assert.equal(body, unacked && unacked.body.toString(), `duplicate ${body}`);
+              assert.equal(mv.deliveryAttempt, 2);
+              redelivered = mv;
+              redeliveredAt = now;
+              await consumer.ack(mv);
+              continue;
+            }
+            seen.set(body, mv);
+            assert.equal(mv.topic, DELAY_TOPIC);
+            assert.equal(mv.deliveryAttempt, 1);
+            assert.equal(mv.corrupted, undefined);
+            assert.ok(mv.receiptHandle);
+            if (body.startsWith('native-')) {
+              assert.deepEqual(mv.keys, ['nk']);
+              assert.equal(mv.tag, 'tagA');
+              assert.equal(mv.properties.get('src'), 'native');
+            } else {
+              const e = expected.get(body);
+              assert.ok(e, `unexpected body ${body}`);
+              assert.ok(now >= e.deliverAt, `${body} arrived ${e.deliverAt - now} ms early`);
+              assert.ok(mv.deliveryTimestamp, 'delivery timestamp');
+              assert.ok(Math.abs(mv.deliveryTimestamp.getTime() - e.deliverAt) <= 1,
+                'delivery timestamp as sent');
+              assert.ok(now >= mv.deliveryTimestamp.getTime());
+              assert.deepEqual(mv.keys, e.keys);
+              assert.equal(mv.tag, e.tag);
+              assert.deepEqual(mv.properties, e.props);
+            }
+            if (!unacked) {
+              unacked = mv;
+              unackedAt = now;
+              continue;
+            }
+            if (!renewed) {
+              // Renew the lease: the new handle acks, the old one no longer does.
+              const oldHandle = mv.receiptHandle;
+              await consumer.changeInvisibleDuration(mv, 30000);
+              assert.notEqual(mv.receiptHandle, oldHandle);
+              const stale = { ...mv, receiptHandle: oldHandle, endpoints: mv.endpoints };
+              await assert.rejects(consumer.ack(stale), (err) => err.code === 40013);
+              renewed = true;
+            }
+            await consumer.ack(mv);
+          }
+        }
+        assert.equal(seen.size, total, 'every message arrived once');
+        assert.ok(renewed, 'changeInvisibleDuration exercised');
+        assert.ok(redelivered, 'the un-ACKed message came back');
+        assert.ok(redeliveredAt - unackedAt >= INVISIBLE_MS,
+          `came back after ${redeliveredAt - unackedAt} ms, before its invisible duration`);
+
+        const nativeOut = await nativeConsume;
+        const nativeLines = nativeOut.split('\n').filter((l) => l.length > 0);
+        assert.equal(nativeLines.length, total, 'native group got every message once');
+
+        // The recalled messages were due 60 s after they were sent: wait past that and check
+        // none shows up.
+        const waitUntil = recallDoneAt + 62000;
+        while (Date.now() < waitUntil) {
+          const msgs = await consumer.receive(32, INVISIBLE_MS);
+          for (const mv of msgs) assert.fail(`unexpected message after the run: ${mv.body}`);
+        }
+        const stats = await cli('stats');
+        assert.match(stats, new RegExp(`recalled=${N_RECALLED}\\b`));
+      } finally {
+        await consumer.shutdown();
+        await producer.shutdown();
+      }
+    });
+
+  it('Producer + PushConsumer: 1000 normal messages consumed once each', { timeout: 120000 }, async () => {
+    const producer = new Producer({ endpoints, namespace: '', topics: [PUSH_TOPIC], logger: quietLogger });
+    await producer.startup();
+    const consumed = new Map();
+    let duplicates = 0;
+    let resolveAll;
+    const allConsumed = new Promise((r) => { resolveAll = r; });
+    const consumer = new PushConsumer({
+      endpoints, namespace: '', consumerGroup: 'g_push', logger: quietLogger,
+      subscriptions: new Map([[PUSH_TOPIC, '*']]),
+      messageListener: {
+        consume(mv) {
+          const body = mv.body.toString();
+          if (consumed.has(body)) duplicates++;
+          consumed.set(body, mv.properties.get('n'));
+          if (consumed.size === N_PUSH) resolveAll();
+          return ConsumeResult.SUCCESS;
+        },
+      },
+    });
+    await consumer.startup();
+    try {
+      await sendAll(producer, N_PUSH, (i) => ({ topic: PUSH_TOPIC, body: Buffer.from(`push-${i}`),
+        tag: 'p', keys: [`p${i}`], properties: new Map([['n', String(i)]]) }));
+      await Promise.race([allConsumed, sleep(60000)]);
+      assert.equal(consumed.size, N_PUSH);
+      for (let i = 0; i < N_PUSH; i++) assert.equal(consumed.get(`push-${i}`), String(i));
+      assert.equal(duplicates, 0);
+    } finally {
+      await consumer.shutdown();
+      await producer.shutdown();
+    }
+    // Every push ACK went through: nothing of the group is left in flight.
+    const stats = await cli('stats');
+    assert.match(stats, /g_push\s+in_flight=0\b/);
+  });
+});
