@@ -2,6 +2,7 @@
 // the C++ client. Long delays use --manual-clock and the AdvanceClock admin request.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "broker_process.h"
@@ -70,6 +71,17 @@ class BrokerIntegrationTest : public ::testing::Test {
     EXPECT_TRUE(got.ok()) << got.status();
     return got.ok() ? *got : std::vector<ReceivedMessage>{};
   }
+  // Long-polls until something arrives or `total_ms` of real time passed (bounded: the broker
+  // is a separate process on a shared machine, possibly under sanitizers).
+  std::vector<ReceivedMessage> ReceiveWithin(SimpleConsumer& c, const std::string& topic,
+                                             int64_t total_ms = 30'000,
+                                             int64_t invisible_ms = 30 * kSecond, int max = 16) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(total_ms);
+    while (true) {
+      auto got = Receive(c, topic, 2000, invisible_ms, max);
+      if (!got.empty() || std::chrono::steady_clock::now() >= deadline) return got;
+    }
+  }
   // Advances the broker clock in `step` increments (each followed by a short long poll) until
   // a message arrives; at most `limit` of broker time.
   std::vector<ReceivedMessage> AdvanceUntilReceived(SimpleConsumer& c, const std::string& topic,
@@ -81,6 +93,22 @@ class BrokerIntegrationTest : public ::testing::Test {
       EXPECT_TRUE(admin_->AdvanceClock(step).ok());
     }
     return {};
+  }
+  // Broker state for failure messages: clock, topic depths, timer gauges.
+  std::string Diagnostics() {
+    auto st = admin_->Stats();
+    if (!st.ok()) return st.status().ToString();
+    std::string out = "broker now_ms=" + std::to_string(st->now_ms());
+    for (const auto& t : st->topics()) {
+      out += " topic " + t.name() + " depth=" + std::to_string(t.depth());
+    }
+    const auto& tm = st->timer();
+    out += " timer pending=" + std::to_string(tm.pending()) +
+           " delivered=" + std::to_string(tm.delivered()) +
+           " recalled=" + std::to_string(tm.recalled()) +
+           " enqueue_lag=" + std::to_string(tm.enqueue_lag()) +
+           " dequeue_lag_ms=" + std::to_string(tm.dequeue_lag_ms());
+    return out;
   }
   int64_t BrokerNow() {
     auto st = admin_->Stats();
@@ -109,7 +137,7 @@ TEST_F(BrokerIntegrationTest, SendReceiveRoundTripAndDoubleAckRefused) {
   EXPECT_EQ(sent.queue_offset, 0);
 
   SimpleConsumer consumer(broker_->Options(), "billing");
-  auto got = Receive(consumer, "orders", 5000);
+  auto got = ReceiveWithin(consumer, "orders");
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, m.body);
   EXPECT_EQ(got[0].key, "order-1");
@@ -166,8 +194,8 @@ TEST_F(BrokerIntegrationTest, DelayIsHonouredAndNeverEarly) {
   ASSERT_TRUE(admin_->AdvanceClock(10 * kMinute - kSecond).ok());
   EXPECT_TRUE(Receive(consumer, "orders.timeout", 1000).empty()) << "delivered early";
   ASSERT_TRUE(admin_->AdvanceClock(kSecond).ok());
-  auto got = Receive(consumer, "orders.timeout", 10'000);
-  ASSERT_EQ(got.size(), 1u);
+  auto got = ReceiveWithin(consumer, "orders.timeout");
+  ASSERT_EQ(got.size(), 1u) << Diagnostics();
   EXPECT_EQ(got[0].body, "cancel order 7");
   EXPECT_GE(got[0].deliver_ms, sent.deliver_at_ms);
   EXPECT_GE(BrokerNow(), sent.deliver_at_ms);
@@ -183,7 +211,7 @@ TEST_F(BrokerIntegrationTest, DeliverAtInThePastGoesStraightThrough) {
   client::SendReceipt sent = SendOk(m);
   EXPECT_FALSE(sent.delayed);
   SimpleConsumer consumer(broker_->Options(), "g");
-  EXPECT_EQ(Receive(consumer, "t", 5000).size(), 1u);
+  EXPECT_EQ(ReceiveWithin(consumer, "t").size(), 1u);
 }
 
 TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
@@ -201,9 +229,12 @@ TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
   EXPECT_EQ(producer_->Recall("garbage!").code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(admin_->AdvanceClock(2 * kHour).ok());
   SimpleConsumer consumer(broker_->Options(), "g");
-  auto got = Receive(consumer, "t", 5000);
-  ASSERT_EQ(got.size(), 1u);
+  auto got = ReceiveWithin(consumer, "t");
+  ASSERT_EQ(got.size(), 1u) << Diagnostics();
   EXPECT_EQ(got[0].body, "keep me");
+  auto st = admin_->Stats();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->timer().recalled(), 1);
   EXPECT_TRUE(Receive(consumer, "t", 500).empty());
 }
 
@@ -215,13 +246,13 @@ TEST_F(BrokerIntegrationTest, LeaseExpiryRedeliversWithAttemptTwo) {
   m.body = "work";
   client::SendReceipt sent = SendOk(m);
   SimpleConsumer consumer(broker_->Options(), "workers");
-  auto first = Receive(consumer, "t", 5000, 30 * kSecond);
+  auto first = ReceiveWithin(consumer, "t", 30'000, 30 * kSecond);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].delivery_attempt, 1);
   ASSERT_TRUE(admin_->AdvanceClock(29 * kSecond).ok());
   EXPECT_TRUE(Receive(consumer, "t", 500).empty()) << "lease ended early";
   auto second = AdvanceUntilReceived(consumer, "t", 5 * kSecond, 10 * kMinute);
-  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(second.size(), 1u) << Diagnostics();
   EXPECT_EQ(second[0].message_id, sent.message_id);
   EXPECT_EQ(second[0].delivery_attempt, 2);
   // The first delivery's handle is stale now.
@@ -237,7 +268,7 @@ TEST_F(BrokerIntegrationTest, RenewExtendsLeaseAndOldHandleIsRefused) {
   m.body = "slow work";
   SendOk(m);
   SimpleConsumer consumer(broker_->Options(), "workers");
-  auto got = Receive(consumer, "t", 5000, 30 * kSecond);
+  auto got = ReceiveWithin(consumer, "t", 30'000, 30 * kSecond);
   ASSERT_EQ(got.size(), 1u);
   auto renewed = consumer.ChangeInvisibleDuration(got[0].receipt_handle, 10 * kMinute);
   ASSERT_TRUE(renewed.ok()) << renewed.status();
@@ -262,7 +293,7 @@ TEST_F(BrokerIntegrationTest, MaxAttemptsMovesMessageToDlq) {
   m.body = "poison";
   client::SendReceipt sent = SendOk(m);
   SimpleConsumer consumer(broker_->Options(), "fragile");
-  auto a1 = Receive(consumer, "t", 5000, 10 * kSecond);
+  auto a1 = ReceiveWithin(consumer, "t", 30'000, 10 * kSecond);
   ASSERT_EQ(a1.size(), 1u);
   auto a2 = AdvanceUntilReceived(consumer, "t", 5 * kSecond, 10 * kMinute, 10 * kSecond);
   ASSERT_EQ(a2.size(), 1u);
@@ -270,7 +301,7 @@ TEST_F(BrokerIntegrationTest, MaxAttemptsMovesMessageToDlq) {
   // The second lease expires too: attempts exhausted -> %DLQ%fragile, never back in "t".
   SimpleConsumer dlq_reader(broker_->Options(), "ops");
   auto dead = AdvanceUntilReceived(dlq_reader, "%DLQ%fragile", 5 * kSecond, 10 * kMinute);
-  ASSERT_EQ(dead.size(), 1u);
+  ASSERT_EQ(dead.size(), 1u) << Diagnostics();
   EXPECT_EQ(dead[0].body, "poison");
   EXPECT_TRUE(Receive(consumer, "t", 500).empty());
   auto st = admin_->Stats();
@@ -290,12 +321,12 @@ TEST_F(BrokerIntegrationTest, NackRedeliversAfterGivenDelay) {
   m.body = "retry me";
   SendOk(m);
   SimpleConsumer consumer(broker_->Options(), "g");
-  auto got = Receive(consumer, "t", 5000);
+  auto got = ReceiveWithin(consumer, "t");
   ASSERT_EQ(got.size(), 1u);
   ASSERT_TRUE(consumer.Nack(got[0].receipt_handle, 2 * kMinute).ok());
   EXPECT_TRUE(Receive(consumer, "t", 500).empty());
   auto again = AdvanceUntilReceived(consumer, "t", 30 * kSecond, 10 * kMinute);
-  ASSERT_EQ(again.size(), 1u);
+  ASSERT_EQ(again.size(), 1u) << Diagnostics();
   EXPECT_EQ(again[0].delivery_attempt, 2);
 }
 
@@ -318,20 +349,20 @@ TEST_P(RestartTest, RestartKeepsGroupProgressAndPendingTimers) {
   SendOk(later);
   {
     SimpleConsumer consumer(broker_->Options(), "g");
-    auto got = Receive(consumer, "t", 5000, 30 * kSecond, 2);
+    auto got = ReceiveWithin(consumer, "t", 30'000, 30 * kSecond, 2);
     ASSERT_EQ(got.size(), 2u);
     for (const auto& r : got) ASSERT_TRUE(consumer.Ack(r.receipt_handle).ok());
   }
   Restart(crash);
   SimpleConsumer consumer(broker_->Options(), "g");
-  auto got = Receive(consumer, "t", 5000);
+  auto got = ReceiveWithin(consumer, "t");
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, "three");
   ASSERT_TRUE(consumer.Ack(got[0].receipt_handle).ok());
   EXPECT_TRUE(Receive(consumer, "t", 300).empty());
   ASSERT_TRUE(admin_->AdvanceClock(kHour).ok());
-  auto due = Receive(consumer, "t", 10'000);
-  ASSERT_EQ(due.size(), 1u);
+  auto due = ReceiveWithin(consumer, "t");
+  ASSERT_EQ(due.size(), 1u) << Diagnostics();
   EXPECT_EQ(due[0].body, "in an hour");
 }
 
