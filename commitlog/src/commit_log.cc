@@ -2,6 +2,7 @@
 // commit_log_recovery.cc.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,7 +15,9 @@
 
 namespace tokimq {
 namespace {
-constexpr size_t kReadAhead = 4096;  // first pread of a record: header and a small body at once
+// First pread of a record: header and a small body at once, into a stack buffer (no zero-fill,
+// no allocation); larger records get a second pread into an exact-size heap buffer.
+constexpr size_t kReadAhead = 1024;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CommitLog>> CommitLog::Open(FileSystem* fs, Clock* clock,
@@ -184,8 +187,11 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs) {
 
 namespace {
 struct RawRecord {
-  std::string bytes;
+  char inline_buf[kReadAhead];
+  std::unique_ptr<char[]> heap;  // set when the record is larger than kReadAhead
+  uint32_t size = 0;
   bool blank = false;
+  std::string_view bytes() const { return std::string_view(heap ? heap.get() : inline_buf, size); }
 };
 }  // namespace
 
@@ -231,19 +237,19 @@ static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit,
     return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", off));
   }
   size_t first = static_cast<size_t>(std::min<int64_t>(avail, kReadAhead));
-  rec->bytes.resize(first);
   TOKIMQ_ASSIGN_OR_RETURN(size_t n,
-                          seg.file->PRead(static_cast<uint64_t>(rel), first, rec->bytes.data()));
+                          seg.file->PRead(static_cast<uint64_t>(rel), first, rec->inline_buf));
   if (n < record::kPrefixSize) {
     return absl::DataLossError(absl::StrCat("short read at offset ", off, " of ", seg.path));
   }
-  record::Prefix pre = record::DecodePrefix(rec->bytes.data());
+  record::Prefix pre = record::DecodePrefix(rec->inline_buf);
   if (pre.magic == record::kBlankMagicV1) {
-    if (!record::IsValidBlank(std::string_view(rec->bytes.data(), record::kBlankSize))) {
+    if (!record::IsValidBlank(std::string_view(rec->inline_buf, record::kBlankSize))) {
       return absl::DataLossError(
           absl::StrCat("bad blank record at offset ", off, " in ", seg.path));
     }
     rec->blank = true;
+    rec->size = record::kBlankSize;
     *total = pre.total_size;
     return absl::OkStatus();
   }
@@ -255,15 +261,16 @@ static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit,
         absl::StrCat("bad record size ", pre.total_size, " at offset ", off, " in ", seg.path));
   }
   if (pre.total_size > n) {
-    rec->bytes.resize(pre.total_size);
+    // pre.total_size <= avail <= segment size: checked before allocating.
+    rec->heap = std::make_unique_for_overwrite<char[]>(pre.total_size);
+    std::copy_n(rec->inline_buf, n, rec->heap.get());
     TOKIMQ_ASSIGN_OR_RETURN(size_t m, seg.file->PRead(static_cast<uint64_t>(rel) + n,
-                                                      pre.total_size - n, rec->bytes.data() + n));
+                                                      pre.total_size - n, rec->heap.get() + n));
     if (m != pre.total_size - n) {
       return absl::DataLossError(absl::StrCat("short read at offset ", off, " of ", seg.path));
     }
-  } else {
-    rec->bytes.resize(pre.total_size);
   }
+  rec->size = pre.total_size;
   *total = pre.total_size;
   return absl::OkStatus();
 }
@@ -286,7 +293,7 @@ absl::StatusOr<Message> CommitLogImpl::Read(int64_t physical_offset) const {
         absl::StrCat("offset ", physical_offset, " holds a blank record, not a message"));
   }
   Message msg;
-  TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes, physical_offset, &msg));
+  TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), physical_offset, &msg));
   return msg;
 }
 
@@ -312,7 +319,7 @@ absl::StatusOr<std::pair<Message, int64_t>> CommitLogImpl::ReadNext(int64_t off)
       continue;
     }
     Message msg;
-    TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes, off, &msg));
+    TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), off, &msg));
     return std::make_pair(std::move(msg), off + total);
   }
 }

@@ -24,7 +24,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,7 +37,7 @@ namespace tokimq {
 
 struct MessageStoreOptions {
   std::string dir;
-  CommitLogOptions commitlog;                   // commitlog.dir is set to <dir>/commitlog
+  CommitLogOptions commitlog;                        // commitlog.dir is set to <dir>/commitlog
   uint64_t consume_queue_segment_entries = 300'000;  // entries per ConsumeQueue segment file
   // How often a background thread fsyncs the ConsumeQueues and writes the dispatch checkpoint
   // (bounds the CommitLog rescan after a crash). 0 = only on Flush/Close.
@@ -55,6 +57,13 @@ struct ConsumeQueueEntry {
   uint64_t tag_hash = 0;
 };
 
+// One record to read by ReadMany: its physical offset and its size in the CommitLog (as in a
+// ConsumeQueue entry or a TimerLog unit).
+struct ReadRequest {
+  int64_t physical_offset = -1;
+  uint32_t size = 0;
+};
+
 // Hash of a tag as stored in ConsumeQueue entries (0 for no tag). Stable across versions.
 uint64_t TagHash(const std::string& tag);
 
@@ -72,6 +81,10 @@ class MessageStore {
 
   // Reads by physical offset (see CommitLog::Read for errors).
   virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;
+  // Reads several records; result i answers reqs[i] exactly as Read(reqs[i].physical_offset)
+  // would (a wrong size only costs speed). The store reads records that lie close together in
+  // the CommitLog with one pread. The default implementation calls Read for each.
+  virtual std::vector<absl::StatusOr<Message>> ReadMany(std::span<const ReadRequest> reqs) const;
 
   // Entry at `queue_offset`; std::nullopt if at/after MaxQueueOffset. kNotFound if below the
   // queue's minimum (deleted).
@@ -80,8 +93,8 @@ class MessageStore {
                                                                     int64_t queue_offset) const = 0;
   // Up to `max_count` messages of the queue starting at `from_offset`, in queue order; each has
   // queue_offset set. Entries whose record was deleted by retention are skipped.
-  virtual absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic,
-                                                         int32_t queue_id, int64_t from_offset,
+  virtual absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic, int32_t queue_id,
+                                                         int64_t from_offset,
                                                          int max_count) const = 0;
   // First stored queue offset, and the next queue offset to be assigned (0, 0 for an unknown
   // queue).
@@ -90,14 +103,23 @@ class MessageStore {
 
   // Called after each dispatched record (from the putting thread, outside internal locks):
   // lets the timer store and long-polling receivers wake up. One listener; set before use.
-  using DispatchListener = std::function<void(const std::string& topic, int32_t queue_id,
-                                              int64_t queue_offset)>;
+  using DispatchListener =
+      std::function<void(const std::string& topic, int32_t queue_id, int64_t queue_offset)>;
   virtual void SetDispatchListener(DispatchListener listener) = 0;
 
   // Offset providers: each returns the lowest CommitLog offset it still needs (INT64_MAX for
   // none). DeleteExpired never deletes a segment at or after the minimum over all pins.
   using PinProvider = std::function<int64_t()>;
   virtual void AddPinProvider(PinProvider pin) = 0;
+  // Like AddPinProvider, and returns an id for RemovePinProvider (0 if the store does not
+  // support removal; the default implementation). After RemovePinProvider returns, the
+  // provider is never called again, so it may refer to an object about to be destroyed.
+  using PinId = uint64_t;
+  virtual PinId AddRemovablePinProvider(PinProvider pin) {
+    AddPinProvider(std::move(pin));
+    return 0;
+  }
+  virtual void RemovePinProvider(PinId /*id*/) {}
   virtual absl::StatusOr<int> DeleteExpired(int64_t retention_ms) = 0;
 
   virtual absl::Status Flush() = 0;
