@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "prop_keys.h"
 #include "timer_store_impl.h"
 
 namespace tokimq {
@@ -12,7 +13,7 @@ namespace {
 
 constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
 
-bool GetInt(const Message& m, const char* key, int64_t* v) {
+bool GetInt(const Message& m, const std::string& key, int64_t* v) {
   auto it = m.properties.find(key);
   if (it == m.properties.end()) return false;
   const std::string& s = it->second;
@@ -104,9 +105,8 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     dedup_until_tick_ = -1;
   }
   if (progressed > 0 && !recalled_.empty() && recalled_.size() % 1024 == 0) {
-    absl::erase_if(recalled_, [&](const auto& kv) {
-      return kv.second + kRecallGraceTicksMs < read_tick * p;
-    });
+    absl::erase_if(recalled_,
+                   [&](const auto& kv) { return kv.second + kRecallGraceTicksMs < read_tick * p; });
   }
   return progressed;
 }
@@ -132,32 +132,50 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
   loaded.reserve(due.size());
   std::vector<ScheduledUnit> dropped;
   int64_t now = clock_->NowMs();
-  for (ScheduledUnit& su : due) {
-    auto read = store_->Read(su.unit.phys_offset);
+  // One batched read: records enqueued close together share a pread.
+  std::vector<ReadRequest> reqs;
+  reqs.reserve(due.size());
+  for (const ScheduledUnit& su : due) reqs.push_back({su.unit.phys_offset, su.unit.msg_size});
+  std::vector<absl::StatusOr<Message>> reads = store_->ReadMany(reqs);
+  for (size_t i = 0; i < due.size(); ++i) {
+    ScheduledUnit& su = due[i];
+    absl::StatusOr<Message>& read = reads[i];
     int64_t deliver = 0;
     int64_t qid = 0;
     bool ok = read.ok() && read->topic == kTimerTopic &&
-              GetInt(*read, prop::kDeliverMs, &deliver) && deliver == su.unit.deliver_ms &&
-              read->properties.count(prop::kRealTopic) != 0 &&
-              GetInt(*read, prop::kRealQueueId, &qid);
+              GetInt(*read, timer_keys::DeliverMs(), &deliver) && deliver == su.unit.deliver_ms &&
+              read->properties.count(timer_keys::RealTopic()) != 0 &&
+              GetInt(*read, timer_keys::RealQueueId(), &qid);
     if (!ok) {
-      TOKIMQ_LOG_WARN("timerstore: unit at {} points to CommitLog offset {} ({}); dropped",
-                      su.pos, su.unit.phys_offset,
+      TOKIMQ_LOG_WARN("timerstore: unit at {} points to CommitLog offset {} ({}); dropped", su.pos,
+                      su.unit.phys_offset,
                       read.ok() ? "record mismatch" : read.status().ToString());
       dropped.push_back(su);
       continue;
     }
     Message m = std::move(*read);
-    m.topic = m.properties[prop::kRealTopic];
+    // The two real-destination nodes are reused for two of the timer properties (no
+    // allocation for the nodes).
+    auto topic_node = m.properties.extract(timer_keys::RealTopic());
+    auto qid_node = m.properties.extract(timer_keys::RealQueueId());
+    m.topic = std::move(topic_node.mapped());
     m.queue_id = static_cast<int32_t>(qid);
-    m.properties.erase(prop::kRealTopic);
-    m.properties.erase(prop::kRealQueueId);
-    m.properties[prop::kTimerEnqueueMs] = std::to_string(su.unit.write_ms);
-    m.properties[prop::kTimerDequeueMs] = std::to_string(now);
-    m.properties[prop::kTimerUnitPos] = std::to_string(su.pos);
-    m.properties[kTimerSourceOffset] = std::to_string(su.unit.phys_offset);
+    auto set = [&m](auto& node, const std::string& key, int64_t value) {
+      if (node.empty()) {
+        m.properties.insert_or_assign(key, std::to_string(value));
+        return;
+      }
+      node.key() = key;
+      node.mapped() = std::to_string(value);
+      auto r = m.properties.insert(std::move(node));
+      if (!r.inserted) r.position->second = std::move(r.node.mapped());
+    };
+    set(topic_node, timer_keys::EnqueueMs(), su.unit.write_ms);
+    set(qid_node, timer_keys::DequeueMs(), now);
+    m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos));
+    m.properties.insert_or_assign(timer_keys::SourceOffset(), std::to_string(su.unit.phys_offset));
     if (su.unit.roll_count > 0) {
-      m.properties[prop::kTimerRollCount] = std::to_string(su.unit.roll_count);
+      m.properties.insert_or_assign(timer_keys::RollCount(), std::to_string(su.unit.roll_count));
     }
     m.queue_offset = -1;
     m.physical_offset = -1;

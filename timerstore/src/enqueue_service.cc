@@ -5,12 +5,13 @@
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "prop_keys.h"
 #include "timer_store_impl.h"
 
 namespace tokimq {
 namespace {
 
-bool GetInt(const Message& m, const char* key, int64_t* v) {
+bool GetInt(const Message& m, const std::string& key, int64_t* v) {
   auto it = m.properties.find(key);
   if (it == m.properties.end()) return false;
   const std::string& s = it->second;
@@ -31,9 +32,9 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
   if (room == 0) return 0;  // back-pressure: enqueue put is behind
   int64_t max = store_->MaxQueueOffset(kTimerTopic, 0);
   if (from >= max) return 0;
-  TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
-                          store_->ReadQueue(kTimerTopic, 0, from,
-                                            static_cast<int>(std::min<size_t>(room, 1024))));
+  TOKIMQ_ASSIGN_OR_RETURN(
+      std::vector<Message> msgs,
+      store_->ReadQueue(kTimerTopic, 0, from, static_cast<int>(std::min<size_t>(room, 1024))));
   std::lock_guard<std::mutex> l(mu_);
   timer_max_queue_offset_ = std::max(timer_max_queue_offset_, max);
   if (msgs.empty()) {
@@ -58,10 +59,10 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
     bool duplicate = m.physical_offset <= last_enqueued_phys_;  // already in the TimerLog
     if (duplicate) {
       // Recovery re-reads from the checkpointed queue offset; the TimerLog tail has these.
-    } else if (!GetInt(m, prop::kDeliverMs, &deliver)) {
+    } else if (!GetInt(m, timer_keys::DeliverMs(), &deliver)) {
       TOKIMQ_LOG_WARN("timerstore: timer-topic record at {} has no deliver time; skipped",
                       m.physical_offset);
-    } else if (GetInt(m, kTimerDeleteOf, &target)) {
+    } else if (GetInt(m, timer_keys::DeleteOf(), &target)) {
       TimerUnit u;
       u.flags = kUnitDelete;
       u.write_ms = clock_->NowMs();
@@ -78,7 +79,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       u.deliver_ms = deliver;
       u.phys_offset = m.physical_offset;
       u.msg_size = static_cast<uint32_t>(m.EncodedSize());
-      auto rt = m.properties.find(prop::kRealTopic);
+      auto rt = m.properties.find(timer_keys::RealTopic());
       u.topic_hash = rt == m.properties.end() ? 0 : crc32c::Value(rt->second);
       TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(u).status());
       metrics_.pending.Add(1);

@@ -26,12 +26,11 @@ std::string RecallHandle::Encode() const {
   EncodeFixed64(raw + 9, static_cast<uint64_t>(deliver_ms));
   EncodeFixed32(raw + 17, id_crc);
   EncodeFixed32(raw + 21, crc32c::Value(raw, 21));
-  std::string out;
-  out.reserve(kHandleBytes * 2);
-  for (char c : raw) {
-    auto u = static_cast<unsigned char>(c);
-    out.push_back(kHex[u >> 4]);
-    out.push_back(kHex[u & 15]);
+  std::string out(kHandleBytes * 2, '0');
+  for (size_t i = 0; i < kHandleBytes; ++i) {
+    auto u = static_cast<unsigned char>(raw[i]);
+    out[2 * i] = kHex[u >> 4];
+    out[2 * i + 1] = kHex[u & 15];
   }
   return out;
 }

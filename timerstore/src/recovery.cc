@@ -10,8 +10,7 @@
 
 namespace tokimq {
 
-absl::Status TimerStoreImpl::RelinkForRecovery(int64_t pos, const TimerUnit& u,
-                                               int64_t read_tick) {
+absl::Status TimerStoreImpl::RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick) {
   if (u.flags == kUnitDelete || u.slot_tick < read_tick) return absl::OkStatus();
   TimerSlot s = wheel_->Get(u.slot_tick);
   if (s.count > 0 && s.last_pos >= pos) return absl::OkStatus();  // wheel file already has it
@@ -49,15 +48,14 @@ absl::Status TimerStoreImpl::Recover() {
     return loaded.status();
   }
   int64_t scan_from = std::min(ckpt.timerlog_scan_from, ckpt.timerlog_flush_pos);
-  TOKIMQ_ASSIGN_OR_RETURN(timerlog_, TimerLog::Open(fs_, dir + "/timerlog",
-                                                    options_.timerlog_segment_size, scan_from));
+  TOKIMQ_ASSIGN_OR_RETURN(
+      timerlog_, TimerLog::Open(fs_, dir + "/timerlog", options_.timerlog_segment_size, scan_from));
   if (timerlog_->WritePos() < ckpt.timerlog_flush_pos) {
     return absl::DataLossError(absl::StrCat("timerstore: TimerLog ends at ", timerlog_->WritePos(),
                                             " before the checkpointed flush position ",
                                             ckpt.timerlog_flush_pos));
   }
-  TOKIMQ_ASSIGN_OR_RETURN(wheel_, TimerWheel::Open(fs_, dir + "/timerwheel",
-                                                   options_.precision_ms,
+  TOKIMQ_ASSIGN_OR_RETURN(wheel_, TimerWheel::Open(fs_, dir + "/timerwheel", options_.precision_ms,
                                                    static_cast<uint64_t>(2 * slots_total_)));
   int64_t read_tick = ckpt.read_tick;
   int64_t end = timerlog_->WritePos();
@@ -100,8 +98,7 @@ absl::Status TimerStoreImpl::Recover() {
   while (at < cl_end) {
     auto next = log->ReadNext(at);
     if (!next.ok()) {
-      TOKIMQ_LOG_WARN("timerstore: CommitLog scan stopped at {}: {}", at,
-                      next.status().ToString());
+      TOKIMQ_LOG_WARN("timerstore: CommitLog scan stopped at {}: {}", at, next.status().ToString());
       break;
     }
     const Message& m = next->first;
@@ -149,11 +146,11 @@ absl::Status TimerStoreImpl::Recover() {
       "rolled; scanned {} CommitLog records",
       read_tick, end, pending, delivered_phys_.size(), rolled_from_.size(), scanned);
   if (!loaded.ok()) TOKIMQ_RETURN_IF_ERROR(Checkpoint());
-  // The MessageStore may outlive us (there is no RemovePinProvider): go through a shared
-  // cell that the destructor clears.
+  // The MessageStore may outlive us: the destructor removes the provider, and (for stores that
+  // cannot remove one) clears the shared cell it goes through.
   pin_cell_ = std::make_shared<PinCell>();
   pin_cell_->owner = this;
-  store_->AddPinProvider([cell = pin_cell_] {
+  pin_id_ = store_->AddRemovablePinProvider([cell = pin_cell_] {
     std::lock_guard<std::mutex> cl(cell->mu);
     if (cell->owner == nullptr) return std::numeric_limits<int64_t>::max();
     std::lock_guard<std::mutex> l(cell->owner->mu_);

@@ -98,8 +98,8 @@ absl::Status TimerLog::Recover(int64_t validate_from) {
   if (segments_.empty()) return absl::OkStatus();
   // End of data: the last segment's size (earlier segments are full by construction).
   auto last = std::prev(segments_.end());
-  int64_t end = last->first + static_cast<int64_t>(std::min<uint64_t>(last->second->Size(),
-                                                                         segment_size_));
+  int64_t end =
+      last->first + static_cast<int64_t>(std::min<uint64_t>(last->second->Size(), segment_size_));
   int64_t pos = std::max<int64_t>(validate_from, segments_.begin()->first);
   pos -= pos % static_cast<int64_t>(kTimerUnitSize);
   written_pos_ = write_pos_ = end;  // so ReadRawLocked reads files, not the (empty) buffer
@@ -177,8 +177,8 @@ absl::Status TimerLog::WriteBufferLocked() {
     size_t room = static_cast<size_t>(base + static_cast<int64_t>(segment_size_) - pos);
     size_t n = std::min(room, buffer_.size() - done);
     TOKIMQ_ASSIGN_OR_RETURN(File * f, SegmentLocked(base, true));
-    TOKIMQ_RETURN_IF_ERROR(f->PWrite(static_cast<uint64_t>(pos - base),
-                                     std::string_view(buffer_).substr(done, n)));
+    TOKIMQ_RETURN_IF_ERROR(
+        f->PWrite(static_cast<uint64_t>(pos - base), std::string_view(buffer_).substr(done, n)));
     done += n;
     written_pos_ += static_cast<int64_t>(n);
   }
@@ -187,15 +187,33 @@ absl::Status TimerLog::WriteBufferLocked() {
 }
 
 absl::Status TimerLog::Flush() {
+  TOKIMQ_ASSIGN_OR_RETURN(int64_t end, WriteOut());
+  return SyncTo(end);
+}
+
+absl::StatusOr<int64_t> TimerLog::WriteOut() {
   std::lock_guard<std::mutex> l(mu_);
   TOKIMQ_RETURN_IF_ERROR(WriteBufferLocked());
-  if (flushed_pos_ == written_pos_) return absl::OkStatus();
-  // Sync every segment touched since the last flush (usually one).
-  int64_t first_base = flushed_pos_ - flushed_pos_ % static_cast<int64_t>(segment_size_);
-  for (auto it = segments_.lower_bound(first_base); it != segments_.end(); ++it) {
-    TOKIMQ_RETURN_IF_ERROR(it->second->Sync());
+  return written_pos_;
+}
+
+absl::Status TimerLog::SyncTo(int64_t end) {
+  std::vector<File*> to_sync;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    end = std::min(end, written_pos_);
+    if (flushed_pos_ >= end) return absl::OkStatus();
+    // Every segment touched since the last flush (usually one). Segments are never removed
+    // while the log is open, so the pointers stay valid.
+    int64_t first_base = flushed_pos_ - flushed_pos_ % static_cast<int64_t>(segment_size_);
+    for (auto it = segments_.lower_bound(first_base); it != segments_.end() && it->first < end;
+         ++it) {
+      to_sync.push_back(it->second.get());
+    }
   }
-  flushed_pos_ = written_pos_;
+  for (File* f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->Sync());
+  std::lock_guard<std::mutex> l(mu_);
+  flushed_pos_ = std::max(flushed_pos_, end);
   return absl::OkStatus();
 }
 
@@ -211,8 +229,8 @@ absl::Status TimerLog::ReadRawLocked(int64_t pos, char* buf) const {
   if (it == segments_.end()) {
     return absl::NotFoundError(absl::StrCat("timerlog: position ", pos, " not stored"));
   }
-  TOKIMQ_ASSIGN_OR_RETURN(size_t n, it->second->PRead(static_cast<uint64_t>(pos - base),
-                                                      kTimerUnitSize, buf));
+  TOKIMQ_ASSIGN_OR_RETURN(
+      size_t n, it->second->PRead(static_cast<uint64_t>(pos - base), kTimerUnitSize, buf));
   if (n != kTimerUnitSize) return absl::DataLossError("timerlog: short unit");
   return absl::OkStatus();
 }

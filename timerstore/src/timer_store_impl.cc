@@ -8,6 +8,7 @@
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "prop_keys.h"
 #include "timerstore/recall_handle.h"
 
 namespace tokimq {
@@ -48,6 +49,7 @@ TimerStoreImpl::TimerStoreImpl(FileSystem* fs, Clock* clock, MessageStore* store
 
 TimerStoreImpl::~TimerStoreImpl() {
   if (!threads_.empty()) (void)Stop();
+  if (pin_id_ != 0) store_->RemovePinProvider(pin_id_);
   if (pin_cell_) {
     std::lock_guard<std::mutex> l(pin_cell_->mu);
     pin_cell_->owner = nullptr;
@@ -157,14 +159,14 @@ void TimerStoreImpl::RefreshGaugesLocked(int64_t now) {
 absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
   ScheduleResult result;
   uint32_t id_crc = IdCrc(msg);
-  msg.properties[prop::kDeliverMs] = std::to_string(deliver_ms);
+  msg.properties.insert_or_assign(timer_keys::DeliverMs(), std::to_string(deliver_ms));
   if (deliver_ms <= clock_->NowMs()) {
     TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
     result.delivered_now = true;
     metrics_.delivered.Add(1);
   } else {
-    msg.properties[prop::kRealTopic] = msg.topic;
-    msg.properties[prop::kRealQueueId] = std::to_string(msg.queue_id);
+    msg.properties.insert_or_assign(timer_keys::RealTopic(), std::move(msg.topic));
+    msg.properties.insert_or_assign(timer_keys::RealQueueId(), std::to_string(msg.queue_id));
     msg.topic = kTimerTopic;
     msg.queue_id = 0;
     TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
@@ -181,8 +183,8 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
   TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
   auto read = store_->Read(h.phys_offset);
   if (!read.ok()) {
-    return absl::NotFoundError(absl::StrCat("recall: no scheduled message for handle (",
-                                            read.status().message(), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
   }
   const Message& m = *read;
   int64_t deliver = 0;
@@ -240,10 +242,13 @@ absl::Status TimerStoreImpl::RunUntilIdle() {
 }
 
 absl::Status TimerStoreImpl::Checkpoint() {
+  std::lock_guard<std::mutex> cpl(checkpoint_mu_);  // one checkpoint at a time
   // Delivered copies and delete markers first: the checkpoint may say "tick done" only once
   // its puts are durable.
   TOKIMQ_RETURN_IF_ERROR(store_->Flush());
   TimerCheckpointData c;
+  int64_t timerlog_end = 0;
+  std::vector<TimerWheel::DirtyRun> wheel_runs;
   {
     std::lock_guard<std::mutex> l(mu_);
     c.precision_ms = options_.precision_ms;
@@ -267,17 +272,48 @@ absl::Status TimerStoreImpl::Checkpoint() {
               [](const RecalledEntry& a, const RecalledEntry& b) {
                 return a.phys_offset < b.phys_offset;
               });
-    // TimerLog then wheel, under mu_ so no unit is linked in between: the wheel file never
+    // Snapshot, under mu_ so no unit is linked in between: the TimerLog end and the wheel
+    // slots as of this instant (they point only at units below that end). The fsyncs run
+    // outside mu_, in the order TimerLog, then wheel, then checkpoint, so the wheel file never
     // points at a unit that is not durable.
-    TOKIMQ_RETURN_IF_ERROR(timerlog_->Flush());
-    TOKIMQ_RETURN_IF_ERROR(wheel_->Flush());
+    TOKIMQ_ASSIGN_OR_RETURN(timerlog_end, timerlog_->WriteOut());
+    wheel_runs = wheel_->TakeDirtyRuns();
     RefreshGaugesLocked(clock_->NowMs());
+  }
+  absl::Status s = timerlog_->SyncTo(timerlog_end);
+  if (s.ok()) s = wheel_->WriteRuns(wheel_runs);
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    wheel_->Redirty(wheel_runs);
+    return s;
   }
   return StoreTimerCheckpoint(fs_, options_.dir + "/checkpoint", c);
 }
 
-void TimerStoreImpl::WorkerLoop(int which) {
+void TimerStoreImpl::CheckpointLoop() {
   int64_t last_checkpoint = clock_->NowMs();
+  while (true) {
+    {
+      std::lock_guard<std::mutex> l(run_mu_);
+      if (stopping_) return;
+    }
+    int64_t now = clock_->NowMs();
+    if (now - last_checkpoint >= options_.checkpoint_interval_ms) {
+      absl::Status cs = Checkpoint();
+      if (!cs.ok()) {
+        TOKIMQ_LOG_ERROR("timerstore checkpoint: {}", cs.ToString());
+        std::lock_guard<std::mutex> l(run_mu_);
+        if (bg_status_.ok()) bg_status_ = cs;
+      }
+      last_checkpoint = now;
+    }
+    // Short real-time cap so Stop() is noticed quickly.
+    clock_->WaitUntilMs(last_checkpoint + options_.checkpoint_interval_ms,
+                        std::chrono::milliseconds(10));
+  }
+}
+
+void TimerStoreImpl::WorkerLoop(int which) {
   while (true) {
     {
       std::lock_guard<std::mutex> l(run_mu_);
@@ -286,8 +322,10 @@ void TimerStoreImpl::WorkerLoop(int which) {
     size_t n = 0;
     absl::Status st;
     auto run = [&](absl::StatusOr<size_t> r) {
-      if (r.ok()) n += *r;
-      else if (st.ok()) st = r.status();
+      if (r.ok())
+        n += *r;
+      else if (st.ok())
+        st = r.status();
     };
     int64_t wake_ms;
     if (which == 0) {
@@ -298,15 +336,8 @@ void TimerStoreImpl::WorkerLoop(int which) {
       run(DequeueGetStep());
       run(DequeueReadStep());
       run(DequeuePutStep());
-      int64_t now = clock_->NowMs();
-      if (now - last_checkpoint >= options_.checkpoint_interval_ms) {
-        absl::Status cs = Checkpoint();
-        if (!cs.ok() && st.ok()) st = cs;
-        last_checkpoint = now;
-      }
       std::lock_guard<std::mutex> l(mu_);
       wake_ms = std::min(fine_.NextDueMs(), (next_walk_tick_ - 1) * options_.precision_ms);
-      wake_ms = std::min(wake_ms, last_checkpoint + options_.checkpoint_interval_ms);
     }
     if (!st.ok()) {
       TOKIMQ_LOG_ERROR("timerstore service {}: {}", which, st.ToString());
@@ -330,6 +361,8 @@ absl::Status TimerStoreImpl::Start() {
   if (!threads_.empty()) return absl::FailedPreconditionError("timerstore: already started");
   stopping_ = false;
   for (int i = 0; i < 2; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
+  // Checkpoints (fsyncs) on their own thread so they never hold up delivery.
+  threads_.emplace_back([this] { CheckpointLoop(); });
   return absl::OkStatus();
 }
 

@@ -11,6 +11,8 @@
 // Recovery lives in recovery.cc, Recall in timer_store_impl.cc.
 //
 // Locking: mu_ guards all state; I/O on the MessageStore happens outside it except where noted.
+// Checkpoint() snapshots under mu_ and does its fsyncs outside it (checkpoint_mu_ serialises
+// checkpoints); with Start() it runs on its own thread.
 #pragma once
 
 #include <condition_variable>
@@ -34,10 +36,10 @@ namespace tokimq {
 
 class TimerStoreImpl final : public TimerStore {
  public:
-  static constexpr size_t kEnqueueQueueCap = 4096;   // messages between enqueue get and put
-  static constexpr size_t kPutQueueCap = 4096;       // loaded copies between read and put
+  static constexpr size_t kEnqueueQueueCap = 4096;      // messages between enqueue get and put
+  static constexpr size_t kPutQueueCap = 4096;          // loaded copies between read and put
   static constexpr size_t kMaxLoadedUnits = 2'000'000;  // FineScheduler back-pressure
-  static constexpr int kPinBucketShift = 22;          // 4 MiB of CommitLog per pin bucket
+  static constexpr int kPinBucketShift = 22;            // 4 MiB of CommitLog per pin bucket
 
   TimerStoreImpl(FileSystem* fs, Clock* clock, MessageStore* store, TimerStoreOptions options);
   ~TimerStoreImpl() override;
@@ -61,10 +63,10 @@ class TimerStoreImpl final : public TimerStore {
 
  private:
   struct InflightTick {
-    int64_t outstanding = 0;       // units loaded but not yet delivered/skipped
-    int64_t done_pending = 0;      // pending decrements already applied for this tick
-    int64_t commitlog_start = 0;   // CommitLog end before the first put of this tick
-    int64_t timerlog_start = 0;    // TimerLog end when the walk began
+    int64_t outstanding = 0;                 // units loaded but not yet delivered/skipped
+    int64_t done_pending = 0;                // pending decrements already applied for this tick
+    int64_t commitlog_start = 0;             // CommitLog end before the first put of this tick
+    int64_t timerlog_start = 0;              // TimerLog end when the walk began
     std::map<int64_t, int64_t> pin_release;  // bucket -> units finished
   };
   struct LoadedCopy {
@@ -84,7 +86,8 @@ class TimerStoreImpl final : public TimerStore {
   void RefreshGaugesLocked(int64_t now);
   int64_t PinLocked() const;
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
-  void WorkerLoop(int which);
+  void WorkerLoop(int which);  // 0: enqueue services, 1: dequeue services
+  void CheckpointLoop();
 
   FileSystem* fs_;
   Clock* clock_;
@@ -93,6 +96,7 @@ class TimerStoreImpl final : public TimerStore {
   int64_t slots_total_;  // window / precision
   TimerMetrics metrics_;
 
+  std::mutex checkpoint_mu_;  // serialises Checkpoint(); taken before mu_
   mutable std::mutex mu_;
   std::unique_ptr<TimerLog> timerlog_;
   std::unique_ptr<TimerWheel> wheel_;
@@ -116,6 +120,7 @@ class TimerStoreImpl final : public TimerStore {
     TimerStoreImpl* owner = nullptr;
   };
   std::shared_ptr<PinCell> pin_cell_;
+  MessageStore::PinId pin_id_ = 0;
 
   // Start()/Stop().
   std::mutex run_mu_;

@@ -54,8 +54,7 @@ bool DecodeTimerSlot(const char* src, TimerSlot* s) {
   return true;
 }
 
-TimerWheel::TimerWheel(FileSystem* fs, std::string path, int64_t precision_ms,
-                       uint64_t slot_count)
+TimerWheel::TimerWheel(FileSystem* fs, std::string path, int64_t precision_ms, uint64_t slot_count)
     : fs_(fs), path_(std::move(path)), precision_ms_(precision_ms), slot_count_(slot_count) {
   // calloc: zero pages are mapped lazily, so an idle wheel costs little resident memory.
   void* mem = std::calloc(slot_count_, sizeof(TimerSlot));
@@ -177,23 +176,42 @@ void TimerWheel::Reset() {
   std::fill(block_max_.begin(), block_max_.end(), -1);
 }
 
-absl::Status TimerWheel::Flush() {
-  std::string run;
+std::vector<TimerWheel::DirtyRun> TimerWheel::TakeDirtyRuns() {
+  std::vector<DirtyRun> runs;
   for (size_t w = 0; w < dirty_.size(); ++w) {
     if (dirty_[w] == 0) continue;
-    // Write the 64-slot group as one run (at most 2 KiB).
-    size_t first = w * 64;
-    size_t cnt = static_cast<size_t>(std::min<uint64_t>(64, slot_count_ - first));
-    run.assign(cnt * kSlotSize, '\0');
+    // The 64-slot group as one run (at most 2 KiB).
+    DirtyRun run;
+    run.first_slot = w * 64;
+    size_t cnt = static_cast<size_t>(std::min<uint64_t>(64, slot_count_ - run.first_slot));
+    run.bytes.assign(cnt * kSlotSize, '\0');
     for (size_t j = 0; j < cnt; ++j) {
-      const TimerSlot& s = slots_[first + j];
+      const TimerSlot& s = slots_[run.first_slot + j];
       TimerSlot out = s.count == 0 ? TimerSlot{} : s;
-      EncodeTimerSlot(out, run.data() + j * kSlotSize);
+      EncodeTimerSlot(out, run.bytes.data() + j * kSlotSize);
     }
-    TOKIMQ_RETURN_IF_ERROR(file_->PWrite(kHeaderSize + first * kSlotSize, run));
+    runs.push_back(std::move(run));
     dirty_[w] = 0;
   }
+  return runs;
+}
+
+absl::Status TimerWheel::WriteRuns(const std::vector<DirtyRun>& runs) {
+  for (const DirtyRun& run : runs) {
+    TOKIMQ_RETURN_IF_ERROR(file_->PWrite(kHeaderSize + run.first_slot * kSlotSize, run.bytes));
+  }
   return file_->Sync();
+}
+
+void TimerWheel::Redirty(const std::vector<DirtyRun>& runs) {
+  for (const DirtyRun& run : runs) MarkDirty(run.first_slot);  // whole 64-slot group
+}
+
+absl::Status TimerWheel::Flush() {
+  std::vector<DirtyRun> runs = TakeDirtyRuns();
+  absl::Status s = WriteRuns(runs);
+  if (!s.ok()) Redirty(runs);
+  return s;
 }
 
 }  // namespace tokimq

@@ -67,6 +67,11 @@ class TimerLog {
   absl::StatusOr<TimerUnit> Read(int64_t pos) const;
   // Writes buffered units and fsyncs them.
   absl::Status Flush();
+  // Flush in two steps: WriteOut hands the buffered units to the OS and returns the end of
+  // what is written; SyncTo(end) fsyncs up to `end` without holding the log's lock during the
+  // fsync (Append and Read proceed meanwhile).
+  absl::StatusOr<int64_t> WriteOut();
+  absl::Status SyncTo(int64_t end);
 
   int64_t WritePos() const;    // end of appended units
   int64_t FlushedPos() const;  // end of the fsynced prefix

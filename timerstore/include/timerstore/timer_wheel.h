@@ -54,7 +54,20 @@ class TimerWheel {
   int64_t NextLiveTick(int64_t from, int64_t limit) const;
   // Clears every slot (rebuild).
   void Reset();
-  absl::Status Flush();
+  absl::Status Flush();  // WriteRuns(TakeDirtyRuns())
+
+  // Flush in two steps so the caller can do the fsync outside its lock: TakeDirtyRuns encodes
+  // the slots changed since the last call (a snapshot; clears their dirty marks; in memory
+  // only), WriteRuns writes such a snapshot and fsyncs. WriteRuns only touches the file: it may
+  // run concurrently with Get/Link, but not with another WriteRuns/Flush. If it fails, hand the
+  // runs to Redirty (under the caller's lock) so the next flush writes them again.
+  struct DirtyRun {
+    size_t first_slot = 0;
+    std::string bytes;  // encoded slots
+  };
+  std::vector<DirtyRun> TakeDirtyRuns();
+  absl::Status WriteRuns(const std::vector<DirtyRun>& runs);
+  void Redirty(const std::vector<DirtyRun>& runs);
 
   int64_t precision_ms() const { return precision_ms_; }
   uint64_t slot_count() const { return slot_count_; }
