@@ -3,6 +3,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 
+#include <algorithm>
 #include <random>
 
 #include "commitlog/message_store.h"
@@ -12,6 +13,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "fmt/format.h"
+#include "retention_task.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::broker {
@@ -108,6 +110,11 @@ absl::Status Broker::OpenStores() {
 
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
+  // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of
+  // pending timer messages from the first run on.
+  retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
+                                               [this] { return EffectiveRetentionMs(); });
+  retention_->Start();
   TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
                   metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
@@ -131,6 +138,8 @@ absl::Status Broker::Close() {
       if (first.ok()) first = s;
     }
   };
+  if (retention_) retention_->Stop();
+  retention_.reset();
   if (consumers_) note(consumers_->Stop(), "consumer service stop");
   if (timers_) {
     note(timers_->Stop(), "timer store stop");
@@ -149,6 +158,14 @@ absl::Status Broker::Close() {
   }
   if (first.ok()) TOKIMQ_LOG_INFO("broker closed cleanly");
   return first;
+}
+
+int64_t Broker::EffectiveRetentionMs() const {
+  // One CommitLog holds every topic, and a segment can only go as a whole: keep it until the
+  // longest-lived topic allows, so no topic loses a message before its own retention age.
+  int64_t age = options_.default_retention_ms;
+  for (const TopicConfig& t : metadata_->ListTopics()) age = std::max(age, t.retention_ms);
+  return age;
 }
 
 void Broker::RememberSubscription(const std::string& group, const std::string& topic) {

@@ -10,6 +10,7 @@
 #include "proto/duration.h"
 #include "proto/framing.h"
 #include "proto/status.h"
+#include "retention_task.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::broker {
@@ -357,6 +358,13 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   }
   resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset());
   resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
+  resp->set_commitlog_min_offset(store_->commit_log()->MinOffset());
+  resp->set_retention_ms(EffectiveRetentionMs());
+  if (retention_) {
+    resp->set_retention_runs(retention_->runs());
+    resp->set_retention_last_run_ms(retention_->last_run_ms());
+    resp->set_retention_deleted_segments(retention_->deleted_segments());
+  }
   return absl::OkStatus();
 }
 

@@ -15,6 +15,8 @@ port = 9000
 flush = "sync"
 timer_precision = "100ms"
 retention = "7d"
+retention_interval = "5m"
+segment_size = 4096
 max_frame_bytes = 1048576
 manual_clock = true
 [group.billing]
@@ -30,6 +32,8 @@ ttl = "1h"
   EXPECT_EQ(c.broker.flush_mode, FlushMode::kSync);
   EXPECT_EQ(c.broker.timer_precision_ms, 100);
   EXPECT_EQ(c.broker.default_retention_ms, 7LL * 24 * 3600 * 1000);
+  EXPECT_EQ(c.broker.retention_interval_ms, 5 * 60 * 1000);
+  EXPECT_EQ(c.broker.commitlog_segment_size, 4096u);
   EXPECT_EQ(c.server.max_frame_bytes, 1u << 20);
   EXPECT_TRUE(c.broker.manual_clock);
   const GroupPolicy& p = c.broker.group_policies.at("billing");

@@ -282,10 +282,18 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
 absl::Status Stats(const ClientOptions& o) {
   auto st = AdminClient(o).Stats();
   if (!st.ok()) return st.status();
-  std::printf("now %s  commitlog max=%lld flushed=%lld\n",
+  std::printf("now %s  commitlog min=%lld max=%lld flushed=%lld\n",
               wire::FormatTimestamp(st->now_ms()).c_str(),
+              static_cast<long long>(st->commitlog_min_offset()),
               static_cast<long long>(st->commitlog_max_offset()),
               static_cast<long long>(st->commitlog_flushed_offset()));
+  std::printf("retention: age=%s runs=%lld deleted_segments=%lld last_run=%s\n",
+              wire::FormatDuration(st->retention_ms()).c_str(),
+              static_cast<long long>(st->retention_runs()),
+              static_cast<long long>(st->retention_deleted_segments()),
+              st->retention_last_run_ms() > 0
+                  ? wire::FormatTimestamp(st->retention_last_run_ms()).c_str()
+                  : "never");
   std::printf("topics:\n");
   for (const auto& t : st->topics()) {
     std::printf("  %-32s %-11s depth=%lld\n", t.name().c_str(), TypeName(t.type()),

@@ -3,9 +3,10 @@
 // Owns, in opening order: the metadata RocksDB (<data_dir>/meta, shared with the
 // ConsumerService), the MessageStore (<data_dir>/store), the TimerStore (<data_dir>/timer), the
 // MetadataStore and the ConsumerService; the MessageStore dispatch listener is fanned out to the
-// ConsumerService. Handle() turns one protocol request into its response; the network Server
-// (server.h) calls it from worker threads, never from I/O threads, because Send (sync flush)
-// and Receive (long poll) block.
+// ConsumerService; a RetentionTask deletes expired CommitLog segments in the background
+// (retention_interval_ms). Handle() turns one protocol request into its response; the network
+// Server (server.h) calls it from worker threads, never from I/O threads, because Send (sync
+// flush) and Receive (long poll) block.
 //
 // Time: a SystemClock, or with options.manual_clock a ManualClock that only the admin
 // AdvanceClock request moves (refused otherwise). The manual time is persisted so it never goes
@@ -13,8 +14,8 @@
 //
 // Thread-safety: Handle may be called concurrently from any number of threads. Close() once,
 // after the server stopped calling Handle.
-// Durability: Close() stops the services, checkpoints the TimerStore, closes the MessageStore
-// (which writes the clean-shutdown marker) and the RocksDB.
+// Durability: Close() stops retention and the services, checkpoints the TimerStore, closes the
+// MessageStore (which writes the clean-shutdown marker) and the RocksDB.
 #pragma once
 
 #include <atomic>
@@ -45,6 +46,8 @@ class TimerStore;
 
 namespace tokimq::broker {
 
+class RetentionTask;
+
 struct BrokerOptions {
   std::string data_dir = "./data";
   bool manual_clock = false;
@@ -55,7 +58,10 @@ struct BrokerOptions {
   uint32_t max_message_size = 4u << 20;         // bytes of body
   int64_t timer_precision_ms = 1000;
   int64_t timer_window_ms = 7LL * 24 * 3600 * 1000;
+  // Retention age of topics created without one. The CommitLog is shared, so the age applied
+  // is the largest of this and every topic's retention (docs/operations.md "Retention").
   int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;
+  int64_t retention_interval_ms = 60'000;       // how often retention runs; 0 = never
   int64_t max_long_poll_ms = 20'000;            // longer long polls are cut to this
   std::map<std::string, GroupPolicy> group_policies;
 };
@@ -71,6 +77,10 @@ class Broker {
 
   // Stops the services and closes the stores (see class comment). Idempotent.
   absl::Status Close();
+
+  // The retention age applied to the shared CommitLog now: the largest of the default retention
+  // and every existing topic's retention, in ms.
+  int64_t EffectiveRetentionMs() const;
 
   Clock* clock() const { return clock_; }
   bool manual_clock() const { return manual_clock_ != nullptr; }
@@ -104,6 +114,7 @@ class Broker {
   std::unique_ptr<TimerStore> timers_;
   std::unique_ptr<MetadataStore> metadata_;
   std::unique_ptr<ConsumerService> consumers_;
+  std::unique_ptr<RetentionTask> retention_;
   bool closed_ = false;
   std::mutex close_mu_;
 
