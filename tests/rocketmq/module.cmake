@@ -3,6 +3,11 @@
 get_property(tokimq_have_rocketmq GLOBAL PROPERTY TOKIMQ_HAVE_ROCKETMQ)
 find_program(TOKIMQ_NODE node)
 find_program(TOKIMQ_NPM npm)
+if(tokimq_have_rocketmq)
+  # Unit tests of the endpoint's pure parts (private headers of rocketmq/src).
+  tokimq_test_module(rocketmq DEPS tokimq::rocketmq)
+  target_include_directories(rocketmq_test PRIVATE ${CMAKE_SOURCE_DIR}/rocketmq/src)
+endif()
 if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
   add_test(NAME rocketmq.official_nodejs_client
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR})

@@ -1,0 +1,185 @@
+// Unit tests of the RocketMQ endpoint's pure parts: status mapping, recall handles, digests,
+// message views, the settings answer and the in-flight cache.
+#include <gtest/gtest.h>
+
+#include "convert.h"
+#include "in_flight_cache.h"
+#include "messaging_service.h"
+
+namespace tokimq::rocketmq {
+namespace {
+
+proto::Status Native(absl::StatusCode code, const std::string& msg) {
+  proto::Status s;
+  s.set_code(static_cast<int32_t>(code));
+  s.set_message(msg);
+  return s;
+}
+
+TEST(ConvertTest, NativeErrorsMapToTheCodesClientsExpect) {
+  EXPECT_EQ(CodeFromNative(Native(absl::StatusCode::kOk, ""), RpcKind::kSend), v2::Code::OK);
+  EXPECT_EQ(CodeFromNative(Native(absl::StatusCode::kInvalidArgument,
+                                  "delay 2h exceeds the max delay 1h of topic 't'"),
+                           RpcKind::kSend),
+            v2::Code::ILLEGAL_DELIVERY_TIME);
+  EXPECT_EQ(CodeFromNative(Native(absl::StatusCode::kNotFound, "topic 't' does not exist"),
+                           RpcKind::kRoute),
+            v2::Code::TOPIC_NOT_FOUND);
+  EXPECT_EQ(CodeFromNative(Native(absl::StatusCode::kFailedPrecondition, "handle used"),
+                           RpcKind::kReceipt),
+            v2::Code::INVALID_RECEIPT_HANDLE);
+  EXPECT_EQ(CodeFromNative(Native(absl::StatusCode::kResourceExhausted, ""), RpcKind::kOther),
+            v2::Code::TOO_MANY_REQUESTS);
+  EXPECT_EQ(CodeFromNative(Native(absl::StatusCode::kInternal, "disk"), RpcKind::kSend),
+            v2::Code::INTERNAL_ERROR);
+}
+
+TEST(ConvertTest, RecallHandleCarriesTheMessageId) {
+  std::string id, native;
+  const std::string h = EncodeRecallHandle("0102AB", "01c5deadbeef");
+  EXPECT_EQ(h, "0102AB:01c5deadbeef");
+  ASSERT_TRUE(DecodeRecallHandle(h, &id, &native));
+  EXPECT_EQ(id, "0102AB");
+  EXPECT_EQ(native, "01c5deadbeef");
+  // A handle without the id (or an id with ':') passes through unchanged.
+  EXPECT_EQ(EncodeRecallHandle("a:b", "01c5"), "01c5");
+  EXPECT_FALSE(DecodeRecallHandle("01c5", &id, &native));
+  EXPECT_EQ(native, "01c5");
+  EXPECT_EQ(id, "");
+}
+
+TEST(ConvertTest, Md5IsUpperCaseHex) {
+  EXPECT_EQ(Md5Hex(""), "D41D8CD98F00B204E9800998ECF8427E");
+  EXPECT_EQ(Md5Hex("abc"), "900150983CD24FB0D6963F7D28E17F72");
+}
+
+TEST(ConvertTest, DurationsAndTimestampsRoundTripInMs) {
+  google::protobuf::Duration d;
+  SetDurationMs(15'250, &d);
+  EXPECT_EQ(d.seconds(), 15);
+  EXPECT_EQ(d.nanos(), 250'000'000);
+  EXPECT_EQ(DurationMs(d), 15'250);
+  google::protobuf::Timestamp t;
+  SetTimestampMs(1'700'000'000'123, &t);
+  EXPECT_EQ(TimestampMs(t), 1'700'000'000'123);
+}
+
+TEST(ConvertTest, ReceivedMessageViewHidesSystemPropertiesAndKeepsRocketFields) {
+  proto::ReceivedMessage in;
+  in.set_message_id("NATIVEID");
+  in.set_topic("orders");
+  in.set_queue_id(3);
+  in.set_queue_offset(42);
+  in.set_body("hello");
+  in.set_key("k1 k2");
+  in.set_tag("tagA");
+  in.set_born_ms(1000);
+  in.set_receipt_handle("rh");
+  in.set_delivery_attempt(2);
+  in.set_deliver_ms(5000);
+  auto& p = *in.mutable_properties();
+  p["user"] = "v";
+  p["KEYS"] = "k1 k2";
+  p["TAGS"] = "tagA";
+  p["UNIQ_KEY"] = "NATIVEID";
+  p["TIMER_DELIVER_MS"] = "4999";
+  p[kRmqMessageId] = "CLIENTID";
+  p[kRmqBornHost] = "host1";
+  v2::Message out;
+  ToRocketMessage(in, 15'000, &out);
+  EXPECT_EQ(out.topic().name(), "orders");
+  ASSERT_EQ(out.user_properties().size(), 1u);
+  EXPECT_EQ(out.user_properties().at("user"), "v");
+  const v2::SystemProperties& sp = out.system_properties();
+  EXPECT_EQ(sp.message_id(), "CLIENTID");
+  EXPECT_EQ(sp.tag(), "tagA");
+  ASSERT_EQ(sp.keys_size(), 2);
+  EXPECT_EQ(sp.keys(0), "k1");
+  EXPECT_EQ(sp.keys(1), "k2");
+  EXPECT_EQ(sp.message_type(), v2::MessageType::DELAY);
+  EXPECT_EQ(TimestampMs(sp.delivery_timestamp()), 4999);
+  EXPECT_EQ(TimestampMs(sp.born_timestamp()), 1000);
+  EXPECT_EQ(sp.born_host(), "host1");
+  EXPECT_EQ(sp.receipt_handle(), "rh");
+  EXPECT_EQ(sp.delivery_attempt(), 2);
+  EXPECT_EQ(sp.queue_id(), 3);
+  EXPECT_EQ(sp.queue_offset(), 42);
+  EXPECT_EQ(DurationMs(sp.invisible_duration()), 15'000);
+  EXPECT_EQ(sp.body_digest().type(), v2::DigestType::MD5);
+  EXPECT_EQ(sp.body_digest().checksum(), Md5Hex("hello"));
+  EXPECT_EQ(out.body(), "hello");
+}
+
+TEST(ConvertTest, ReservedPropertyNames) {
+  EXPECT_TRUE(IsReservedProperty("KEYS"));
+  EXPECT_TRUE(IsReservedProperty("__RMQ_anything"));
+  EXPECT_TRUE(IsReservedProperty("TIMER_DELIVER_MS"));
+  EXPECT_FALSE(IsReservedProperty("keys"));
+  EXPECT_FALSE(IsReservedProperty("idx"));
+}
+
+TEST(SettingsTest, PublishersGetMaxBodySizeAndExponentialRetry) {
+  GrpcEndpointOptions o;
+  o.max_body_size = 1234;
+  MessagingServiceImpl svc(nullptr, o);
+  v2::Settings client;
+  client.set_client_type(v2::ClientType::PRODUCER);
+  client.mutable_publishing()->add_topics()->set_name("t");
+  v2::Settings s = svc.AnswerSettings(client);
+  EXPECT_EQ(s.publishing().max_body_size(), 1234);
+  EXPECT_TRUE(s.publishing().validate_message_type());
+  EXPECT_TRUE(s.backoff_policy().has_exponential_backoff());
+  EXPECT_EQ(s.backoff_policy().max_attempts(), 3);
+  EXPECT_EQ(s.publishing().topics(0).name(), "t");
+}
+
+TEST(SettingsTest, SubscribersGetBatchLongPollingAndNoFifo) {
+  GrpcEndpointOptions o;
+  o.receive_batch_size = 16;
+  o.long_polling_timeout_ms = 20'000;
+  MessagingServiceImpl svc(nullptr, o);
+  v2::Settings client;
+  client.set_client_type(v2::ClientType::PUSH_CONSUMER);
+  SetDurationMs(30'000, client.mutable_subscription()->mutable_long_polling_timeout());
+  v2::Settings s = svc.AnswerSettings(client);
+  EXPECT_FALSE(s.subscription().fifo());
+  EXPECT_EQ(s.subscription().receive_batch_size(), 16);
+  EXPECT_EQ(DurationMs(s.subscription().long_polling_timeout()), 20'000);
+  EXPECT_EQ(DurationMs(s.backoff_policy().exponential_backoff().initial()), 1000);
+}
+
+proto::ReceivedMessage Msg(const std::string& handle, size_t body_bytes) {
+  proto::ReceivedMessage m;
+  m.set_receipt_handle(handle);
+  m.set_body(std::string(body_bytes, 'x'));
+  return m;
+}
+
+TEST(InFlightCacheTest, EvictsOldestBeyondTheByteBound) {
+  InFlightCache cache(3 * 1500);
+  cache.Put("a", Msg("a", 1000));
+  cache.Put("b", Msg("b", 1000));
+  cache.Put("c", Msg("c", 1000));
+  cache.Put("d", Msg("d", 1000));
+  EXPECT_FALSE(cache.Get("a").has_value());
+  EXPECT_TRUE(cache.Get("d").has_value());
+  EXPECT_EQ(cache.size(), 3u);
+  cache.Put("huge", Msg("huge", 10'000));  // larger than the bound: not cached at all
+  EXPECT_FALSE(cache.Get("huge").has_value());
+  EXPECT_EQ(cache.size(), 3u);
+}
+
+TEST(InFlightCacheTest, RenameAndEraseFollowTheHandle) {
+  InFlightCache cache(1 << 20);
+  cache.Put("h1", Msg("h1", 10));
+  cache.Rename("h1", "h2");
+  EXPECT_FALSE(cache.Get("h1").has_value());
+  ASSERT_TRUE(cache.Get("h2").has_value());
+  EXPECT_EQ(cache.Get("h2")->receipt_handle(), "h2");
+  cache.Erase("h2");
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.bytes(), 0);
+}
+
+}  // namespace
+}  // namespace tokimq::rocketmq
