@@ -311,9 +311,11 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
 
 absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse* resp) {
   if (req.receipt_handles().empty()) return absl::InvalidArgumentError("ack without handles");
-  for (const std::string& handle : req.receipt_handles()) {
-    wire::ToProto(consumers_->Ack(req.group(), handle), resp->add_results());
-  }
+  // One AckBatch per request: one group-state write for all its handles.
+  std::vector<std::string> handles(req.receipt_handles().begin(), req.receipt_handles().end());
+  std::vector<absl::Status> results = consumers_->AckBatch(req.group(), handles);
+  resp->mutable_results()->Reserve(static_cast<int>(results.size()));
+  for (const absl::Status& s : results) wire::ToProto(s, resp->add_results());
   return absl::OkStatus();
 }
 

@@ -9,14 +9,24 @@
 //
 // Locking: map_mu_ guards the maps of Progress / GroupState objects (never erased, so pointers
 // stay valid). Each Progress has its own mutex held while handing out, acking, renewing or
-// expiring its leases; two receivers of one group therefore never lease the same offset.
+// expiring its leases, including the RocksDB write that records the change, so the order of
+// writes for one queue is the order of the in-memory changes. A Receive locks every Progress it
+// may read from (the retry view and the topic's queues) in address order for the whole call;
+// AckBatch does the same with the ones its handles name; everything else holds at most one.
 // lease_mu_ serialises lease-topic processing (lease_mu_ before any Progress::mu). No lock is
 // held by OnDispatch beyond wait_mu_, so store/timer callbacks on the putting thread cannot
 // deadlock with a Receive that is itself putting (marker Schedule).
 //
-// Durability: lease creation, ack, renew, nack and expiry are written with WriteOptions::sync.
-// Markers are scheduled before the lease is persisted; on open every persisted lease gets a
-// fresh marker, so a lease never lacks an expiry even if the timer-topic write was lost.
+// Durability: group-state writes (leases with their progress, acks, renewals, nacks, expiries)
+// go to the RocksDB WAL without fsync: they survive a process crash (kill -9) as soon as Write
+// returns; a background thread (Start()) syncs the WAL every kWalSyncIntervalMs when anything
+// was written, and Stop() syncs once more. A power loss or kernel crash can therefore undo the
+// last ~kWalSyncIntervalMs of group-state changes, which at-least-once allows: an undone lease is
+// a re-delivery, an undone ack a duplicate (docs/operations.md "Delivery guarantees"). Policy and
+// handle secret are written synced. One Receive writes one WriteBatch for all queues it took
+// from and schedules one lease-expiry marker; markers are scheduled before the leases are
+// written, and on open every persisted lease gets a fresh marker, so a lease never lacks an
+// expiry even if the timer-topic write was lost.
 #pragma once
 
 #include <atomic>
@@ -43,6 +53,14 @@ inline constexpr char kMarkTopic[] = "LEASE_TOPIC";
 inline constexpr char kMarkReadTopic[] = "LEASE_READ_TOPIC";
 inline constexpr char kMarkQueueId[] = "LEASE_QID";
 inline constexpr char kMarkEntries[] = "LEASE_ENTRIES";
+// Version 2 markers (one per Receive, any number of queues of one group + topic): no
+// LEASE_READ_TOPIC / LEASE_QID; LEASE_QENTRIES is "<view><qid>:<offset>:<epoch>[,...]" with
+// view 't' (the topic's own queue) or 'r' (the group's retry view, read topic %RETRY%<group>).
+inline constexpr char kMarkQueueEntries[] = "LEASE_QENTRIES";
+// Entries per marker at most (a Receive takes at most kMaxReceiveBatch messages).
+inline constexpr size_t kMaxMarkerEntries = 1024;
+// Group-state WAL sync period of the background syncer.
+inline constexpr int64_t kWalSyncIntervalMs = 50;
 
 // Limits for request validation.
 inline constexpr int kMaxReceiveBatch = 1024;
@@ -80,6 +98,21 @@ class ConsumerServiceImpl final : public ConsumerService {
     int64_t consume_offset = -1;  // -1: not yet initialised from the store
     std::map<int64_t, LeaseRecord> leases;  // queue offset -> live lease
   };
+  // One lease in an expiry marker.
+  struct MarkerEntry {
+    bool retry_view = false;  // read topic is %RETRY%<group> (queue 0), else the topic itself
+    int32_t queue_id = 0;
+    int64_t offset = 0;
+    uint32_t epoch = 0;
+  };
+  // What ReceiveFrom found in one queue, applied to the Progress after the batch is written.
+  struct Taken {
+    Progress* p = nullptr;
+    int64_t from = 0;  // first offset scanned
+    int64_t next = 0;  // new consume offset
+    std::vector<Message> messages;
+    std::vector<LeaseRecord> leases;  // parallel to messages
+  };
   struct GroupState {
     GroupPolicy policy;
     std::atomic<int64_t> in_flight{0};
@@ -96,11 +129,18 @@ class ConsumerServiceImpl final : public ConsumerService {
 
   // Receive helpers (receive.cc).
   absl::StatusOr<int> QueueCountOf(const std::string& topic) const;
-  absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, int want,
+  // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
+  absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
+                           int64_t now, int want, Taken* t);
+  // One pass over `sources` (all locked here): one marker, one write, then the leases.
+  absl::Status ReceiveOnce(const std::vector<Progress*>& sources, const ReceiveRequest& req,
                            std::vector<ReceivedMessage>* out);
   uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
-  absl::Status ScheduleMarker(const QueueKey& key, const std::vector<int64_t>& offsets,
-                              const std::vector<uint32_t>& epochs, int64_t deliver_ms);
+  // Schedules markers (kMaxMarkerEntries entries each) for leases of `group` reading for
+  // `topic`, all ending at `deliver_ms`.
+  absl::Status ScheduleMarker(const std::string& group, const std::string& topic,
+                              const std::vector<MarkerEntry>& entries, int64_t deliver_ms);
+  static MarkerEntry EntryOf(const QueueKey& k, int64_t offset, uint32_t epoch);
 
   // Validates a handle and locks its Progress. On success *lock holds p->mu and *lease points
   // into p->leases.
@@ -120,9 +160,16 @@ class ConsumerServiceImpl final : public ConsumerService {
   // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
   static int64_t FirstStoreMs(const Message& m);
   absl::Status HandleMarker(const Message& marker);
+  // Expires the lease (offset, epoch) of the queue `k` if it is still live at that epoch.
+  absl::Status ExpireEntry(const QueueKey& k, int64_t offset, int64_t epoch);
   absl::Status WriteSynced(rocksdb::WriteBatch* batch);
+  // WAL write without fsync; the syncer makes it durable within kWalSyncIntervalMs.
+  absl::Status WriteState(rocksdb::WriteBatch* batch);
+  // Syncs the WAL if anything was written unsynced since the last sync.
+  absl::Status SyncIfDirty();
 
   void WorkerLoop();
+  void SyncLoop();
 
   Clock* const clock_;
   MessageStore* const store_;
@@ -146,6 +193,12 @@ class ConsumerServiceImpl final : public ConsumerService {
   std::atomic<uint64_t> lease_gen_{0};
   std::atomic<bool> stopping_{false};
   std::thread worker_;
+
+  // Background WAL sync.
+  std::atomic<bool> wal_dirty_{false};
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  std::thread syncer_;
 };
 
 }  // namespace tokimq::consumer

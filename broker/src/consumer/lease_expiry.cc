@@ -1,5 +1,6 @@
 // ConsumerServiceImpl: lease expiry (markers delivered by the TimerStore into kLeaseTopic),
 // retry copies and the DLQ.
+#include <algorithm>
 #include <charconv>
 
 #include "common/logging.h"
@@ -84,50 +85,123 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   // A crash here (copy written, lease not yet deleted) redelivers the message twice: see
   // docs/operations.md "Delivery guarantees".
   batch->Delete(LeaseKey(k, offset));
-  TOKIMQ_RETURN_IF_ERROR(WriteSynced(batch));
+  TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
   p->leases.erase(offset);
   GetGroup(k.group)->in_flight.fetch_sub(1);
   return absl::OkStatus();
 }
 
+ConsumerServiceImpl::MarkerEntry ConsumerServiceImpl::EntryOf(const QueueKey& k, int64_t offset,
+                                                              uint32_t epoch) {
+  return MarkerEntry{k.read_topic != k.topic, k.queue_id, offset, epoch};
+}
+
+absl::Status ConsumerServiceImpl::ScheduleMarker(const std::string& group,
+                                                 const std::string& topic,
+                                                 const std::vector<MarkerEntry>& entries,
+                                                 int64_t deliver_ms) {
+  for (size_t first = 0; first < entries.size(); first += kMaxMarkerEntries) {
+    const size_t last = std::min(entries.size(), first + kMaxMarkerEntries);
+    Message marker;
+    marker.topic = kLeaseTopic;
+    marker.queue_id = 0;
+    marker.born_ms = clock_->NowMs();
+    marker.properties[kMarkGroup] = group;
+    marker.properties[kMarkTopic] = topic;
+    std::string list;
+    list.reserve((last - first) * 16);
+    for (size_t i = first; i < last; ++i) {
+      const MarkerEntry& e = entries[i];
+      if (i != first) list.push_back(',');
+      list.push_back(e.retry_view ? 'r' : 't');
+      list += std::to_string(e.queue_id);
+      list.push_back(':');
+      list += std::to_string(e.offset);
+      list.push_back(':');
+      list += std::to_string(e.epoch);
+    }
+    marker.properties[kMarkQueueEntries] = std::move(list);
+    TOKIMQ_RETURN_IF_ERROR(timers_->Schedule(std::move(marker), deliver_ms).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConsumerServiceImpl::ExpireEntry(const QueueKey& k, int64_t offset, int64_t epoch) {
+  Progress* p = FindProgress(k);
+  if (p == nullptr) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(p->mu);
+  auto it = p->leases.find(offset);
+  if (it == p->leases.end() || static_cast<int64_t>(it->second.epoch) != epoch) {
+    return absl::OkStatus();
+  }
+  if (it->second.invisible_until_ms > clock_->NowMs()) {
+    // Cannot happen with a correct timer store (never early); keep the lease covered.
+    return ScheduleMarker(k.group, k.topic, {EntryOf(k, offset, it->second.epoch)},
+                          it->second.invisible_until_ms);
+  }
+  rocksdb::WriteBatch batch;
+  return EndLease(p, offset, std::nullopt, &batch);
+}
+
 absl::Status ConsumerServiceImpl::HandleMarker(const Message& marker) {
   const std::string* group = FindProp(marker, kMarkGroup);
   const std::string* topic = FindProp(marker, kMarkTopic);
+  auto malformed = [&] {
+    TOKIMQ_LOG_WARN("consumer: malformed lease marker at {}@{}; skipped", kLeaseTopic,
+                    marker.queue_offset);
+    return absl::OkStatus();
+  };
+  if (!group || !topic) return malformed();
+  auto split = [](std::string_view* rest) {
+    size_t comma = rest->find(',');
+    std::string_view entry = rest->substr(0, comma);
+    *rest = comma == std::string_view::npos ? std::string_view() : rest->substr(comma + 1);
+    return entry;
+  };
+
+  if (const std::string* qentries = FindProp(marker, kMarkQueueEntries)) {
+    // Version 2: "<t|r><qid>:<offset>:<epoch>,...".
+    QueueKey k{*group, *topic, *topic, 0};
+    const std::string retry = RetryTopic(*group);
+    std::string_view rest = *qentries;
+    while (!rest.empty()) {
+      std::string_view entry = split(&rest);
+      size_t c1 = entry.find(':');
+      size_t c2 = c1 == std::string_view::npos ? c1 : entry.find(':', c1 + 1);
+      int64_t qid = 0, offset = 0, epoch = 0;
+      if (entry.size() < 2 || (entry[0] != 't' && entry[0] != 'r') ||
+          c2 == std::string_view::npos || !ParseI64(entry.substr(1, c1 - 1), &qid) ||
+          qid < 0 || qid > INT32_MAX || !ParseI64(entry.substr(c1 + 1, c2 - c1 - 1), &offset) ||
+          !ParseI64(entry.substr(c2 + 1), &epoch)) {
+        malformed().IgnoreError();
+        continue;
+      }
+      k.read_topic = entry[0] == 'r' ? retry : *topic;
+      k.queue_id = static_cast<int32_t>(qid);
+      TOKIMQ_RETURN_IF_ERROR(ExpireEntry(k, offset, epoch));
+    }
+    return absl::OkStatus();
+  }
+
+  // Version 1 (one queue per marker), still accepted from data written by older brokers.
   const std::string* read = FindProp(marker, kMarkReadTopic);
   const std::string* qid_s = FindProp(marker, kMarkQueueId);
   const std::string* entries = FindProp(marker, kMarkEntries);
   int64_t qid = 0;
-  if (!group || !topic || !read || !qid_s || !entries || !ParseI64(*qid_s, &qid) || qid < 0 ||
-      qid > INT32_MAX) {
-    TOKIMQ_LOG_WARN("consumer: malformed lease marker at {}@{}; skipped", kLeaseTopic,
-                    marker.queue_offset);
-    return absl::OkStatus();
+  if (!read || !qid_s || !entries || !ParseI64(*qid_s, &qid) || qid < 0 || qid > INT32_MAX) {
+    return malformed();
   }
-  Progress* p = FindProgress(QueueKey{*group, *topic, *read, static_cast<int32_t>(qid)});
-  if (p == nullptr) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(p->mu);
-  const int64_t now = clock_->NowMs();
+  const QueueKey k{*group, *topic, *read, static_cast<int32_t>(qid)};
   std::string_view rest = *entries;
   while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view entry = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    std::string_view entry = split(&rest);
     size_t colon = entry.find(':');
     int64_t offset = 0, epoch = 0;
     if (colon == std::string_view::npos || !ParseI64(entry.substr(0, colon), &offset) ||
         !ParseI64(entry.substr(colon + 1), &epoch)) {
       continue;
     }
-    auto it = p->leases.find(offset);
-    if (it == p->leases.end() || static_cast<int64_t>(it->second.epoch) != epoch) continue;
-    if (it->second.invisible_until_ms > now) {
-      // Cannot happen with a correct timer store (never early); keep the lease covered.
-      TOKIMQ_RETURN_IF_ERROR(
-          ScheduleMarker(p->key, {offset}, {it->second.epoch}, it->second.invisible_until_ms));
-      continue;
-    }
-    rocksdb::WriteBatch batch;
-    TOKIMQ_RETURN_IF_ERROR(EndLease(p, offset, std::nullopt, &batch));
+    TOKIMQ_RETURN_IF_ERROR(ExpireEntry(k, offset, epoch));
   }
   return absl::OkStatus();
 }

@@ -1,4 +1,5 @@
 // ConsumerServiceImpl::Receive: scanning queues, creating leases, long polling.
+#include <algorithm>
 #include <charconv>
 
 #include "common/logging.h"
@@ -43,46 +44,22 @@ uint64_t ConsumerServiceImpl::TopicGen(const std::string& topic) const {
   return it == topic_gen_.end() ? 0 : it->second;
 }
 
-absl::Status ConsumerServiceImpl::ScheduleMarker(const QueueKey& key,
-                                                 const std::vector<int64_t>& offsets,
-                                                 const std::vector<uint32_t>& epochs,
-                                                 int64_t deliver_ms) {
-  Message marker;
-  marker.topic = kLeaseTopic;
-  marker.queue_id = 0;
-  marker.born_ms = clock_->NowMs();
-  marker.properties[kMarkGroup] = key.group;
-  marker.properties[kMarkTopic] = key.topic;
-  marker.properties[kMarkReadTopic] = key.read_topic;
-  marker.properties[kMarkQueueId] = std::to_string(key.queue_id);
-  std::string entries;
-  for (size_t i = 0; i < offsets.size(); ++i) {
-    if (i) entries.push_back(',');
-    entries += std::to_string(offsets[i]) + ":" + std::to_string(epochs[i]);
-  }
-  marker.properties[kMarkEntries] = std::move(entries);
-  absl::StatusOr<ScheduleResult> r = timers_->Schedule(std::move(marker), deliver_ms);
-  return r.status();
-}
-
-absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest& req, int want,
-                                              std::vector<ReceivedMessage>* out) {
-  std::lock_guard<std::mutex> lock(p->mu);
+absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest& req,
+                                              const GroupPolicy& policy, int64_t now, int want,
+                                              Taken* t) {
   const QueueKey& k = p->key;
   const int64_t min = store_->MinQueueOffset(k.read_topic, k.queue_id);
   const int64_t max = store_->MaxQueueOffset(k.read_topic, k.queue_id);
   // A group new to this queue starts at the earliest retained message.
-  if (p->consume_offset < min) p->consume_offset = min;
-  const int64_t from = p->consume_offset;
+  const int64_t from = std::max(p->consume_offset, min);
+  t->p = p;
+  t->from = from;
+  t->next = from;
   if (from >= max) return absl::OkStatus();
 
   const bool retry_view = k.read_topic != k.topic;
-  const GroupPolicy policy = PolicyOf(k.group);
-  const int64_t now = clock_->NowMs();
-  std::vector<Message> taken;
-  bool moved_to_dlq = false;
   int64_t next = from;
-  while (static_cast<int>(taken.size()) < want && next < max) {
+  while (static_cast<int>(t->messages.size()) < want && next < max) {
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
                             store_->ReadQueue(k.read_topic, k.queue_id, next, kScanChunk));
     if (msgs.empty()) {
@@ -91,70 +68,120 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
       continue;
     }
     for (Message& m : msgs) {
-      if (static_cast<int>(taken.size()) >= want) break;
-      next = m.queue_offset + 1;
+      if (static_cast<int>(t->messages.size()) >= want) break;
       // The retry topic is shared by every topic of the group: this view takes only its own.
-      if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) continue;
+      if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) {
+        next = m.queue_offset + 1;
+        continue;
+      }
       // Filtered-out messages count as consumed for the group (RocketMQ semantics).
-      if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) continue;
+      if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) {
+        next = m.queue_offset + 1;
+        continue;
+      }
       const int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
       if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
-        // Waited past the group's TTL before anyone received it: DLQ, not a delivery.
+        // Waited past the group's TTL before anyone received it: DLQ, not a delivery. A crash
+        // before the progress write repeats this move (a duplicate in the DLQ).
+        const int64_t offset = m.queue_offset;
         TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(m),
                                        static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)),
                                        true, now));
-        moved_to_dlq = true;
+        next = offset + 1;
         continue;
       }
-      taken.push_back(std::move(m));
+      next = m.queue_offset + 1;
+      LeaseRecord lease;
+      lease.epoch = 1;
+      lease.attempt = static_cast<uint32_t>(std::clamp<int64_t>(attempt, 1, INT32_MAX));
+      lease.invisible_until_ms = now + req.invisible_ms;
+      lease.received_ms = now;
+      t->leases.push_back(lease);
+      t->messages.push_back(std::move(m));
     }
   }
-  if (next == from) return absl::OkStatus();
+  t->next = next;
+  return absl::OkStatus();
+}
 
+absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& sources,
+                                              const ReceiveRequest& req,
+                                              std::vector<ReceivedMessage>* out) {
+  // Lock every source in address order (AckBatch uses the same order): the scan, the write and
+  // the in-memory update of one queue then happen under its lock, so writes of one queue are
+  // never reordered against each other.
+  std::vector<Progress*> order = sources;
+  std::sort(order.begin(), order.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(order.size());
+  for (Progress* p : order) locks.emplace_back(p->mu);
+
+  const GroupPolicy policy = PolicyOf(req.group);
+  const int64_t now = clock_->NowMs();
   const int64_t until = now + req.invisible_ms;
-  std::vector<int64_t> offsets;
-  std::vector<uint32_t> epochs;
-  std::vector<LeaseRecord> leases;
-  for (const Message& m : taken) {
-    LeaseRecord lease;
-    lease.epoch = 1;
-    int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
-    lease.attempt = static_cast<uint32_t>(std::clamp<int64_t>(attempt, 1, INT32_MAX));
-    lease.invisible_until_ms = until;
-    lease.received_ms = now;
-    leases.push_back(lease);
-    offsets.push_back(m.queue_offset);
-    epochs.push_back(lease.epoch);
+  std::vector<Taken> taken;
+  absl::Status scan_error;
+  int count = 0;
+  for (Progress* p : sources) {
+    const int want = req.max_messages - count;
+    if (want <= 0) break;
+    Taken t;
+    absl::Status s = ReceiveFrom(p, req, policy, now, want, &t);
+    if (!s.ok()) {
+      // What earlier queues gave is still handed out; the rest waits for the next call.
+      scan_error = s;
+      break;
+    }
+    if (t.next == t.from) continue;  // nothing new in this queue
+    count += static_cast<int>(t.messages.size());
+    taken.push_back(std::move(t));
   }
-  // Marker first: a lease persisted without its marker would never expire. (Open also
-  // re-schedules markers for every recovered lease.)
-  if (!taken.empty()) TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(k, offsets, epochs, until));
+  if (count == 0 && !scan_error.ok()) return scan_error;
 
+  // Marker first: a lease written without its marker would not expire before a restart. (Open
+  // re-schedules markers for every recovered lease.) A failure here changes nothing.
+  if (count > 0) {
+    std::vector<MarkerEntry> entries;
+    entries.reserve(static_cast<size_t>(count));
+    for (const Taken& t : taken) {
+      for (const Message& m : t.messages) entries.push_back(EntryOf(t.p->key, m.queue_offset, 1));
+    }
+    TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(req.group, req.topic, entries, until));
+  }
+
+  // One batch for every queue; WAL without fsync (see the class comment for what a crash does).
   rocksdb::WriteBatch batch;
-  std::string pkey = ProgressKey(k);
-  batch.Put(pkey, EncodeOffsetValue(pkey, next));
-  for (size_t i = 0; i < taken.size(); ++i) {
-    std::string lkey = LeaseKey(k, offsets[i]);
-    batch.Put(lkey, EncodeLeaseValue(lkey, leases[i]));
+  for (const Taken& t : taken) {
+    const QueueKey& k = t.p->key;
+    std::string pkey = ProgressKey(k);
+    batch.Put(pkey, EncodeOffsetValue(pkey, t.next));
+    for (size_t i = 0; i < t.messages.size(); ++i) {
+      std::string lkey = LeaseKey(k, t.messages[i].queue_offset);
+      batch.Put(lkey, EncodeLeaseValue(lkey, t.leases[i]));
+    }
   }
-  if (taken.empty() && !moved_to_dlq) {
-    // Only skipped messages: losing this write just means scanning them again.
-    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
-    if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
-  } else {
-    TOKIMQ_RETURN_IF_ERROR(WriteSynced(&batch));
+  if (batch.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteState(&batch));
+
+  out->reserve(out->size() + static_cast<size_t>(count));
+  for (Taken& t : taken) {
+    Progress* p = t.p;
+    p->consume_offset = t.next;
+    for (size_t i = 0; i < t.messages.size(); ++i) {
+      Message& m = t.messages[i];
+      const int64_t offset = m.queue_offset;
+      p->leases.emplace_hint(p->leases.end(), offset, t.leases[i]);
+      ReceivedMessage rm;
+      rm.delivery_attempt = static_cast<int>(t.leases[i].attempt);
+      rm.deliver_ms = PropInt(m, prop::kDeliverMs, m.store_ms);
+      rm.invisible_until_ms = until;
+      rm.receipt_handle = EncodeReceipt(Receipt{p->key, offset, 1, until}, secret_);
+      rm.message = std::move(m);
+      out->push_back(std::move(rm));
+    }
   }
-  p->consume_offset = next;
-  GetGroup(k.group)->in_flight.fetch_add(static_cast<int64_t>(taken.size()));
-  for (size_t i = 0; i < taken.size(); ++i) {
-    p->leases[offsets[i]] = leases[i];
-    ReceivedMessage rm;
-    rm.delivery_attempt = static_cast<int>(leases[i].attempt);
-    rm.deliver_ms = PropInt(taken[i], prop::kDeliverMs, taken[i].store_ms);
-    rm.invisible_until_ms = until;
-    rm.receipt_handle = EncodeReceipt(Receipt{k, offsets[i], 1, until}, secret_);
-    rm.message = std::move(taken[i]);
-    out->push_back(std::move(rm));
+  if (count > 0) GetGroup(req.group)->in_flight.fetch_add(count);
+  if (!scan_error.ok()) {
+    TOKIMQ_LOG_WARN("consumer: receive {}/{}: {}", req.group, req.topic, scan_error.ToString());
   }
   return absl::OkStatus();
 }
@@ -203,18 +230,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
       std::lock_guard<std::mutex> l(wait_mu_);
       seen = TopicGen(req.topic) + TopicGen(retry);
     }
-    for (Progress* p : sources) {
-      int want = req.max_messages - static_cast<int>(out.size());
-      if (want <= 0) break;
-      absl::Status s = ReceiveFrom(p, req, want, &out);
-      if (!s.ok()) {
-        if (out.empty()) return s;
-        // Leases already taken are returned; the rest waits for the next call.
-        TOKIMQ_LOG_WARN("consumer: receive {}/{}: {}", p->key.read_topic, p->key.queue_id,
-                        s.ToString());
-        return out;
-      }
-    }
+    TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, &out));
     if (!out.empty() || req.long_poll_ms == 0) return out;
     std::unique_lock<std::mutex> l(wait_mu_);
     bool woke = wait_cv_.wait_until(l, deadline, [&] {
