@@ -5,8 +5,8 @@
 
 #include "commitlog/message_store.h"
 #include "common/clock.h"
+#include "common/duration.h"
 #include "common/logging.h"
-#include "proto/duration.h"
 
 namespace tokimq::broker {
 
@@ -63,10 +63,10 @@ void RetentionTask::Loop() {
         // Not fatal: the segments stay and the next run tries again.
         TOKIMQ_LOG_ERROR("retention: {}", n.status().ToString());
       } else if (*n > 0) {
-        TOKIMQ_LOG_INFO("retention: deleted {} commit log segment(s) older than {}; first "
-                        "offset now {}",
-                        *n, wire::FormatDuration(last_age_ms()),
-                        store_->commit_log()->MinOffset());
+        TOKIMQ_LOG_INFO(
+            "retention: deleted {} commit log segment(s) older than {}; first "
+            "offset now {}",
+            *n, FormatDuration(last_age_ms()), store_->commit_log()->MinOffset());
       }
       next_ms = clock_->NowMs() + interval_ms_;
       continue;

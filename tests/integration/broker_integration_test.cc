@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "broker_process.h"
 #include "client/admin.h"
@@ -109,6 +110,20 @@ class BrokerIntegrationTest : public ::testing::Test {
            " enqueue_lag=" + std::to_string(tm.enqueue_lag()) +
            " dequeue_lag_ms=" + std::to_string(tm.dequeue_lag_ms());
     return out;
+  }
+  // Waits (bounded real time) until the timer store has linked every timer-topic message sent
+  // so far into its wheel (enqueue lag 0). Tests that jump the clock right after sending use it
+  // so that the jump does not race the enqueue thread (see DueMessageEnqueuedAfterTheWalk...).
+  void AwaitTimerEnqueued() {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (true) {
+      auto st = admin_->Stats();
+      ASSERT_TRUE(st.ok()) << st.status();
+      if (st->timer().enqueue_lag() == 0) return;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timer enqueue stuck: "
+                                                            << Diagnostics();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   int64_t BrokerNow() {
     auto st = admin_->Stats();
@@ -227,6 +242,7 @@ TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
   ASSERT_TRUE(producer_->Recall(sent.recall_handle).ok());
   EXPECT_EQ(producer_->Recall(sent.recall_handle).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(producer_->Recall("garbage!").code(), absl::StatusCode::kInvalidArgument);
+  AwaitTimerEnqueued();
   ASSERT_TRUE(admin_->AdvanceClock(2 * kHour).ok());
   SimpleConsumer consumer(broker_->Options(), "g");
   auto got = ReceiveWithin(consumer, "t");
@@ -236,6 +252,30 @@ TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->timer().recalled(), 1);
   EXPECT_TRUE(Receive(consumer, "t", 500).empty());
+}
+
+// A delayed message linked into the timer wheel after the dequeue walk already passed its tick
+// must still come out at its deliver time, without the clock moving again. Here: a 100 ms delay
+// sent to an idle broker whose (manual) clock sits on a tick boundary, so the walk is ahead of
+// the message's tick. This is the deterministic form of the RecalledMessageIsNeverDelivered
+// flake (there the enqueue thread lagged behind a 2 h AdvanceClock under ASan load).
+// Disabled until timerstore's LinkUnitLocked hands such units to the fine scheduler (reported
+// to the timerstore owner); today the message waits for the clock to reach the next tick.
+TEST_F(BrokerIntegrationTest, DISABLED_DueMessageEnqueuedAfterTheWalkIsNotStuck) {
+  StartBroker({"--manual-clock", "--manual-clock-start-ms", "1700000000000"});
+  CreateTopic("t", proto::DELAY);
+  OutgoingMessage m;
+  m.topic = "t";
+  m.body = "in 100 ms";
+  m.delay_ms = 100;
+  client::SendReceipt sent = SendOk(m);
+  ASSERT_TRUE(sent.delayed);
+  SimpleConsumer consumer(broker_->Options(), "g");
+  EXPECT_TRUE(Receive(consumer, "t", 300).empty()) << "delivered early";
+  ASSERT_TRUE(admin_->AdvanceClock(100).ok());
+  auto got = ReceiveWithin(consumer, "t", 10'000);
+  ASSERT_EQ(got.size(), 1u) << Diagnostics();
+  EXPECT_EQ(got[0].body, "in 100 ms");
 }
 
 TEST_F(BrokerIntegrationTest, LeaseExpiryRedeliversWithAttemptTwo) {

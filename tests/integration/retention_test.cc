@@ -66,7 +66,18 @@ class RetentionTest : public ::testing::Test {
   }
   // Advances the broker clock and waits (bounded real time: a separate process, maybe under
   // sanitizers) until a retention pass has run at or after the new time.
+  // Waits until every timer-topic message sent so far is linked into the wheel, so that a
+  // clock jump does not race the enqueue thread (a known timerstore issue, see
+  // BrokerIntegrationTest.DISABLED_DueMessageEnqueuedAfterTheWalkIsNotStuck).
+  void AwaitTimerEnqueued() {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Stats().timer().enqueue_lag() != 0) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timer enqueue stuck";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   proto::StatsResponse AdvanceAndAwaitRetention(int64_t advance_ms) {
+    AwaitTimerEnqueued();
     auto now = admin_->AdvanceClock(advance_ms);
     EXPECT_TRUE(now.ok()) << now.status();
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -79,6 +90,11 @@ class RetentionTest : public ::testing::Test {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+  }
+
+  std::string BrokerLog() {
+    std::ifstream in(dir_.Join("data.log"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
   tokimq::testing::TempDir dir_;
@@ -112,11 +128,22 @@ TEST_F(RetentionTest, MessageDelayedBeyondRetentionIsStillDelivered) {
   EXPECT_GT(st.retention_deleted_segments(), 0);
   const int64_t min_after_first = st.commitlog_min_offset();
   EXPECT_GT(min_after_first, 0);
-  ASSERT_EQ(st.topics_size(), 2);
-  EXPECT_EQ(st.topics(0).name(), "fill");
-  EXPECT_GT(st.topics(0).queues(0).min_offset(), 0) << "old filler should be gone";
-  EXPECT_LT(st.topics(0).queues(0).min_offset(), 50) << "filler after the pin must stay";
   EXPECT_EQ(st.timer().pending(), 1);
+  {
+    // A new group starts at the first retained filler: the deleted ones are skipped, the ones
+    // in the pinned segments are still there. (Read through a consumer, not the queue's
+    // min_offset in Stats: see the DISABLED_ ConsumeQueue test in tests/broker.)
+    SimpleConsumer reader(broker_->Options(), "reader");
+    ReceiveOptions o;
+    o.long_poll_ms = 2000;
+    o.max_messages = 1;
+    auto first = reader.Receive("fill", o);
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_EQ(first->size(), 1u) << BrokerLog();
+    EXPECT_GT((*first)[0].queue_offset, 0) << "old filler should be gone";
+    EXPECT_LT((*first)[0].queue_offset, 50) << "filler in pinned segments must stay";
+    ASSERT_TRUE(reader.Ack((*first)[0].receipt_handle).ok());  // or it comes back as a retry
+  }
 
   // Two days after the send: delivered, although every segment is far past retention.
   // (Retention runs concurrently with the delivery; the pin holds until the copy is put.)
@@ -138,6 +165,7 @@ TEST_F(RetentionTest, MessageDelayedBeyondRetentionIsStillDelivered) {
   ASSERT_TRUE(consumer.Ack(got[0].receipt_handle).ok());
   // The lease-expiry marker of that delivery is a timer message too (and pins the tail): let
   // it come due so that nothing is pending.
+  AwaitTimerEnqueued();
   ASSERT_TRUE(admin_->AdvanceClock(kHour).ok());
   deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (Stats().timer().pending() != 0 && std::chrono::steady_clock::now() < deadline) {
