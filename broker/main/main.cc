@@ -12,7 +12,7 @@
 #include "broker/broker.h"
 #include "broker/config.h"
 #include "broker/server.h"
-#include "proto/duration.h"
+#include "common/duration.h"
 #if TOKIMQ_WITH_ROCKETMQ
 #include "rocketmq/grpc_endpoint.h"
 #endif
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   if (flush == "sync") config.broker.flush_mode = tokimq::FlushMode::kSync;
   if (flush == "async") config.broker.flush_mode = tokimq::FlushMode::kAsync;
   if (!precision.empty()) {
-    auto ms = tokimq::wire::ParseDuration(precision);
+    auto ms = tokimq::ParseDuration(precision);
     if (!ms.ok() || *ms <= 0) return Fail("bad --timer-precision " + precision);
     config.broker.timer_precision_ms = *ms;
   }

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
-#include "proto/duration.h"
+#include "common/duration.h"
 
 namespace tokimq::broker {
 namespace {
@@ -23,7 +23,7 @@ absl::Status GetDuration(const toml::node& node, const std::string& key, int64_t
     return absl::OkStatus();
   }
   if (auto s = node.value<std::string>()) {
-    absl::StatusOr<int64_t> ms = wire::ParseDuration(*s);
+    absl::StatusOr<int64_t> ms = ParseDuration(*s);
     if (!ms.ok()) return Bad(key, std::string(ms.status().message()));
     *out = *ms;
     return absl::OkStatus();

@@ -14,7 +14,7 @@
 #include "client/producer.h"
 #include "client/simple_consumer.h"
 #include "fmt/format.h"
-#include "proto/duration.h"
+#include "common/duration.h"
 
 namespace tokimq::cli {
 namespace {
@@ -50,7 +50,7 @@ absl::StatusOr<proto::TopicType> ParseType(std::string t) {
 
 absl::StatusOr<int64_t> OptDuration(const std::string& text) {
   if (text.empty()) return 0;
-  return wire::ParseDuration(text);
+  return ParseDuration(text);
 }
 
 absl::StatusOr<proto::TopicConfig> ToTopic(const TopicArgs& a) {
@@ -71,8 +71,8 @@ absl::StatusOr<proto::TopicConfig> ToTopic(const TopicArgs& a) {
 
 void PrintTopic(const proto::TopicConfig& t) {
   std::printf("%-32s %-11s queues=%-4d max_delay=%-8s retention=%s\n", t.name().c_str(),
-              TypeName(t.type()), t.queues(), wire::FormatDuration(t.max_delay_ms()).c_str(),
-              wire::FormatDuration(t.retention_ms()).c_str());
+              TypeName(t.type()), t.queues(), FormatDuration(t.max_delay_ms()).c_str(),
+              FormatDuration(t.retention_ms()).c_str());
 }
 
 }  // namespace
@@ -139,12 +139,12 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     return absl::InvalidArgumentError("--delay and --at are exclusive");
   }
   if (!a.delay.empty()) {
-    auto d = wire::ParseDuration(a.delay);
+    auto d = ParseDuration(a.delay);
     if (!d.ok()) return d.status();
     base.delay_ms = *d;
   }
   if (!a.at.empty()) {
-    auto t = wire::ParseTimestamp(a.at);
+    auto t = ParseTimestamp(a.at);
     if (!t.ok()) return t.status();
     base.deliver_at_ms = *t;
   }
@@ -153,7 +153,7 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     std::printf("sent %s topic=%s queue=%d offset=%lld deliver_at=%s%s%s\n",
                 r.message_id.c_str(), r.topic.c_str(), r.queue_id,
                 static_cast<long long>(r.queue_offset),
-                wire::FormatTimestamp(r.deliver_at_ms).c_str(),
+                FormatTimestamp(r.deliver_at_ms).c_str(),
                 r.recall_handle.empty() ? "" : " recall=", r.recall_handle.c_str());
   };
   if (a.body || !a.file.empty()) {
@@ -245,9 +245,9 @@ absl::Status Recall(const ClientOptions& o, const std::string& handle) {
 }
 
 absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
-  auto invisible = wire::ParseDuration(a.invisible);
+  auto invisible = ParseDuration(a.invisible);
   if (!invisible.ok()) return invisible.status();
-  auto wait = wire::ParseDuration(a.wait);
+  auto wait = ParseDuration(a.wait);
   if (!wait.ok()) return wait.status();
   client::SimpleConsumer consumer(o, a.group);
   int got = 0;
@@ -264,7 +264,7 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
       std::printf("%s attempt=%d queue=%d offset=%lld key=%s tag=%s deliver=%s handle=%s\t%s\n",
                   m.message_id.c_str(), m.delivery_attempt, m.queue_id,
                   static_cast<long long>(m.queue_offset), m.key.c_str(), m.tag.c_str(),
-                  wire::FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
+                  FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
                   m.body.c_str());
       if (a.ack) {
         absl::Status s = consumer.Ack(m.receipt_handle);
@@ -283,16 +283,16 @@ absl::Status Stats(const ClientOptions& o) {
   auto st = AdminClient(o).Stats();
   if (!st.ok()) return st.status();
   std::printf("now %s  commitlog min=%lld max=%lld flushed=%lld\n",
-              wire::FormatTimestamp(st->now_ms()).c_str(),
+              FormatTimestamp(st->now_ms()).c_str(),
               static_cast<long long>(st->commitlog_min_offset()),
               static_cast<long long>(st->commitlog_max_offset()),
               static_cast<long long>(st->commitlog_flushed_offset()));
   std::printf("retention: age=%s runs=%lld deleted_segments=%lld last_run=%s\n",
-              wire::FormatDuration(st->retention_ms()).c_str(),
+              FormatDuration(st->retention_ms()).c_str(),
               static_cast<long long>(st->retention_runs()),
               static_cast<long long>(st->retention_deleted_segments()),
               st->retention_last_run_ms() > 0
-                  ? wire::FormatTimestamp(st->retention_last_run_ms()).c_str()
+                  ? FormatTimestamp(st->retention_last_run_ms()).c_str()
                   : "never");
   std::printf("topics:\n");
   for (const auto& t : st->topics()) {
@@ -332,11 +332,11 @@ absl::Status TimerCheckpoint(const ClientOptions& o) {
 }
 
 absl::Status AdvanceClock(const ClientOptions& o, const std::string& duration) {
-  auto ms = wire::ParseDuration(duration);
+  auto ms = ParseDuration(duration);
   if (!ms.ok()) return ms.status();
   auto now = AdminClient(o).AdvanceClock(*ms);
   if (!now.ok()) return now.status();
-  std::printf("broker clock now %s\n", wire::FormatTimestamp(*now).c_str());
+  std::printf("broker clock now %s\n", FormatTimestamp(*now).c_str());
   return absl::OkStatus();
 }
 

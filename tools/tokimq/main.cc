@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "proto/duration.h"
+#include "common/duration.h"
 #include "tokimq/commands.h"
 
 int main(int argc, char** argv) {
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  auto t = tokimq::wire::ParseDuration(timeout);
+  auto t = tokimq::ParseDuration(timeout);
   if (!t.ok() || *t <= 0) {
     std::fprintf(stderr, "tokimq: bad --timeout '%s'\n", timeout.c_str());
     return 2;

@@ -1,5 +1,5 @@
 // BrokerConfig: everything tokimq-broker can be told, from a TOML file and/or flags (flags win).
-// Grammar and defaults: docs/configuration.md. Durations accept "30s", "7d", ... (proto/duration.h).
+// Grammar and defaults: docs/configuration.md. Durations accept "30s", "7d", ... (common/duration.h).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "proto/duration.h"
+#include "common/duration.h"
 
 #include <ctime>
 #include <limits>
@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 
-namespace tokimq::wire {
+namespace tokimq {
 namespace {
 
 constexpr int64_t kSecond = 1000;
@@ -153,4 +153,4 @@ std::string FormatTimestamp(int64_t ms) {
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
-}  // namespace tokimq::wire
+}  // namespace tokimq
