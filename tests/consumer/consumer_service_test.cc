@@ -381,7 +381,7 @@ TEST_P(ConsumerTest, CorruptGroupStateRefusesToOpen) {
     std::unique_ptr<rocksdb::DB> db(raw);
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
     std::string lease_key;
-    for (it->Seek("group/g/l/"); it->Valid(); it->Next()) {
+    for (it->Seek("group/g/b/"); it->Valid(); it->Next()) {
       lease_key = it->key().ToString();
       break;
     }

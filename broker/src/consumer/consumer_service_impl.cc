@@ -2,6 +2,7 @@
 // Receive lives in receive.cc, lease expiry in lease_expiry.cc.
 #include "consumer/consumer_service_impl.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 #include <tuple>
@@ -63,6 +64,44 @@ absl::Status ConsumerServiceImpl::SyncIfDirty() {
   return absl::OkStatus();
 }
 
+void ConsumerServiceImpl::StageLeases(const Progress* p, const std::vector<int64_t>& drop,
+                                      const BlockLease* replace, rocksdb::WriteBatch* batch) {
+  std::vector<int64_t> blocks;
+  auto touch = [&](int64_t offset, bool dropped) {
+    const LeaseRecord& lease = p->leases.at(offset);
+    if (lease.block != kLegacyLeaseKey) {
+      if (blocks.empty() || blocks.back() != lease.block) blocks.push_back(lease.block);
+      return;
+    }
+    std::string key = LeaseKey(p->key, offset);
+    if (dropped) {
+      batch->Delete(key);
+    } else {
+      batch->Put(key, EncodeLeaseValue(key, replace->second));
+    }
+  };
+  for (int64_t offset : drop) touch(offset, true);
+  if (replace) touch(replace->first, false);
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  std::vector<BlockLease> keep;
+  for (int64_t block : blocks) {
+    keep.clear();
+    for (auto it = p->leases.lower_bound(block);
+         it != p->leases.end() && it->second.block == block; ++it) {
+      if (std::binary_search(drop.begin(), drop.end(), it->first)) continue;
+      keep.emplace_back(it->first,
+                        replace && replace->first == it->first ? replace->second : it->second);
+    }
+    std::string key = LeaseBlockKey(p->key, block);
+    if (keep.empty()) {
+      batch->Delete(key);
+    } else {
+      batch->Put(key, EncodeLeaseBlockValue(key, keep));
+    }
+  }
+}
+
 absl::Status ConsumerServiceImpl::Recover() {
   // Handle secret: created once, so handles stay valid across restarts.
   std::string value;
@@ -108,8 +147,23 @@ absl::Status ConsumerServiceImpl::Recover() {
       }
       case ParsedKey::kLease: {
         TOKIMQ_ASSIGN_OR_RETURN(LeaseRecord lease, DecodeLeaseValue(key, val));
+        lease.block = kLegacyLeaseKey;
         GetProgress(pk->queue)->leases[pk->queue_offset] = lease;
         GetGroup(pk->queue.group)->in_flight.fetch_add(1);
+        break;
+      }
+      case ParsedKey::kLeaseBlock: {
+        TOKIMQ_ASSIGN_OR_RETURN(std::vector<BlockLease> leases, DecodeLeaseBlockValue(key, val));
+        if (leases.front().first < pk->queue_offset) {
+          return absl::DataLossError("group state: lease block entry below its key " +
+                                     std::string(key));
+        }
+        Progress* p = GetProgress(pk->queue);
+        for (auto& [offset, lease] : leases) {
+          lease.block = pk->queue_offset;
+          p->leases[offset] = lease;
+        }
+        GetGroup(pk->queue.group)->in_flight.fetch_add(static_cast<int64_t>(leases.size()));
         break;
       }
     }
@@ -128,12 +182,16 @@ absl::Status ConsumerServiceImpl::Recover() {
   }
   for (Progress* p : all) {
     int64_t max = store_->MaxQueueOffset(p->key.read_topic, p->key.queue_id);
-    for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end();) {
+    std::vector<int64_t> gone;
+    for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end(); ++it2) {
       TOKIMQ_LOG_WARN("consumer: dropping lease past queue end {}/{} offset {}",
                       p->key.read_topic, p->key.queue_id, it2->first);
-      fix.Delete(LeaseKey(p->key, it2->first));
-      GetGroup(p->key.group)->in_flight.fetch_sub(1);
-      it2 = p->leases.erase(it2);
+      gone.push_back(it2->first);
+    }
+    if (!gone.empty()) {
+      StageLeases(p, gone, nullptr, &fix);
+      p->leases.erase(p->leases.lower_bound(max), p->leases.end());
+      GetGroup(p->key.group)->in_flight.fetch_sub(static_cast<int64_t>(gone.size()));
     }
     if (p->consume_offset < 0 && !p->leases.empty()) {
       p->consume_offset = p->leases.rbegin()->first + 1;
@@ -271,17 +329,21 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
     }
   }
   for (auto& [p, lock] : locks) lock = std::unique_lock<std::mutex>(p->mu);
-  rocksdb::WriteBatch batch;
   std::vector<size_t> acked;
-  std::set<std::pair<Progress*, int64_t>> seen;
+  std::map<Progress*, std::vector<int64_t>> drops;
   for (size_t i = 0; i < handles.size(); ++i) {
     if (!out[i].ok()) continue;
     Progress* p = owner[i];
     bool live = false;
     if (p) {
       auto it = p->leases.find(receipts[i].queue_offset);
-      live = it != p->leases.end() && it->second.epoch == receipts[i].epoch &&
-             seen.insert({p, receipts[i].queue_offset}).second;
+      live = it != p->leases.end() && it->second.epoch == receipts[i].epoch;
+      if (live) {
+        std::vector<int64_t>& d = drops[p];
+        // A handle repeated in the batch is OK once.
+        live = std::find(d.begin(), d.end(), receipts[i].queue_offset) == d.end();
+        if (live) d.push_back(receipts[i].queue_offset);
+      }
     }
     if (!live) {
       out[i] = absl::FailedPreconditionError(
@@ -289,10 +351,14 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
           "lease expired");
       continue;
     }
-    batch.Delete(LeaseKey(p->key, receipts[i].queue_offset));
     acked.push_back(i);
   }
   if (acked.empty()) return out;
+  rocksdb::WriteBatch batch;
+  for (auto& [p, d] : drops) {
+    std::sort(d.begin(), d.end());
+    StageLeases(p, d, nullptr, &batch);
+  }
   // WAL without fsync, synced by the background syncer (class comment): an ack undone by a
   // power loss is a duplicate delivery, which at-least-once allows.
   absl::Status s = WriteState(&batch);
@@ -303,8 +369,8 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
       continue;
     }
     owner[i]->leases.erase(receipts[i].queue_offset);
-    g->in_flight.fetch_sub(1);
   }
+  if (s.ok()) g->in_flight.fetch_sub(static_cast<int64_t>(acked.size()));
   return out;
 }
 
@@ -325,8 +391,8 @@ absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(
                                         {EntryOf(p->key, r.queue_offset, next.epoch)},
                                         next.invisible_until_ms));
   rocksdb::WriteBatch batch;
-  std::string key = LeaseKey(p->key, r.queue_offset);
-  batch.Put(key, EncodeLeaseValue(key, next));
+  const BlockLease replace{r.queue_offset, next};
+  StageLeases(p, {}, &replace, &batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(&batch));
   *lease = next;
   Receipt out{p->key, r.queue_offset, next.epoch, next.invisible_until_ms};

@@ -96,7 +96,9 @@ class ConsumerServiceImpl final : public ConsumerService {
     std::mutex mu;
     const QueueKey key;
     int64_t consume_offset = -1;  // -1: not yet initialised from the store
-    std::map<int64_t, LeaseRecord> leases;  // queue offset -> live lease
+    // Queue offset -> live lease. The leases of one block are contiguous in this map (a block
+    // holds offsets handed out by one Receive, and those ranges never interleave).
+    std::map<int64_t, LeaseRecord> leases;
   };
   // One lease in an expiry marker.
   struct MarkerEntry {
@@ -159,6 +161,10 @@ class ConsumerServiceImpl final : public ConsumerService {
                        int64_t deliver_ms);
   // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
   static int64_t FirstStoreMs(const Message& m);
+  // Stages in `batch` the records holding leases of `p` (p->mu held) as they will be once the
+  // leases at `drop` (sorted) are gone and `replace` (if any) is substituted; p is unchanged.
+  static void StageLeases(const Progress* p, const std::vector<int64_t>& drop,
+                          const BlockLease* replace, rocksdb::WriteBatch* batch);
   absl::Status HandleMarker(const Message& marker);
   // Expires the lease (offset, epoch) of the queue `k` if it is still live at that epoch.
   absl::Status ExpireEntry(const QueueKey& k, int64_t offset, int64_t epoch);

@@ -89,6 +89,12 @@ std::string LeaseKey(const QueueKey& k, int64_t queue_offset) {
   return std::string(kKeyPrefix) + k.group + "/l/" + QueuePart(k) + "/" + buf;
 }
 
+std::string LeaseBlockKey(const QueueKey& k, int64_t first_offset) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%020lld", static_cast<long long>(first_offset));
+  return std::string(kKeyPrefix) + k.group + "/b/" + QueuePart(k) + "/" + buf;
+}
+
 std::string PolicyKey(const std::string& group) {
   return std::string(kKeyPrefix) + group + "/policy";
 }
@@ -103,7 +109,8 @@ std::optional<ParsedKey> ParseKey(std::string_view key) {
   ParsedKey out{ParsedKey::kPolicy, {}, 0};
   out.queue.group = std::string(parts[0]);
   if (parts.size() == 2 && parts[1] == "policy") return out;
-  bool lease = parts.size() == 6 && parts[1] == "l";
+  bool block = parts.size() == 6 && parts[1] == "b";
+  bool lease = parts.size() == 6 && (parts[1] == "l" || block);
   bool progress = parts.size() == 5 && parts[1] == "p";
   if (!lease && !progress) return std::nullopt;
   int64_t qid = 0;
@@ -114,7 +121,7 @@ std::optional<ParsedKey> ParseKey(std::string_view key) {
   out.queue.topic = std::string(parts[2]);
   out.queue.read_topic = std::string(parts[3]);
   out.queue.queue_id = static_cast<int32_t>(qid);
-  out.kind = lease ? ParsedKey::kLease : ParsedKey::kProgress;
+  out.kind = block ? ParsedKey::kLeaseBlock : lease ? ParsedKey::kLease : ParsedKey::kProgress;
   if (lease && (parts[5].size() != 20 || !ParseInt(parts[5], &out.queue_offset))) {
     return std::nullopt;
   }
@@ -153,6 +160,52 @@ absl::StatusOr<LeaseRecord> DecodeLeaseValue(std::string_view key, std::string_v
   r.invisible_until_ms = static_cast<int64_t>(DecodeFixed64(body->data() + 8));
   r.received_ms = static_cast<int64_t>(DecodeFixed64(body->data() + 16));
   return r;
+}
+
+std::string EncodeLeaseBlockValue(std::string_view key, const std::vector<BlockLease>& leases) {
+  std::string v(1, static_cast<char>(kValueVersion));
+  v.reserve(1 + 4 + leases.size() * 32 + 4);
+  PutFixed32(&v, static_cast<uint32_t>(leases.size()));
+  for (const auto& [offset, lease] : leases) {
+    PutFixed64(&v, static_cast<uint64_t>(offset));
+    PutFixed32(&v, lease.epoch);
+    PutFixed32(&v, lease.attempt);
+    PutFixed64(&v, static_cast<uint64_t>(lease.invisible_until_ms));
+    PutFixed64(&v, static_cast<uint64_t>(lease.received_ms));
+  }
+  return Seal(key, std::move(v));
+}
+
+absl::StatusOr<std::vector<BlockLease>> DecodeLeaseBlockValue(std::string_view key,
+                                                              std::string_view value) {
+  auto body = Open(key, value, 4);
+  if (!body.ok()) return body.status();
+  Decoder d(*body);
+  uint32_t n = 0;
+  if (!d.GetFixed32(&n) || n == 0 || n > kMaxBlockLeases || d.remaining() != size_t{n} * 32) {
+    return absl::DataLossError("group state: bad lease block value for key " + std::string(key));
+  }
+  std::vector<BlockLease> out;
+  out.reserve(n);
+  int64_t prev = -1;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t offset = 0, until = 0, received = 0;
+    LeaseRecord r;
+    d.GetFixed64(&offset);
+    d.GetFixed32(&r.epoch);
+    d.GetFixed32(&r.attempt);
+    d.GetFixed64(&until);
+    d.GetFixed64(&received);
+    r.invisible_until_ms = static_cast<int64_t>(until);
+    r.received_ms = static_cast<int64_t>(received);
+    if (static_cast<int64_t>(offset) <= prev) {
+      return absl::DataLossError("group state: lease block offsets out of order for key " +
+                                 std::string(key));
+    }
+    prev = static_cast<int64_t>(offset);
+    out.emplace_back(prev, r);
+  }
+  return out;
 }
 
 std::string EncodePolicyValue(std::string_view key, const GroupPolicy& policy) {

@@ -39,7 +39,14 @@ struct LeaseRecord {
   uint32_t attempt = 1;             // delivery attempt of this delivery (1 = first)
   int64_t invisible_until_ms = 0;   // lease end (ms since epoch)
   int64_t received_ms = 0;          // when this delivery was handed out
+  // In memory only: the lease block (first queue offset of the record) that stores this lease,
+  // or kLegacyLeaseKey for a lease stored under its own lease key by an older broker.
+  int64_t block = -1;
 };
+inline constexpr int64_t kLegacyLeaseKey = -1;
+// Leases per lease-block record at most (a Receive writes ceil(n / 64) blocks per queue).
+inline constexpr size_t kMaxBlockLeases = 64;
+using BlockLease = std::pair<int64_t, LeaseRecord>;  // queue offset, lease
 
 inline constexpr char kRetryPrefix[] = "%RETRY%";
 inline constexpr char kDlqPrefix[] = "%DLQ%";
@@ -56,14 +63,16 @@ inline constexpr char kKeyPrefix[] = "group/";
 inline constexpr char kLeaseTopicOffsetKey[] = "group/%sys/lease_topic_offset";
 inline constexpr char kHandleSecretKey[] = "group/%sys/handle_secret";
 std::string ProgressKey(const QueueKey& k);
-std::string LeaseKey(const QueueKey& k, int64_t queue_offset);
+std::string LeaseKey(const QueueKey& k, int64_t queue_offset);  // version 1 (read, deleted)
+// The live leases of one Receive in one queue; `first_offset` is the block's first offset.
+std::string LeaseBlockKey(const QueueKey& k, int64_t first_offset);
 std::string PolicyKey(const std::string& group);
 
 // A parsed "group/..." key.
 struct ParsedKey {
-  enum Kind { kProgress, kLease, kPolicy, kLeaseTopicOffset, kHandleSecret } kind;
-  QueueKey queue;            // kProgress, kLease (group only for kPolicy)
-  int64_t queue_offset = 0;  // kLease
+  enum Kind { kProgress, kLease, kPolicy, kLeaseTopicOffset, kHandleSecret, kLeaseBlock } kind;
+  QueueKey queue;            // kProgress, kLease, kLeaseBlock (group only for kPolicy)
+  int64_t queue_offset = 0;  // kLease; kLeaseBlock: the block's first offset
 };
 std::optional<ParsedKey> ParseKey(std::string_view key);
 
@@ -72,6 +81,12 @@ std::string EncodeOffsetValue(std::string_view key, int64_t offset);
 absl::StatusOr<int64_t> DecodeOffsetValue(std::string_view key, std::string_view value);
 std::string EncodeLeaseValue(std::string_view key, const LeaseRecord& lease);
 absl::StatusOr<LeaseRecord> DecodeLeaseValue(std::string_view key, std::string_view value);
+// Lease block: u8 version, u32 n (1..kMaxBlockLeases), n x {i64 offset, u32 epoch, u32 attempt,
+// i64 invisible_until_ms, i64 received_ms}, u32 crc. Offsets strictly increasing, all >= the
+// block's first offset (from the key).
+std::string EncodeLeaseBlockValue(std::string_view key, const std::vector<BlockLease>& leases);
+absl::StatusOr<std::vector<BlockLease>> DecodeLeaseBlockValue(std::string_view key,
+                                                              std::string_view value);
 std::string EncodePolicyValue(std::string_view key, const GroupPolicy& policy);
 absl::StatusOr<GroupPolicy> DecodePolicyValue(std::string_view key, std::string_view value);
 std::string EncodeSecretValue(std::string_view key, uint64_t secret);

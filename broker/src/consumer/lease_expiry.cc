@@ -84,7 +84,7 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   }
   // A crash here (copy written, lease not yet deleted) redelivers the message twice: see
   // docs/operations.md "Delivery guarantees".
-  batch->Delete(LeaseKey(k, offset));
+  StageLeases(p, {offset}, nullptr, batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
   p->leases.erase(offset);
   GetGroup(k.group)->in_flight.fetch_sub(1);

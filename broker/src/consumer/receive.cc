@@ -151,13 +151,22 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& sour
 
   // One batch for every queue; WAL without fsync (see the class comment for what a crash does).
   rocksdb::WriteBatch batch;
-  for (const Taken& t : taken) {
+  for (Taken& t : taken) {
     const QueueKey& k = t.p->key;
     std::string pkey = ProgressKey(k);
     batch.Put(pkey, EncodeOffsetValue(pkey, t.next));
-    for (size_t i = 0; i < t.messages.size(); ++i) {
-      std::string lkey = LeaseKey(k, t.messages[i].queue_offset);
-      batch.Put(lkey, EncodeLeaseValue(lkey, t.leases[i]));
+    // The leases of this queue, in blocks of at most kMaxBlockLeases (one record each).
+    std::vector<BlockLease> block;
+    for (size_t first = 0; first < t.messages.size(); first += kMaxBlockLeases) {
+      const size_t last = std::min(t.messages.size(), first + kMaxBlockLeases);
+      const int64_t block_id = t.messages[first].queue_offset;
+      block.clear();
+      for (size_t i = first; i < last; ++i) {
+        t.leases[i].block = block_id;
+        block.emplace_back(t.messages[i].queue_offset, t.leases[i]);
+      }
+      std::string bkey = LeaseBlockKey(k, block_id);
+      batch.Put(bkey, EncodeLeaseBlockValue(bkey, block));
     }
   }
   if (batch.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteState(&batch));
