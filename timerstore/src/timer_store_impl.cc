@@ -156,27 +156,79 @@ void TimerStoreImpl::RefreshGaugesLocked(int64_t now) {
   metrics_.dequeue_lag_ms.Set(std::max<int64_t>(0, now - (read_tick + 1) * p));
 }
 
+absl::StatusOr<std::vector<ScheduleResult>> TimerStore::ScheduleBatch(
+    std::vector<ScheduleItem> items) {
+  std::vector<ScheduleResult> out;
+  out.reserve(items.size());
+  for (ScheduleItem& item : items) {
+    TOKIMQ_ASSIGN_OR_RETURN(ScheduleResult r, Schedule(std::move(item.msg), item.deliver_ms));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool TimerStoreImpl::RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now) {
+  msg->properties.insert_or_assign(timer_keys::DeliverMs(), std::to_string(deliver_ms));
+  if (deliver_ms <= now) return true;
+  msg->properties.insert_or_assign(timer_keys::RealTopic(), std::move(msg->topic));
+  msg->properties.insert_or_assign(timer_keys::RealQueueId(), std::to_string(msg->queue_id));
+  msg->topic = kTimerTopic;
+  msg->queue_id = 0;
+  return false;
+}
+
+void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, max_queue_offset + 1);
+    metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
+  }
+  run_cv_.notify_all();
+}
+
 absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
   ScheduleResult result;
   uint32_t id_crc = IdCrc(msg);
-  msg.properties.insert_or_assign(timer_keys::DeliverMs(), std::to_string(deliver_ms));
-  if (deliver_ms <= clock_->NowMs()) {
-    TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
-    result.delivered_now = true;
+  result.delivered_now = RewriteForSchedule(&msg, deliver_ms, clock_->NowMs());
+  TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
+  if (result.delivered_now) {
     metrics_.delivered.Add(1);
   } else {
-    msg.properties.insert_or_assign(timer_keys::RealTopic(), std::move(msg.topic));
-    msg.properties.insert_or_assign(timer_keys::RealQueueId(), std::to_string(msg.queue_id));
-    msg.topic = kTimerTopic;
-    msg.queue_id = 0;
-    TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
-    std::lock_guard<std::mutex> l(mu_);
-    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, result.put.queue_offset + 1);
-    metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
+    NoteTimerPuts(result.put.queue_offset);
   }
   result.recall_handle = RecallHandle{result.put.physical_offset, deliver_ms, id_crc}.Encode();
-  run_cv_.notify_all();
   return result;
+}
+
+absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatch(
+    std::vector<ScheduleItem> items) {
+  std::vector<ScheduleResult> out(items.size());
+  if (items.empty()) return out;
+  std::vector<uint32_t> id_crcs(items.size());
+  std::vector<Message> msgs;
+  msgs.reserve(items.size());
+  const int64_t now = clock_->NowMs();
+  int64_t due_now = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    id_crcs[i] = IdCrc(items[i].msg);
+    out[i].delivered_now = RewriteForSchedule(&items[i].msg, items[i].deliver_ms, now);
+    due_now += out[i].delivered_now ? 1 : 0;
+    msgs.push_back(std::move(items[i].msg));
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> puts, store_->PutBatch(std::move(msgs)));
+  if (puts.size() != items.size()) {
+    return absl::InternalError("timerstore: PutBatch returned a wrong number of results");
+  }
+  int64_t max_timer_offset = -1;
+  for (size_t i = 0; i < items.size(); ++i) {
+    out[i].put = puts[i];
+    out[i].recall_handle =
+        RecallHandle{puts[i].physical_offset, items[i].deliver_ms, id_crcs[i]}.Encode();
+    if (!out[i].delivered_now) max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset);
+  }
+  if (due_now > 0) metrics_.delivered.Add(due_now);
+  if (max_timer_offset >= 0) NoteTimerPuts(max_timer_offset);
+  return out;
 }
 
 absl::Status TimerStoreImpl::Recall(std::string_view text) {

@@ -47,6 +47,8 @@ class TimerStoreImpl final : public TimerStore {
   absl::Status Recover();  // recovery.cc
 
   absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) override;
+  absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatch(
+      std::vector<ScheduleItem> items) override;
   absl::Status Recall(std::string_view recall_handle) override;
   absl::Status RunUntilIdle() override;
   absl::Status Start() override;
@@ -73,6 +75,12 @@ class TimerStoreImpl final : public TimerStore {
     ScheduledUnit su;
     Message msg;
   };
+
+  // Adds the timer properties; for deliver_ms > now rewrites the destination to the timer
+  // topic. Returns true when the message goes straight to its real topic (deliver_ms <= now).
+  static bool RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now);
+  // After timer-topic puts up to `max_queue_offset`: enqueue lag, wake the enqueue service.
+  void NoteTimerPuts(int64_t max_queue_offset);
 
   int64_t ReadTickLocked() const;
   int64_t TickOf(int64_t ms) const;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "commitlog/message_store.h"
@@ -39,6 +40,13 @@ struct TimerStoreOptions {
   int64_t window_ms = 7LL * 24 * 3600 * 1000;        // wheel window; slots = window / P
   uint64_t timerlog_segment_size = uint64_t{64} << 20;  // bytes
   int64_t checkpoint_interval_ms = 1000;             // Start() mode only
+};
+
+// One message for TimerStore::ScheduleBatch: msg.topic / msg.queue_id = real destination,
+// deliver_ms = absolute deliver time (ms since epoch).
+struct ScheduleItem {
+  Message msg;
+  int64_t deliver_ms = 0;
 };
 
 struct ScheduleResult {
@@ -71,6 +79,19 @@ class TimerStore {
   // epoch). deliver_ms <= now: written straight to the real topic. The caller has already
   // checked the delay against the topic's maximum. Errors: as MessageStore::Put.
   virtual absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) = 0;
+
+  // Schedules every item as Schedule would (same rewrite, same recall handles, result i answers
+  // items[i]), but writes them all with ONE MessageStore::PutBatch: one lock, one contiguous
+  // CommitLog write, one durability wait (kSync), in item order. Items with deliver_ms <= now go
+  // to their real topic, the others to the timer topic, within that same batch.
+  // Errors: as MessageStore::PutBatch. A bad destination or an oversize message fails the whole
+  // batch before anything is written. After any error no item is acknowledged; as with Schedule,
+  // an item may still have reached the CommitLog (e.g. the write succeeded and the fsync failed)
+  // and then it is delivered like any other (at-least-once, never early). Empty batch: OK, empty.
+  // The default implementation calls Schedule per item and stops at the first error (items
+  // before it stay stored).
+  virtual absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatch(
+      std::vector<ScheduleItem> items);
 
   // Recalls a scheduled message. OK: it will never be delivered. kNotFound: no such handle.
   // kFailedPrecondition: already delivered (or already recalled), nothing changed.
