@@ -192,6 +192,17 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   };
   std::vector<Prepared> prepared;
   prepared.reserve(static_cast<size_t>(req.entries_size()));
+  // Topic look-ups of this request (requested name -> config): a batch usually names one topic.
+  // A returned pointer is used only until the next look-up.
+  std::vector<std::pair<std::string, TopicConfig>> topics;
+  auto resolve = [&](const std::string& name) -> absl::StatusOr<const TopicConfig*> {
+    for (const auto& [n, t] : topics) {
+      if (n == name) return &t;
+    }
+    TOKIMQ_ASSIGN_OR_RETURN(TopicConfig t, ResolveTopic(name));
+    topics.emplace_back(name, std::move(t));
+    return &topics.back().second;
+  };
   // Validate everything first: a bad entry fails the whole request with nothing stored.
   for (int i = 0; i < req.entries_size(); ++i) {
     const proto::SendEntry& e = req.entries(i);
@@ -199,8 +210,9 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
       std::string prefix = req.entries_size() > 1 ? fmt::format("message {}: ", i) : "";
       return absl::Status(s.code(), prefix + std::string(s.message()));
     };
-    absl::StatusOr<TopicConfig> topic = ResolveTopic(e.topic());
-    if (!topic.ok()) return where(topic.status());
+    absl::StatusOr<const TopicConfig*> resolved = resolve(e.topic());
+    if (!resolved.ok()) return where(resolved.status());
+    const TopicConfig* topic = *resolved;
     if (e.body().size() > options_.max_message_size) {
       return where(absl::InvalidArgumentError(fmt::format(
           "body of {} bytes exceeds the max message size of {} bytes", e.body().size(),
@@ -238,10 +250,14 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     prepared.push_back({std::move(m), deliver_ms});
   }
 
-  // Immediate messages go in one PutBatch (one durability wait); delayed ones through the timer
-  // store. A storage error fails the request; earlier entries may be stored (see protocol.md).
+  // Delayed messages go in one TimerStore::ScheduleBatch, immediate ones in one PutBatch: one
+  // CommitLog write and one durability wait each. A storage error fails the request; entries
+  // of the other call may be stored (see protocol.md).
+  std::vector<ScheduleItem> delayed;
+  std::vector<int> delayed_index;
   std::vector<Message> immediate;
-  std::vector<size_t> immediate_index;
+  std::vector<int> immediate_index;
+  resp->mutable_results()->Reserve(static_cast<int>(prepared.size()));
   for (size_t i = 0; i < prepared.size(); ++i) {
     proto::SendResult* r = resp->add_results();
     const Message& m = prepared[i].msg;
@@ -250,21 +266,27 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     r->set_queue_id(m.queue_id);
     r->set_deliver_at_ms(prepared[i].deliver_ms);
     if (prepared[i].deliver_ms > now) {
-      TOKIMQ_ASSIGN_OR_RETURN(ScheduleResult sr,
-                              timers_->Schedule(std::move(prepared[i].msg), prepared[i].deliver_ms));
-      r->set_queue_offset(sr.put.queue_offset);
-      r->set_recall_handle(sr.recall_handle);
-      r->set_delayed(!sr.delivered_now);
+      delayed.push_back({std::move(prepared[i].msg), prepared[i].deliver_ms});
+      delayed_index.push_back(static_cast<int>(i));
     } else {
       immediate.push_back(std::move(prepared[i].msg));
-      immediate_index.push_back(i);
+      immediate_index.push_back(static_cast<int>(i));
+    }
+  }
+  if (!delayed.empty()) {
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<ScheduleResult> srs,
+                            timers_->ScheduleBatch(std::move(delayed)));
+    for (size_t j = 0; j < srs.size() && j < delayed_index.size(); ++j) {
+      proto::SendResult* r = resp->mutable_results(delayed_index[j]);
+      r->set_queue_offset(srs[j].put.queue_offset);
+      r->set_recall_handle(std::move(srs[j].recall_handle));
+      r->set_delayed(!srs[j].delivered_now);
     }
   }
   if (!immediate.empty()) {
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> puts, store_->PutBatch(std::move(immediate)));
     for (size_t j = 0; j < puts.size() && j < immediate_index.size(); ++j) {
-      resp->mutable_results(static_cast<int>(immediate_index[j]))
-          ->set_queue_offset(puts[j].queue_offset);
+      resp->mutable_results(immediate_index[j])->set_queue_offset(puts[j].queue_offset);
     }
   }
   return absl::OkStatus();
@@ -289,6 +311,7 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
   r.long_poll_ms = std::min(req.long_poll_ms(), options_.max_long_poll_ms);
   r.tag_filter = req.tag_filter();
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, consumers_->Receive(r));
+  resp->mutable_messages()->Reserve(static_cast<int>(got.size()));
   for (ReceivedMessage& rm : got) {
     proto::ReceivedMessage* out = resp->add_messages();
     const Message& m = rm.message;
@@ -298,7 +321,8 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
     out->set_queue_offset(m.queue_offset);
     out->set_key(PropOr(m, prop::kKeys));
     out->set_tag(PropOr(m, prop::kTag));
-    for (const auto& [k, v] : m.properties) (*out->mutable_properties())[k] = v;
+    auto* props = out->mutable_properties();
+    for (auto& [k, v] : rm.message.properties) (*props)[k] = std::move(v);
     out->set_born_ms(m.born_ms);
     out->set_receipt_handle(std::move(rm.receipt_handle));
     out->set_delivery_attempt(rm.delivery_attempt);

@@ -324,7 +324,10 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
       out[i] = absl::InvalidArgumentError("receipt handle belongs to another consumer group");
     } else {
       receipts[i] = std::move(*r);
-      owner[i] = FindProgress(receipts[i].queue);
+      // Handles of one batch usually name one queue: skip the map lookup for repeats.
+      owner[i] = i > 0 && owner[i - 1] && receipts[i].queue == receipts[i - 1].queue
+                     ? owner[i - 1]
+                     : FindProgress(receipts[i].queue);
       if (owner[i]) locks.emplace(owner[i], std::unique_lock<std::mutex>());
     }
   }

@@ -13,6 +13,7 @@
 // writes for one queue is the order of the in-memory changes. A Receive locks every Progress it
 // may read from (the retry view and the topic's queues) in address order for the whole call;
 // AckBatch does the same with the ones its handles name; everything else holds at most one.
+// (A Receive first try-locks and skips busy queues; it waits only if that found nothing.)
 // lease_mu_ serialises lease-topic processing (lease_mu_ before any Progress::mu). No lock is
 // held by OnDispatch beyond wait_mu_, so store/timer callbacks on the putting thread cannot
 // deadlock with a Receive that is itself putting (marker Schedule).
@@ -134,8 +135,10 @@ class ConsumerServiceImpl final : public ConsumerService {
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
   absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                            int64_t now, int want, Taken* t);
-  // One pass over `sources` (all locked here): one marker, one write, then the leases.
-  absl::Status ReceiveOnce(const std::vector<Progress*>& sources, const ReceiveRequest& req,
+  // One pass over `all` (locked here; with !wait_for_locks only those not busy, *skipped tells
+  // whether any was left out): one marker, one write, then the leases.
+  absl::Status ReceiveOnce(const std::vector<Progress*>& all, const ReceiveRequest& req,
+                           bool wait_for_locks, bool* skipped,
                            std::vector<ReceivedMessage>* out);
   uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
   // Schedules markers (kMaxMarkerEntries entries each) for leases of `group` reading for

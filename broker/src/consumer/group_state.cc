@@ -1,5 +1,6 @@
 #include "consumer/group_state.h"
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 
@@ -261,30 +262,40 @@ uint32_t ReceiptCheck(std::string_view payload, uint64_t secret) {
   return crc32c::Extend(crc, payload.data(), payload.size());
 }
 constexpr char kHex[] = "0123456789abcdef";
-int HexVal(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
+// Hex digit value, or -1.
+constexpr std::array<int8_t, 256> kHexVal = [] {
+  std::array<int8_t, 256> t{};
+  for (auto& v : t) v = -1;
+  for (int i = 0; i < 10; ++i) t['0' + i] = static_cast<int8_t>(i);
+  for (int i = 0; i < 6; ++i) t['a' + i] = static_cast<int8_t>(10 + i);
+  return t;
+}();
 }  // namespace
 
 std::string EncodeReceipt(const Receipt& r, uint64_t secret) {
-  std::string bin(1, static_cast<char>(kReceiptVersion));
-  PutLengthPrefixed(&bin, r.queue.group);
-  PutLengthPrefixed(&bin, r.queue.topic);
-  PutLengthPrefixed(&bin, r.queue.read_topic);
-  PutFixed32(&bin, static_cast<uint32_t>(r.queue.queue_id));
-  PutFixed64(&bin, static_cast<uint64_t>(r.queue_offset));
-  PutFixed32(&bin, r.epoch);
-  PutFixed64(&bin, static_cast<uint64_t>(r.invisible_until_ms));
-  PutFixed32(&bin, ReceiptCheck(bin, secret));
-  std::string hex;
-  hex.reserve(bin.size() * 2);
-  for (unsigned char c : bin) {
-    hex.push_back(kHex[c >> 4]);
-    hex.push_back(kHex[c & 15]);
+  // Binary form built in place, then hex-expanded from the back of the same string (the hex
+  // digits of byte i land at 2i and 2i+1, never over a byte not yet expanded).
+  const size_t bin_size = 1 + 3 * 4 + r.queue.group.size() + r.queue.topic.size() +
+                          r.queue.read_topic.size() + 4 + 8 + 4 + 8 + 4;
+  std::string out;
+  out.reserve(bin_size * 2);
+  out.push_back(static_cast<char>(kReceiptVersion));
+  PutLengthPrefixed(&out, r.queue.group);
+  PutLengthPrefixed(&out, r.queue.topic);
+  PutLengthPrefixed(&out, r.queue.read_topic);
+  PutFixed32(&out, static_cast<uint32_t>(r.queue.queue_id));
+  PutFixed64(&out, static_cast<uint64_t>(r.queue_offset));
+  PutFixed32(&out, r.epoch);
+  PutFixed64(&out, static_cast<uint64_t>(r.invisible_until_ms));
+  PutFixed32(&out, ReceiptCheck(out, secret));
+  const size_t n = out.size();
+  out.resize(n * 2);
+  for (size_t i = n; i-- > 0;) {
+    const auto c = static_cast<unsigned char>(out[i]);
+    out[2 * i] = kHex[c >> 4];
+    out[2 * i + 1] = kHex[c & 15];
   }
-  return hex;
+  return out;
 }
 
 absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret) {
@@ -294,15 +305,17 @@ absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret) 
   if (handle.empty() || handle.size() > kMaxHandleChars || handle.size() % 2 != 0) {
     return bad("length");
   }
-  std::string bin(handle.size() / 2, '\0');
-  for (size_t i = 0; i < bin.size(); ++i) {
-    int hi = HexVal(handle[2 * i]), lo = HexVal(handle[2 * i + 1]);
+  char bin[kMaxHandleChars / 2];
+  const size_t n = handle.size() / 2;
+  for (size_t i = 0; i < n; ++i) {
+    const int hi = kHexVal[static_cast<unsigned char>(handle[2 * i])];
+    const int lo = kHexVal[static_cast<unsigned char>(handle[2 * i + 1])];
     if (hi < 0 || lo < 0) return bad("not hex");
     bin[i] = static_cast<char>(hi << 4 | lo);
   }
-  if (bin.size() < 5) return bad("length");
-  std::string_view payload(bin.data(), bin.size() - 4);
-  if (ReceiptCheck(payload, secret) != DecodeFixed32(bin.data() + bin.size() - 4)) {
+  if (n < 5) return bad("length");
+  std::string_view payload(bin, n - 4);
+  if (ReceiptCheck(payload, secret) != DecodeFixed32(bin + n - 4)) {
     return bad("checksum");
   }
   Decoder d(payload);
@@ -315,18 +328,18 @@ absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret) 
       !d.GetFixed32(&epoch) || !d.GetFixed64(&until) || d.remaining() != 0) {
     return bad("fields");
   }
+  if (!ValidGroupName(group) || !ValidTopicName(topic) || !ValidTopicName(read_topic) ||
+      static_cast<int32_t>(qid) < 0 || static_cast<int64_t>(offset) < 0) {
+    return bad("fields");
+  }
   Receipt r;
-  r.queue.group = std::string(group);
-  r.queue.topic = std::string(topic);
-  r.queue.read_topic = std::string(read_topic);
+  r.queue.group.assign(group.data(), group.size());
+  r.queue.topic.assign(topic.data(), topic.size());
+  r.queue.read_topic.assign(read_topic.data(), read_topic.size());
   r.queue.queue_id = static_cast<int32_t>(qid);
   r.queue_offset = static_cast<int64_t>(offset);
   r.epoch = epoch;
   r.invisible_until_ms = static_cast<int64_t>(until);
-  if (!ValidGroupName(r.queue.group) || !ValidTopicName(r.queue.topic) ||
-      !ValidTopicName(r.queue.read_topic) || r.queue.queue_id < 0 || r.queue_offset < 0) {
-    return bad("fields");
-  }
   return r;
 }
 

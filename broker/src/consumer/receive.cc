@@ -104,17 +104,35 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   return absl::OkStatus();
 }
 
-absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& sources,
-                                              const ReceiveRequest& req,
-                                              std::vector<ReceivedMessage>* out) {
-  // Lock every source in address order (AckBatch uses the same order): the scan, the write and
-  // the in-memory update of one queue then happen under its lock, so writes of one queue are
-  // never reordered against each other.
-  std::vector<Progress*> order = sources;
-  std::sort(order.begin(), order.end());
+absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
+                                              const ReceiveRequest& req, bool wait_for_locks,
+                                              bool* skipped, std::vector<ReceivedMessage>* out) {
+  // The scan, the write and the in-memory update of one queue happen under its lock, so writes
+  // of one queue are never reordered against each other. First pass: only queues no other
+  // receiver is working on (try_lock; concurrent receivers spread over the queues instead of
+  // queueing behind each other). Blocking pass: every queue, locked in address order (AckBatch
+  // uses the same order, so this cannot deadlock).
+  std::vector<Progress*> sources;
   std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(order.size());
-  for (Progress* p : order) locks.emplace_back(p->mu);
+  locks.reserve(all.size());
+  *skipped = false;
+  if (wait_for_locks) {
+    sources = all;
+    std::vector<Progress*> order = all;
+    std::sort(order.begin(), order.end());
+    for (Progress* p : order) locks.emplace_back(p->mu);
+  } else {
+    sources.reserve(all.size());
+    for (Progress* p : all) {
+      std::unique_lock<std::mutex> l(p->mu, std::try_to_lock);
+      if (!l.owns_lock()) {
+        *skipped = true;
+        continue;
+      }
+      locks.push_back(std::move(l));
+      sources.push_back(p);
+    }
+  }
 
   const GroupPolicy policy = PolicyOf(req.group);
   const int64_t now = clock_->NowMs();
@@ -239,7 +257,12 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
       std::lock_guard<std::mutex> l(wait_mu_);
       seen = TopicGen(req.topic) + TopicGen(retry);
     }
-    TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, &out));
+    bool skipped = false;
+    TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, false, &skipped, &out));
+    if (out.empty() && skipped) {
+      // Busy queues were skipped: look at them too before reporting nothing.
+      TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, true, &skipped, &out));
+    }
     if (!out.empty() || req.long_poll_ms == 0) return out;
     std::unique_lock<std::mutex> l(wait_mu_);
     bool woke = wait_cv_.wait_until(l, deadline, [&] {
