@@ -51,6 +51,50 @@ TEST(GroupStateValues, LeaseRoundTripAndEveryBitFlipIsDetected) {
   EXPECT_FALSE(DecodeLeaseValue(LeaseKey(Q(), 6), v).ok());
 }
 
+TEST(GroupStateKeys, LeaseBlockKeyParsesAndSortsByFirstOffset) {
+  std::string k = LeaseBlockKey(Q(), 64);
+  EXPECT_EQ(k, "group/grp/b/orders/%RETRY%grp/3/00000000000000000064");
+  auto pk = ParseKey(k);
+  ASSERT_TRUE(pk.has_value());
+  EXPECT_EQ(pk->kind, ParsedKey::kLeaseBlock);
+  EXPECT_EQ(pk->queue, Q());
+  EXPECT_EQ(pk->queue_offset, 64);
+  EXPECT_LT(LeaseBlockKey(Q(), 9), LeaseBlockKey(Q(), 10));
+  EXPECT_FALSE(ParseKey("group/grp/b/orders/r/3/64").has_value());
+}
+
+TEST(GroupStateValues, LeaseBlockRoundTripAndCorruptionIsDataLoss) {
+  std::string key = LeaseBlockKey(Q(), 5);
+  std::vector<BlockLease> in = {{5, LeaseRecord{1, 1, 1'700'000'030'000, 1'700'000'000'000}},
+                                {7, LeaseRecord{2, 4, 1'700'000'090'000, 1'700'000'000'000}}};
+  std::string v = EncodeLeaseBlockValue(key, in);
+  ASSERT_EQ(v.size(), 1u + 4u + 2u * 32u + 4u);
+  auto d = DecodeLeaseBlockValue(key, v);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[1].first, 7);
+  EXPECT_EQ((*d)[1].second.epoch, 2u);
+  EXPECT_EQ((*d)[1].second.attempt, 4u);
+  EXPECT_EQ((*d)[1].second.invisible_until_ms, 1'700'000'090'000);
+  EXPECT_EQ((*d)[0].second.received_ms, 1'700'000'000'000);
+  for (size_t i = 0; i < v.size() * 8; ++i) {
+    std::string bad = v;
+    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
+    EXPECT_EQ(DecodeLeaseBlockValue(key, bad).status().code(), absl::StatusCode::kDataLoss) << i;
+  }
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_FALSE(DecodeLeaseBlockValue(key, v.substr(0, n)).ok()) << n;
+  }
+  EXPECT_FALSE(DecodeLeaseBlockValue(LeaseBlockKey(Q(), 6), v).ok());
+  // Well-sealed but semantically bad: empty, too many, out of order.
+  EXPECT_FALSE(DecodeLeaseBlockValue(key, EncodeLeaseBlockValue(key, {})).ok());
+  std::vector<BlockLease> many(kMaxBlockLeases + 1);
+  for (size_t i = 0; i < many.size(); ++i) many[i].first = static_cast<int64_t>(i);
+  EXPECT_FALSE(DecodeLeaseBlockValue(key, EncodeLeaseBlockValue(key, many)).ok());
+  std::vector<BlockLease> unordered = {in[1], in[0]};
+  EXPECT_FALSE(DecodeLeaseBlockValue(key, EncodeLeaseBlockValue(key, unordered)).ok());
+}
+
 TEST(GroupStateValues, OffsetAndPolicyRoundTrip) {
   std::string k = ProgressKey(Q());
   EXPECT_EQ(*DecodeOffsetValue(k, EncodeOffsetValue(k, 123456789)), 123456789);
