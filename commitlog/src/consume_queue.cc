@@ -121,7 +121,12 @@ absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(int64_t q
   f->first = first;
   TOKIMQ_ASSIGN_OR_RETURN(f->file,
                           fs_->Open(absl::StrFormat("%s/%020d", dir_, first), OpenMode::kTruncate));
-  if (files_.empty()) min_ = min_valid_ = first;
+  if (files_.empty()) {
+    min_ = first;
+    // Retention may already have moved the valid minimum past `first` while every entry was
+    // still buffered (no file yet): keep it.
+    min_valid_ = std::max(min_valid_, first);
+  }
   SegmentFile* raw = f.get();
   files_[first] = std::move(f);
   dirty_.push_back(-1);  // marks a directory change

@@ -314,5 +314,36 @@ TEST_F(ConsumeQueueTest, PartialTrailingEntryIsDropped) {
   EXPECT_EQ((*cq)->MaxOffset(), 4);
 }
 
+// Retention advances the valid minimum while every entry is still buffered (no file yet); the
+// first file write must not reset it to the file's first offset.
+TEST_F(ConsumeQueueTest, ValidMinimumSurvivesTheFirstFileWrite) {
+  auto cq = ConsumeQueue::Open(FileSystem::Default(), dir_.Join("q"), 8);
+  ASSERT_TRUE(cq.ok()) << cq.status();
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE((*cq)->Append({i * 100, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->AdvanceMinValid(1000).ok());  // records of offsets 0..9 are gone
+  EXPECT_EQ((*cq)->MinValidOffset(), 10);
+  ASSERT_TRUE((*cq)->WriteBuffered().ok());  // creates files 0 and 8
+  EXPECT_EQ((*cq)->MinValidOffset(), 10);
+  EXPECT_EQ((*cq)->MinOffset(), 0);
+  EXPECT_EQ((*cq)->MaxOffset(), 12);
+  auto e = (*cq)->Get(10);
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->physical_offset, 1000);
+  // A later pass still moves it forward, and whole files below it go.
+  ASSERT_TRUE((*cq)->AdvanceMinValid(1100).ok());
+  EXPECT_EQ((*cq)->MinValidOffset(), 11);
+  EXPECT_EQ((*cq)->MinOffset(), 8);
+}
+
+// Without retention the first file write still sets both minimums to the file's first offset.
+TEST_F(ConsumeQueueTest, FirstFileWriteSetsMinimumsWithoutRetention) {
+  auto cq = ConsumeQueue::Open(FileSystem::Default(), dir_.Join("q"), 8);
+  ASSERT_TRUE(cq.ok()) << cq.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*cq)->Append({i * 100, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->WriteBuffered().ok());
+  EXPECT_EQ((*cq)->MinValidOffset(), 0);
+  EXPECT_EQ((*cq)->MinOffset(), 0);
+}
+
 }  // namespace
 }  // namespace tokimq
