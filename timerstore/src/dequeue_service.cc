@@ -31,7 +31,9 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
   size_t progressed = 0;
   // Walk slots one tick before they begin. Empty slots cost one in-memory look-up each, so
   // catching up after a long downtime is fast.
-  const int64_t limit = TickOf(now) + 2;  // walk a slot once now >= its start - P
+  // Walk a slot once now >= its start - P; after recovery, slots holding units linked past
+  // their own tick at once (their units may be due before that).
+  const int64_t limit = std::max(TickOf(now) + 2, eager_walk_until_);
   while (next_walk_tick_ < limit) {
     int64_t tick = wheel_->NextLiveTick(next_walk_tick_, limit);
     if (tick != next_walk_tick_) {
@@ -70,6 +72,8 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     // Oldest first, so continuations keep enqueue order.
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const auto& [upos, unit] = *it;
+      // Linked after its own tick was walked: LinkUnitLocked already handed it over.
+      if (handed_early_.erase(upos) > 0) continue;
       ScheduledUnit su{upos, unit, tick};
       if (unit.flags == kUnitRoll) {
         if (recalled_.contains(unit.phys_offset)) {

@@ -75,6 +75,11 @@ absl::Status TimerStoreImpl::Recover() {
   for (int64_t pos = scan_from; pos < end; pos += kTimerUnitSize) {
     TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
     TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
+    if (u.flags == kUnitNormal && u.slot_tick >= read_tick && TickOf(u.deliver_ms) < u.slot_tick) {
+      // Linked after its own tick was walked (and handed to the FineScheduler then): walk its
+      // slot at once, not one tick before the slot begins, so it is not late after a restart.
+      eager_walk_until_ = std::max(eager_walk_until_, u.slot_tick + 1);
+    }
     if (u.ref >= 0 && u.flags != kUnitDelete) {
       rolled_from_.insert(u.ref);
       max_tail_tick = std::max(max_tail_tick, u.slot_tick);

@@ -90,11 +90,29 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   u.slot_tick = slot;
   u.prev_pos = wheel_->Get(slot).last_pos;
   u.write_ms = clock_->NowMs();
+  // Its own tick was already walked but `slot` was not (slot == next_walk_tick_, no walked
+  // tick in flight): see below. Units recovery knows as delivered or recalled are left to the
+  // walk, which settles them.
+  const bool early = slot >= next_walk_tick_ && u.flags == kUnitNormal &&
+                     tick < next_walk_tick_ && !delivered_phys_.contains(u.phys_offset) &&
+                     !recalled_.contains(u.phys_offset);
+  // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
+  if (early) InflightLocked(slot);
   TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
   wheel_->Link(slot, pos);
   if (slot < next_walk_tick_) {
     // The slot was already walked: hand the unit to the millisecond stage directly.
     InflightLocked(slot).outstanding++;
+    fine_.Add(ScheduledUnit{pos, u, slot});
+  } else if (early) {
+    // The walk of `slot` may come up to two ticks after the unit's deliver time. Hand it to
+    // the millisecond stage now, accounted to that slot (the checkpoint's read tick and
+    // CommitLog scan start then stay at or before its delivery), and have that walk skip it.
+    // After a crash the skip set is gone: recovery walks such slots at once (see
+    // eager_walk_until_), finds the unit again and the CommitLog scan (TIMER_SRC_OFFSET)
+    // deduplicates it.
+    InflightLocked(slot).outstanding++;
+    handed_early_.insert(pos);
     fine_.Add(ScheduledUnit{pos, u, slot});
   }
   return pos;

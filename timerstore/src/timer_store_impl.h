@@ -85,8 +85,8 @@ class TimerStoreImpl final : public TimerStore {
   int64_t ReadTickLocked() const;
   int64_t TickOf(int64_t ms) const;
   InflightTick& InflightLocked(int64_t tick);
-  // Appends `u` to the TimerLog and links it (roll/normal decided here); units for a tick
-  // already walked go straight to the FineScheduler.
+  // Appends `u` to the TimerLog and links it (roll/normal decided here); units whose own tick
+  // was already walked go straight to the FineScheduler (see handed_early_).
   absl::StatusOr<int64_t> LinkUnitLocked(TimerUnit u);
   // A unit reached its end (delivered, dropped, deduplicated, recalled).
   void FinishUnitLocked(const ScheduledUnit& su, bool pending_decrement);
@@ -119,6 +119,8 @@ class TimerStoreImpl final : public TimerStore {
   absl::flat_hash_map<int64_t, int64_t> recalled_;  // phys offset -> deliver ms
   absl::flat_hash_set<int64_t> delivered_phys_;     // recovery dedup (CommitLog tail scan)
   absl::flat_hash_set<int64_t> rolled_from_;        // recovery dedup (roll continuations)
+  absl::flat_hash_set<int64_t> handed_early_;  // TimerLog pos: in fine_ already, walk skips it
+  int64_t eager_walk_until_ = 0;  // recovery: slots below it are walked now, not one tick early
   int64_t dedup_until_tick_ = -1;
   std::deque<Message> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
