@@ -95,6 +95,33 @@ TEST(GroupStateValues, LeaseBlockRoundTripAndCorruptionIsDataLoss) {
   EXPECT_FALSE(DecodeLeaseBlockValue(key, EncodeLeaseBlockValue(key, unordered)).ok());
 }
 
+std::string Hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out.push_back(d[c >> 4]);
+    out.push_back(d[c & 15]);
+  }
+  return out;
+}
+
+TEST(GroupStateValues, LeaseBlockWorkedExampleOfTheFormatDoc) {
+  const QueueKey k{"g", "t", "t", 0};
+  const std::string key = LeaseBlockKey(k, 5);
+  ASSERT_EQ(key, "group/g/b/t/t/0/00000000000000000005");
+  const LeaseRecord l{1, 1, 1'700'000'030'000, 1'700'000'000'000};
+  EXPECT_EQ(Hex(EncodeLeaseBlockValue(key, {{5, l}, {6, l}})),
+            "0102000000"
+            "0500000000000000010000000100000030dde5cf8b0100000068e5cf8b010000"
+            "0600000000000000010000000100000030dde5cf8b0100000068e5cf8b010000"
+            "0d55bbdd");
+  EXPECT_EQ(Hex(EncodeLeaseBlockValue(key, {{6, l}})),
+            "0101000000"
+            "0600000000000000010000000100000030dde5cf8b0100000068e5cf8b010000"
+            "0ed65c9a");
+  EXPECT_EQ(Hex(EncodeOffsetValue(ProgressKey(k), 7)), "01070000000000000039096cf6");
+}
+
 TEST(GroupStateValues, OffsetAndPolicyRoundTrip) {
   std::string k = ProgressKey(Q());
   EXPECT_EQ(*DecodeOffsetValue(k, EncodeOffsetValue(k, 123456789)), 123456789);

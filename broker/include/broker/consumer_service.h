@@ -10,8 +10,11 @@
 // goes to the DLQ topic "%DLQ%<group>". Expiries are driven by the TimerStore (a lease-expiry
 // timer message per lease), not by scanning.
 //
-// Durability: group progress and in-flight leases live in RocksDB (synced writes for anything
-// that backs an Ack reply), so they survive restart.
+// Durability: group progress and in-flight leases live in RocksDB, written to the WAL before a
+// call returns (so they survive a broker process crash) and fsynced every 50 ms in the
+// background (so a power loss undoes at most the last ~50 ms: re-deliveries / duplicates, see
+// docs/operations.md "Delivery guarantees"). One Receive is one write batch and one
+// lease-expiry marker, whatever the number of queues it takes from.
 //
 // Threads: every method may be called from any thread.
 #pragma once
@@ -70,10 +73,9 @@ class ConsumerService {
   // OK once per delivery. kFailedPrecondition: handle already used, renewed, or its lease
   // expired and the message was handed out again. kInvalidArgument: malformed handle.
   virtual absl::Status Ack(const std::string& group, const std::string& receipt_handle) = 0;
-  // Acks several deliveries of `group` with one synced write (a synced RocksDB write costs
-  // ~1.5 ms on the reference VM, so per-message Acks cap a consumer near 700/s). Result i is
-  // the status of receipt_handles[i], with the codes of Ack; a handle repeated in the batch is
-  // OK once, then kFailedPrecondition.
+  // Acks several deliveries of `group` with one group-state write. Result i is the status of
+  // receipt_handles[i], with the codes of Ack; a handle repeated in the batch is OK once, then
+  // kFailedPrecondition. The broker's Ack request calls this once for all its handles.
   virtual std::vector<absl::Status> AckBatch(const std::string& group,
                                              const std::vector<std::string>& receipt_handles) {
     std::vector<absl::Status> out;
