@@ -131,14 +131,12 @@ TEST_F(RetentionTaskTest, NonPositiveAgeDeletesNothing) {
   EXPECT_EQ(task_->last_age_ms(), kDay);
 }
 
-// Reproduction of a ConsumeQueue bug (commitlog/src/consume_queue.cc, FileForLocked: "if
-// (files_.empty()) min_ = min_valid_ = first;"): a queue whose entries are all still buffered
-// (fewer than kWriteBatch, no file yet) when retention advances its valid minimum gets that
-// minimum reset to the file's first offset when the file is created at the next flush. Readers
-// still skip the deleted records, but MinQueueOffset (Stats, a new group's start) is wrong
-// until the next retention pass. Disabled until the commitlog owner fixes it (keep min_valid_
-// at max(min_valid_, first)).
-TEST_F(RetentionTaskTest, DISABLED_QueueMinimumSurvivesTheFirstFileWrite) {
+// Regression test for a ConsumeQueue bug (commitlog/src/consume_queue.cc, FileForLocked used
+// to do "min_ = min_valid_ = first" for the first file): a queue whose entries are all still
+// buffered (fewer than kWriteBatch, no file yet) when retention advances its valid minimum got
+// that minimum reset to the file's first offset when the file was created at the next flush,
+// so MinQueueOffset (Stats, a new group's start) was wrong until the next retention pass.
+TEST_F(RetentionTaskTest, QueueMinimumSurvivesTheFirstFileWrite) {
   PutFill(30);  // three 1 MiB segments; 30 entries stay buffered in the queue
   clock_.AdvanceMs(2 * kHour);
   EXPECT_EQ(Run(), 2);
