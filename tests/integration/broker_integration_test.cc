@@ -259,9 +259,9 @@ TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
 // sent to an idle broker whose (manual) clock sits on a tick boundary, so the walk is ahead of
 // the message's tick. This is the deterministic form of the RecalledMessageIsNeverDelivered
 // flake (there the enqueue thread lagged behind a 2 h AdvanceClock under ASan load).
-// Disabled until timerstore's LinkUnitLocked hands such units to the fine scheduler (reported
-// to the timerstore owner); today the message waits for the clock to reach the next tick.
-TEST_F(BrokerIntegrationTest, DISABLED_DueMessageEnqueuedAfterTheWalkIsNotStuck) {
+// timerstore's LinkUnitLocked hands such units to the fine scheduler at once (they used to
+// wait for the clock to reach the next tick).
+TEST_F(BrokerIntegrationTest, DueMessageEnqueuedAfterTheWalkIsNotStuck) {
   StartBroker({"--manual-clock", "--manual-clock-start-ms", "1700000000000"});
   CreateTopic("t", proto::DELAY);
   OutgoingMessage m;
