@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+# ccache: make paths relative so clones in other directories share the cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 cmake --preset release >/dev/null
 cmake --build --preset release --target tokimq_broker_main tokimq_cli order_timeout
 
