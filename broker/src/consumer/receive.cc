@@ -10,13 +10,14 @@
 namespace tokimq::consumer {
 namespace {
 
-std::string Prop(const Message& m, const char* name) {
+// A view into m's property `name` ("" when absent); valid while m is unchanged.
+std::string_view Prop(const Message& m, const char* name) {
   auto it = m.properties.find(name);
-  return it == m.properties.end() ? std::string() : it->second;
+  return it == m.properties.end() ? std::string_view() : std::string_view(it->second);
 }
 
 int64_t PropInt(const Message& m, const char* name, int64_t fallback) {
-  std::string v = Prop(m, name);
+  std::string_view v = Prop(m, name);
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return fallback;
