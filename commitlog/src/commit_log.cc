@@ -228,6 +228,19 @@ absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offs
   return absl::OkStatus();
 }
 
+absl::Status CommitLogImpl::DecodeViewAt(std::string_view rec, int64_t physical_offset,
+                                         record::RecordView* out) const {
+  absl::Status s = record::DecodeView(rec, out);
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat(s.message(), " at offset ", physical_offset, " in ",
+                                            SegmentPathFor(physical_offset)));
+  }
+  if (out->physical_offset != physical_offset) {
+    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", physical_offset));
+  }
+  return absl::OkStatus();
+}
+
 // Reads the record (message or blank) at `off`. Sets *total to its size.
 static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit, RawRecord* rec,
                                  uint32_t* total) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commitlog/commit_log.h"
+#include "commitlog/record.h"
 
 namespace tokimq {
 
@@ -54,6 +55,9 @@ class CommitLogImpl final : public CommitLog {
   absl::Status ReadRaw(int64_t physical_offset, size_t len, std::string* out) const;
   // Decodes a record read by ReadRaw and checks it starts at `physical_offset`.
   absl::Status DecodeAt(std::string_view rec, int64_t physical_offset, Message* out) const;
+  // The same for a view (record::DecodeView) into `rec`.
+  absl::Status DecodeViewAt(std::string_view rec, int64_t physical_offset,
+                            record::RecordView* out) const;
   int64_t segment_size() const { return static_cast<int64_t>(opt_.segment_size); }
   const std::string& SegmentPathFor(int64_t offset) const;
 

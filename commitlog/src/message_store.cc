@@ -37,6 +37,22 @@ std::vector<absl::StatusOr<Message>> MessageStore::ReadMany(
   return out;
 }
 
+absl::StatusOr<size_t> MessageStore::VisitQueue(const std::string& topic, int32_t queue_id,
+                                                int64_t from_offset, int max_count,
+                                                const RecordVisitor& visit) const {
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
+                          ReadQueue(topic, queue_id, from_offset, max_count));
+  std::string buf;
+  for (const Message& m : msgs) {
+    buf.clear();
+    record::Encode(m, &buf);
+    record::RecordView view;
+    TOKIMQ_RETURN_IF_ERROR(record::DecodeView(buf, &view));
+    TOKIMQ_RETURN_IF_ERROR(visit(view));
+  }
+  return msgs.size();
+}
+
 namespace {
 
 constexpr size_t kMaxReadRun = 1 << 20;
@@ -208,8 +224,21 @@ class MessageStoreImpl final : public MessageStore {
                                                  int64_t from_offset,
                                                  int max_count) const override {
     std::vector<Message> out;
+    TOKIMQ_RETURN_IF_ERROR(VisitQueue(topic, queue_id, from_offset, max_count,
+                                      [&out](const record::RecordView& v) {
+                                        record::MessageFromView(v, &out.emplace_back());
+                                        return absl::OkStatus();
+                                      })
+                               .status());
+    return out;
+  }
+
+  absl::StatusOr<size_t> VisitQueue(const std::string& topic, int32_t queue_id,
+                                    int64_t from_offset, int max_count,
+                                    const RecordVisitor& visit) const override {
+    size_t visited = 0;
     auto cq = Find(topic, queue_id);
-    if (cq == nullptr || max_count <= 0) return out;
+    if (cq == nullptr || max_count <= 0) return visited;
     const int64_t start = std::max(from_offset, cq->MinValidOffset());
     TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(start, static_cast<size_t>(max_count)));
     const int64_t min_phys = log_->MinOffset();
@@ -239,22 +268,23 @@ class MessageStoreImpl final : public MessageStore {
       TOKIMQ_RETURN_IF_ERROR(s);
       size_t pos = 0;
       for (size_t k = i; k < j; ++k) {
-        Message m;
-        TOKIMQ_RETURN_IF_ERROR(log_->DecodeAt(std::string_view(buf).substr(pos, entries[k].size),
-                                              entries[k].physical_offset, &m));
+        record::RecordView v;
+        TOKIMQ_RETURN_IF_ERROR(log_->DecodeViewAt(
+            std::string_view(buf).substr(pos, entries[k].size), entries[k].physical_offset, &v));
         pos += entries[k].size;
         const int64_t qo = start + static_cast<int64_t>(k);
-        if (m.topic != topic || m.queue_id != queue_id || m.queue_offset != qo) {
-          return absl::DataLossError(absl::StrCat("consume queue ", topic, "/", queue_id, " entry ",
-                                                  qo, " points at offset ",
-                                                  entries[k].physical_offset, " which holds ",
-                                                  m.topic, "/", m.queue_id, "#", m.queue_offset));
+        if (v.topic != topic || v.queue_id != queue_id || v.queue_offset != qo) {
+          return absl::DataLossError(absl::StrCat(
+              "consume queue ", topic, "/", queue_id, " entry ", qo, " points at offset ",
+              entries[k].physical_offset, " which holds ", std::string(v.topic), "/", v.queue_id,
+              "#", v.queue_offset));
         }
-        out.push_back(std::move(m));
+        TOKIMQ_RETURN_IF_ERROR(visit(v));
+        ++visited;
       }
       i = j;
     }
-    return out;
+    return visited;
   }
 
   int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const override {

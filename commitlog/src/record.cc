@@ -4,6 +4,7 @@
 
 #include "common/coding.h"
 #include "common/crc32c.h"
+#include "common/status.h"
 
 namespace tokimq {
 
@@ -91,7 +92,7 @@ bool VerifyMessage(std::string_view rec) {
   return pre.magic == kMessageMagicV1 && pre.total_size == rec.size() && pre.crc == RecordCrc(rec);
 }
 
-absl::Status Decode(std::string_view rec, Message* out) {
+absl::Status DecodeView(std::string_view rec, RecordView* out) {
   if (rec.size() < kMinMessageSize) return absl::DataLossError("record shorter than its header");
   Prefix pre = DecodePrefix(rec.data());
   if (pre.magic != kMessageMagicV1) return absl::DataLossError("bad record magic");
@@ -101,31 +102,64 @@ absl::Status Decode(std::string_view rec, Message* out) {
   uint32_t flags = 0, qid = 0, props_len = 0;
   uint64_t qoff = 0, phys = 0, born = 0, store = 0;
   uint16_t topic_len = 0;
-  std::string_view topic, props, body;
   if (!d.GetFixed32(&flags) || !d.GetFixed32(&qid) || !d.GetFixed64(&qoff) ||
       !d.GetFixed64(&phys) || !d.GetFixed64(&born) || !d.GetFixed64(&store) ||
-      !d.GetFixed16(&topic_len) || !d.GetBytes(topic_len, &topic) || !d.GetFixed32(&props_len) ||
-      !d.GetBytes(props_len, &props) || !d.GetLengthPrefixed(&body) || d.remaining() != 0) {
+      !d.GetFixed16(&topic_len) || !d.GetBytes(topic_len, &out->topic) ||
+      !d.GetFixed32(&props_len) || !d.GetBytes(props_len, &out->properties) ||
+      !d.GetLengthPrefixed(&out->body) || d.remaining() != 0) {
     return absl::DataLossError("malformed record fields");
   }
+  Decoder pd(out->properties);
+  while (pd.remaining() > 0) {
+    std::string_view k, v;
+    if (!pd.GetLengthPrefixed(&k) || !pd.GetLengthPrefixed(&v)) {
+      return absl::DataLossError("malformed record properties");
+    }
+  }
+  out->size = pre.total_size;
   out->flags = flags;
   out->queue_id = static_cast<int32_t>(qid);
   out->queue_offset = static_cast<int64_t>(qoff);
   out->physical_offset = static_cast<int64_t>(phys);
   out->born_ms = static_cast<int64_t>(born);
   out->store_ms = static_cast<int64_t>(store);
-  out->topic.assign(topic.data(), topic.size());
-  out->properties.clear();
-  Decoder pd(props);
-  while (pd.remaining() > 0) {
-    std::string_view k, v;
-    if (!pd.GetLengthPrefixed(&k) || !pd.GetLengthPrefixed(&v)) {
-      return absl::DataLossError("malformed record properties");
+  return absl::OkStatus();
+}
+
+bool RecordView::FindProperty(std::string_view key, std::string_view* value) const {
+  Decoder pd(properties);
+  std::string_view k, v;
+  while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
+    if (k == key) {
+      *value = v;
+      return true;
     }
+  }
+  return false;
+}
+
+absl::Status Decode(std::string_view rec, Message* out) {
+  RecordView view;
+  TOKIMQ_RETURN_IF_ERROR(DecodeView(rec, &view));
+  MessageFromView(view, out);
+  return absl::OkStatus();
+}
+
+void MessageFromView(const RecordView& view, Message* out) {
+  out->flags = view.flags;
+  out->queue_id = view.queue_id;
+  out->queue_offset = view.queue_offset;
+  out->physical_offset = view.physical_offset;
+  out->born_ms = view.born_ms;
+  out->store_ms = view.store_ms;
+  out->topic.assign(view.topic.data(), view.topic.size());
+  out->properties.clear();
+  Decoder pd(view.properties);
+  std::string_view k, v;
+  while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
     out->properties.emplace_hint(out->properties.end(), std::string(k), std::string(v));
   }
-  out->body.assign(body.data(), body.size());
-  return absl::OkStatus();
+  out->body.assign(view.body.data(), view.body.size());
 }
 
 }  // namespace record

@@ -11,11 +11,10 @@
 namespace tokimq {
 namespace {
 
-bool GetInt(const Message& m, const std::string& key, int64_t* v) {
-  auto it = m.properties.find(key);
-  if (it == m.properties.end()) return false;
-  const std::string& s = it->second;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+bool GetInt(const record::RecordView& v, std::string_view key, int64_t* out) {
+  std::string_view s;
+  if (!v.FindProperty(key, &s)) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
@@ -32,37 +31,56 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
   if (room == 0) return 0;  // back-pressure: enqueue put is behind
   int64_t max = store_->MaxQueueOffset(kTimerTopic, 0);
   if (from >= max) return 0;
-  TOKIMQ_ASSIGN_OR_RETURN(
-      std::vector<Message> msgs,
-      store_->ReadQueue(kTimerTopic, 0, from, static_cast<int>(std::min<size_t>(room, 1024))));
+  // Only a few fields of each record are needed: visit record views instead of decoding
+  // Messages (no per-message allocation besides the queue slot).
+  std::vector<EnqueueItem> items;
+  items.reserve(std::min<size_t>(room, 1024));
+  TOKIMQ_RETURN_IF_ERROR(
+      store_
+          ->VisitQueue(kTimerTopic, 0, from, static_cast<int>(std::min<size_t>(room, 1024)),
+                       [&items](const record::RecordView& v) {
+                         EnqueueItem it;
+                         it.physical_offset = v.physical_offset;
+                         it.queue_offset = v.queue_offset;
+                         it.size = v.size;
+                         it.has_deliver = GetInt(v, prop::kDeliverMs, &it.deliver_ms);
+                         it.is_delete = GetInt(v, kTimerDeleteOf, &it.delete_of);
+                         std::string_view rt;
+                         if (v.FindProperty(prop::kRealTopic, &rt)) {
+                           it.topic_hash = crc32c::Value(rt.data(), rt.size());
+                         }
+                         items.push_back(it);
+                         return absl::OkStatus();
+                       })
+          .status());
   std::lock_guard<std::mutex> l(mu_);
   timer_max_queue_offset_ = std::max(timer_max_queue_offset_, max);
-  if (msgs.empty()) {
-    // Entries whose records were deleted by retention are skipped by ReadQueue.
+  if (items.empty()) {
+    // Entries whose records were deleted by retention are skipped by VisitQueue.
     enqueue_read_offset_ = std::max(enqueue_read_offset_, max);
     return 0;
   }
-  for (Message& m : msgs) {
-    enqueue_read_offset_ = m.queue_offset + 1;
-    enqueue_queue_.push_back(std::move(m));
+  for (const EnqueueItem& it : items) {
+    enqueue_read_offset_ = it.queue_offset + 1;
+    enqueue_queue_.push_back(it);
   }
-  return msgs.size();
+  return items.size();
 }
 
 absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
   std::lock_guard<std::mutex> l(mu_);
   size_t n = 0;
   while (!enqueue_queue_.empty() && n < 1024) {
-    Message& m = enqueue_queue_.front();
-    int64_t deliver = 0;
-    int64_t target = -1;
+    const EnqueueItem& m = enqueue_queue_.front();
+    const int64_t deliver = m.deliver_ms;
+    const int64_t target = m.delete_of;
     bool duplicate = m.physical_offset <= last_enqueued_phys_;  // already in the TimerLog
     if (duplicate) {
       // Recovery re-reads from the checkpointed queue offset; the TimerLog tail has these.
-    } else if (!GetInt(m, timer_keys::DeliverMs(), &deliver)) {
+    } else if (!m.has_deliver) {
       TOKIMQ_LOG_WARN("timerstore: timer-topic record at {} has no deliver time; skipped",
                       m.physical_offset);
-    } else if (GetInt(m, timer_keys::DeleteOf(), &target)) {
+    } else if (m.is_delete) {
       TimerUnit u;
       u.flags = kUnitDelete;
       u.write_ms = clock_->NowMs();
@@ -78,9 +96,8 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       TimerUnit u;
       u.deliver_ms = deliver;
       u.phys_offset = m.physical_offset;
-      u.msg_size = static_cast<uint32_t>(m.EncodedSize());
-      auto rt = m.properties.find(timer_keys::RealTopic());
-      u.topic_hash = rt == m.properties.end() ? 0 : crc32c::Value(rt->second);
+      u.msg_size = m.size;
+      u.topic_hash = m.topic_hash;
       TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(u).status());
       metrics_.pending.Add(1);
       pins_[m.physical_offset >> kPinBucketShift]++;

@@ -71,6 +71,18 @@ class TimerStoreImpl final : public TimerStore {
     int64_t timerlog_start = 0;              // TimerLog end when the walk began
     std::map<int64_t, int64_t> pin_release;  // bucket -> units finished
   };
+  // What enqueue put needs of one timer-topic record (read by enqueue get without building a
+  // Message).
+  struct EnqueueItem {
+    int64_t physical_offset = -1;
+    int64_t queue_offset = -1;
+    uint32_t size = 0;           // record bytes
+    bool has_deliver = false;    // TIMER_DELIVER_MS present and a valid integer
+    bool is_delete = false;      // TIMER_DELETE_OF present and a valid integer (recall marker)
+    int64_t deliver_ms = 0;
+    int64_t delete_of = -1;
+    uint32_t topic_hash = 0;     // crc32c of REAL_TOPIC, 0 when absent
+  };
   struct LoadedCopy {
     ScheduledUnit su;
     Message msg;
@@ -122,7 +134,7 @@ class TimerStoreImpl final : public TimerStore {
   absl::flat_hash_set<int64_t> handed_early_;  // TimerLog pos: in fine_ already, walk skips it
   int64_t eager_walk_until_ = 0;  // recovery: slots below it are walked now, not one tick early
   int64_t dedup_until_tick_ = -1;
-  std::deque<Message> enqueue_queue_;
+  std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
 
   struct PinCell {

@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "commitlog/commit_log.h"
 #include "commitlog/message.h"
+#include "commitlog/record.h"
 
 namespace tokimq {
 
@@ -96,6 +97,16 @@ class MessageStore {
   virtual absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic, int32_t queue_id,
                                                          int64_t from_offset,
                                                          int max_count) const = 0;
+  // Like ReadQueue, but hands each record to `visit` as a record::RecordView pointing into an
+  // internal buffer (valid only during that call) instead of building a Message: for readers
+  // that need a few fields of many records. Same checks as ReadQueue (checksum, the record
+  // belongs to this queue at this offset: kDataLoss otherwise), same skipping of records deleted
+  // by retention. Stops at the first error `visit` returns and returns it. Returns the number of
+  // records visited. The default implementation re-encodes what ReadQueue returns.
+  using RecordVisitor = std::function<absl::Status(const record::RecordView&)>;
+  virtual absl::StatusOr<size_t> VisitQueue(const std::string& topic, int32_t queue_id,
+                                            int64_t from_offset, int max_count,
+                                            const RecordVisitor& visit) const;
   // First stored queue offset, and the next queue offset to be assigned (0, 0 for an unknown
   // queue).
   virtual int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const = 0;

@@ -57,6 +57,31 @@ bool IsValidBlank(std::string_view rec);
 // physical_offset is taken from the record.
 absl::Status Decode(std::string_view rec, Message* out);
 
+// A message record decoded in place: the string views point into the bytes given to DecodeView
+// and are valid only as long as they are. No allocation. `properties` is the raw property block
+// (u32 key length, key, u32 value length, value, repeated); FindProperty searches it.
+struct RecordView {
+  uint32_t size = 0;  // total record bytes
+  uint32_t flags = 0;
+  int32_t queue_id = 0;
+  int64_t queue_offset = -1;
+  int64_t physical_offset = -1;
+  int64_t born_ms = 0;
+  int64_t store_ms = 0;
+  std::string_view topic;
+  std::string_view properties;
+  std::string_view body;
+
+  // Value of the first property named `key` (the one Decode keeps); false when absent.
+  bool FindProperty(std::string_view key, std::string_view* value) const;
+};
+
+// Same checks and errors as Decode (magic, size, checksum, every field and property well
+// formed), without building a Message.
+absl::Status DecodeView(std::string_view rec, RecordView* out);
+// Copies a view (from DecodeView) into `out`.
+void MessageFromView(const RecordView& view, Message* out);
+
 // True when `rec` (exactly total_size bytes) is a message record whose checksum verifies.
 bool VerifyMessage(std::string_view rec);
 
