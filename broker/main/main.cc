@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
   } catch (const spdlog::spdlog_ex& e) {
     return Fail(std::string("log: ") + e.what());
   }
+  if (config.log_level != "off" &&
+      spdlog::level::from_str(config.log_level) == spdlog::level::off) {
+    return Fail("unknown log level '" + config.log_level +
+                "' (trace, debug, info, warn, error, critical, off)");
+  }
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::flush_on(spdlog::level::info);
 
@@ -127,11 +132,18 @@ int main(int argc, char** argv) {
 #endif
   if (!config.port_file.empty()) {
     std::string tmp = config.port_file + ".tmp";
+    bool written = false;
     {
       std::ofstream out(tmp);
       out << server.port() << "\n";
+      out.flush();
+      written = static_cast<bool>(out);
     }
-    std::rename(tmp.c_str(), config.port_file.c_str());
+    if (!written || std::rename(tmp.c_str(), config.port_file.c_str()) != 0) {
+      server.Stop();
+      (void)(*broker)->Close();
+      return Fail("cannot write --port-file " + config.port_file);
+    }
   }
   spdlog::info("tokimq-broker ready on {}:{} data dir {}{}", config.server.bind_address,
                server.port(), config.broker.data_dir,

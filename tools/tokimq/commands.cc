@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -161,10 +162,14 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     if (a.body) {
       m.body = *a.body;
     } else {
+      std::error_code ec;
+      if (std::filesystem::is_directory(a.file, ec))
+        return absl::InvalidArgumentError("cannot read " + a.file + ": is a directory");
       std::ifstream in(a.file, std::ios::binary);
       if (!in) return absl::NotFoundError("cannot read " + a.file);
       std::stringstream ss;
       ss << in.rdbuf();
+      if (in.bad()) return absl::InternalError("cannot read " + a.file);
       m.body = ss.str();
     }
     auto r = producer.Send(m);
