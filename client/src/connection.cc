@@ -1,5 +1,7 @@
 #include "client/connection.h"
 
+#include "common/clock.h"
+
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -130,7 +132,7 @@ void Connection::CallAsync(proto::Request req, int64_t timeout_ms, ResponseCallb
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     pending_[id] = {std::move(done),
-                    std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)};
+                    RealTimeDeadline(std::chrono::milliseconds(timeout_ms))};
   }
   if (broken_) {  // the reader may have failed everything just before we registered
     FailAll(absl::UnavailableError("connection to " + options_.broker + " is broken"));
@@ -178,7 +180,7 @@ void Connection::FailAll(const absl::Status& s) {
 }
 
 void Connection::ExpireDeadlines() {
-  auto now = std::chrono::steady_clock::now();
+  auto now = RealTimeDeadline(std::chrono::milliseconds(0));
   std::vector<ResponseCallback> expired;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
@@ -248,8 +249,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
   } guard{req.long_poll_ms > 0 ? &waiters_ : nullptr};
   if (guard.n) guard.n->fetch_add(1);
   // Long polls are bounded in real time: on a ManualClock the clock may never move.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(req.long_poll_ms);
+  const auto deadline = RealTimeDeadline(std::chrono::milliseconds(req.long_poll_ms));
 
   std::vector<ReceivedMessage> out;
   while (true) {

@@ -28,6 +28,13 @@ class Clock {
   virtual bool IsManual() const { return false; }
 };
 
+// Real-time deadline `after` from now on the monotonic clock, for bounded condvar waits, network
+// timeouts and long polls that must end even when a ManualClock never moves. Not a time of day:
+// message times always come from a Clock.
+inline std::chrono::steady_clock::time_point RealTimeDeadline(std::chrono::milliseconds after) {
+  return std::chrono::steady_clock::now() + after;
+}
+
 // Reads std::chrono::system_clock. Thread-safe. Process-wide singleton via Default().
 class SystemClock final : public Clock {
  public:
