@@ -215,30 +215,30 @@ absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::st
   return absl::OkStatus();
 }
 
-absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offset,
-                                     Message* out) const {
-  absl::Status s = record::Decode(rec, out);
-  if (!s.ok()) {
-    return absl::DataLossError(absl::StrCat(s.message(), " at offset ", physical_offset, " in ",
-                                            SegmentPathFor(physical_offset)));
+// Gives a decode failure its place (kDataLoss naming offset and segment file) and checks that
+// a record really starts at `physical_offset`. Shared by DecodeAt and DecodeViewAt.
+absl::Status CommitLogImpl::CheckDecoded(absl::Status decoded, int64_t stored_offset,
+                                         int64_t physical_offset) const {
+  if (!decoded.ok()) {
+    return absl::DataLossError(absl::StrCat(decoded.message(), " at offset ", physical_offset,
+                                            " in ", SegmentPathFor(physical_offset)));
   }
-  if (out->physical_offset != physical_offset) {
+  if (stored_offset != physical_offset) {
     return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", physical_offset));
   }
   return absl::OkStatus();
 }
 
+absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offset,
+                                     Message* out) const {
+  absl::Status s = record::Decode(rec, out);
+  return CheckDecoded(s, s.ok() ? out->physical_offset : -1, physical_offset);
+}
+
 absl::Status CommitLogImpl::DecodeViewAt(std::string_view rec, int64_t physical_offset,
                                          record::RecordView* out) const {
   absl::Status s = record::DecodeView(rec, out);
-  if (!s.ok()) {
-    return absl::DataLossError(absl::StrCat(s.message(), " at offset ", physical_offset, " in ",
-                                            SegmentPathFor(physical_offset)));
-  }
-  if (out->physical_offset != physical_offset) {
-    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", physical_offset));
-  }
-  return absl::OkStatus();
+  return CheckDecoded(s, s.ok() ? out->physical_offset : -1, physical_offset);
 }
 
 // Reads the record (message or blank) at `off`. Sets *total to its size.

@@ -58,6 +58,10 @@ class CommitLogImpl final : public CommitLog {
   // The same for a view (record::DecodeView) into `rec`.
   absl::Status DecodeViewAt(std::string_view rec, int64_t physical_offset,
                             record::RecordView* out) const;
+  // The error mapping both share: kDataLoss naming offset and file, or kInvalidArgument if no
+  // record starts at `physical_offset`.
+  absl::Status CheckDecoded(absl::Status decoded, int64_t stored_offset,
+                            int64_t physical_offset) const;
   int64_t segment_size() const { return static_cast<int64_t>(opt_.segment_size); }
   const std::string& SegmentPathFor(int64_t offset) const;
 

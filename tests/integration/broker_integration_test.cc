@@ -111,19 +111,9 @@ class BrokerIntegrationTest : public ::testing::Test {
            " dequeue_lag_ms=" + std::to_string(tm.dequeue_lag_ms());
     return out;
   }
-  // Waits (bounded real time) until the timer store has linked every timer-topic message sent
-  // so far into its wheel (enqueue lag 0). Tests that jump the clock right after sending use it
-  // so that the jump does not race the enqueue thread (see DueMessageEnqueuedAfterTheWalk...).
   void AwaitTimerEnqueued() {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (true) {
-      auto st = admin_->Stats();
-      ASSERT_TRUE(st.ok()) << st.status();
-      if (st->timer().enqueue_lag() == 0) return;
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timer enqueue stuck: "
-                                                            << Diagnostics();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    absl::Status s = tokimq::testing::AwaitTimerEnqueued(*admin_);
+    ASSERT_TRUE(s.ok()) << s << " " << Diagnostics();
   }
   int64_t BrokerNow() {
     auto st = admin_->Stats();

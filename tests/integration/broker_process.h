@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/admin.h"
 #include "client/connection.h"
 
 namespace tokimq::testing {
@@ -89,5 +90,22 @@ class BrokerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
 };
+
+// Waits (bounded real time, 30 s) until the broker's timer store has linked every timer-topic
+// message sent so far into its wheel (enqueue lag 0). Tests that jump the manual clock right
+// after sending call it so the jump does not race the broker's enqueue thread.
+inline absl::Status AwaitTimerEnqueued(client::AdminClient& admin) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    auto st = admin.Stats();
+    if (!st.ok()) return st.status();
+    if (st->timer().enqueue_lag() == 0) return absl::OkStatus();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::DeadlineExceededError("timer enqueue stuck: enqueue_lag=" +
+                                         std::to_string(st->timer().enqueue_lag()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 }  // namespace tokimq::testing

@@ -64,18 +64,12 @@ class RetentionTest : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.status();
     return st.ok() ? *st : proto::StatsResponse{};
   }
+  void AwaitTimerEnqueued() {
+    absl::Status s = tokimq::testing::AwaitTimerEnqueued(*admin_);
+    ASSERT_TRUE(s.ok()) << s;
+  }
   // Advances the broker clock and waits (bounded real time: a separate process, maybe under
   // sanitizers) until a retention pass has run at or after the new time.
-  // Waits until every timer-topic message sent so far is linked into the wheel, so that a
-  // clock jump does not race the enqueue thread (a known timerstore issue, see
-  // BrokerIntegrationTest.DISABLED_DueMessageEnqueuedAfterTheWalkIsNotStuck).
-  void AwaitTimerEnqueued() {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (Stats().timer().enqueue_lag() != 0) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "timer enqueue stuck";
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
   proto::StatsResponse AdvanceAndAwaitRetention(int64_t advance_ms) {
     AwaitTimerEnqueued();
     auto now = admin_->AdvanceClock(advance_ms);
