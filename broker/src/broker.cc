@@ -97,6 +97,10 @@ absl::Status Broker::OpenStores() {
     TOKIMQ_ASSIGN_OR_RETURN(TopicConfig t, ResolveTopic(topic));
     return t.queues;
   };
+  deps.is_fifo = [this](const std::string& topic) {
+    absl::StatusOr<TopicConfig> t = ResolveTopic(topic);
+    return t.ok() && t->type == TopicType::kFifo;
+  };
   TOKIMQ_ASSIGN_OR_RETURN(consumers_, NewConsumerService(std::move(deps)));
   for (const auto& [group, policy] : options_.group_policies) {
     consumers_->SetGroupPolicy(group, policy);

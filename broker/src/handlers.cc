@@ -235,16 +235,32 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
           "delay {} exceeds the max delay {} of topic '{}'", wire::FormatDuration(deliver_ms - now),
           wire::FormatDuration(topic->max_delay_ms), topic->name)));
     }
+    // FIFO: the message group (explicit, else the key) picks the queue, so one group's
+    // messages share one queue and its order (docs/ordering.md).
+    const std::string& group = e.message_group().empty() ? e.key() : e.message_group();
+    if (topic->type == TopicType::kFifo) {
+      if (group.empty()) {
+        return where(absl::InvalidArgumentError(fmt::format(
+            "topic '{}' is FIFO: a message needs a message group (or a key)", topic->name)));
+      }
+      if (group.size() > kMaxMessageGroupBytes) {
+        return where(absl::InvalidArgumentError(
+            fmt::format("message group of {} bytes exceeds {} bytes", group.size(),
+                        kMaxMessageGroupBytes)));
+      }
+    } else if (!e.message_group().empty()) {
+      return where(absl::InvalidArgumentError(fmt::format(
+          "topic '{}' is {}: message groups need a FIFO topic", topic->name,
+          TopicTypeName(topic->type))));
+    }
     Message m;
     m.topic = topic->name;
-    m.queue_id = SelectQueue(*topic, e.key());
+    m.queue_id = SelectQueue(*topic, topic->type == TopicType::kFifo ? group : e.key());
     m.born_ms = e.born_ms() > 0 ? e.born_ms() : now;
     for (const auto& [k, v] : e.properties()) m.properties[k] = v;
     if (!e.key().empty()) m.properties[prop::kKeys] = e.key();
     if (!e.tag().empty()) m.properties[prop::kTag] = e.tag();
-    if (topic->type == TopicType::kFifo && !e.key().empty()) {
-      m.properties[prop::kMessageGroup] = e.key();
-    }
+    if (topic->type == TopicType::kFifo) m.properties[prop::kMessageGroup] = group;
     m.properties[prop::kMessageId] = NextMessageId();
     m.body = e.body();
     prepared.push_back({std::move(m), deliver_ms});

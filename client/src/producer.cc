@@ -10,6 +10,7 @@ void Fill(const OutgoingMessage& m, proto::SendEntry* e) {
   e->set_body(m.body);
   e->set_key(m.key);
   e->set_tag(m.tag);
+  if (!m.message_group.empty()) e->set_message_group(m.message_group);
   for (const auto& [k, v] : m.properties) (*e->mutable_properties())[k] = v;
   if (m.deliver_at_ms) {
     e->set_deliver_at_ms(*m.deliver_at_ms);

@@ -91,7 +91,8 @@ class RealBackend final : public Backend {
 class ConsumerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    queues_ = {{"t", 1}, {"orders", 4}, {"a", 1}, {"b", 1}};
+    queues_ = {{"t", 1}, {"orders", 4}, {"a", 1}, {"b", 1}, {"f", 1}, {"f2", 2}};
+    fifo_topics_ = {"f", "f2"};
     if (GetParam() == "real") {
       auto real = std::make_unique<RealBackend>(&clock_, dir_.Join("data"));
       absl::Status s = real->Open();
@@ -127,6 +128,7 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
       if (it == queues_.end()) return absl::NotFoundError("no topic " + topic);
       return it->second;
     };
+    deps.is_fifo = [this](const std::string& topic) { return fifo_topics_.contains(topic); };
     auto svc = NewConsumerService(std::move(deps));
     ASSERT_TRUE(svc.ok()) << svc.status();
     svc_ = std::move(*svc);
@@ -154,6 +156,18 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
     m.body = body;
     m.born_ms = clock_.NowMs();
     if (!tag.empty()) m.properties[prop::kTag] = tag;
+    ASSERT_TRUE(store()->Put(std::move(m)).ok());
+  }
+
+  // A message of FIFO message group `group` (the broker sets MSG_GROUP the same way).
+  void SendToGroup(const std::string& topic, int32_t qid, const std::string& group,
+                   const std::string& body) {
+    Message m;
+    m.topic = topic;
+    m.queue_id = qid;
+    m.body = body;
+    m.born_ms = clock_.NowMs();
+    m.properties[prop::kMessageGroup] = group;
     ASSERT_TRUE(store()->Put(std::move(m)).ok());
   }
 
@@ -192,6 +206,7 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
   TempDir dir_;
   ManualClock clock_;
   std::map<std::string, int> queues_;
+  std::set<std::string> fifo_topics_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<ConsumerService> svc_;

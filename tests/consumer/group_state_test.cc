@@ -95,6 +95,43 @@ TEST(GroupStateValues, LeaseBlockRoundTripAndCorruptionIsDataLoss) {
   EXPECT_FALSE(DecodeLeaseBlockValue(key, EncodeLeaseBlockValue(key, unordered)).ok());
 }
 
+TEST(GroupStateValues, FifoLeaseBlockIsVersionTwoAndRoundTrips) {
+  std::string key = LeaseBlockKey(Q(), 5);
+  LeaseRecord live{1, 1, 1'700'000'030'000, 1'700'000'000'000};
+  live.msg_group = "order-17";
+  LeaseRecord parked{0, 1, 0, 0};
+  parked.parked = true;
+  parked.msg_group = "order-17";
+  LeaseRecord ungrouped{3, 2, 1'700'000'060'000, 1'700'000'000'000};
+  ungrouped.parked = true;
+  std::vector<BlockLease> in = {{5, live}, {6, parked}, {9, ungrouped}};
+  std::string v = EncodeLeaseBlockValue(key, in);
+  ASSERT_EQ(v[0], 2);  // version 2: FIFO fields
+  ASSERT_EQ(v.size(), 1u + 4u + 3u * 35u + 2u * 8u + 4u);
+  auto d = DecodeLeaseBlockValue(key, v);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->size(), 3u);
+  EXPECT_FALSE((*d)[0].second.parked);
+  EXPECT_EQ((*d)[0].second.msg_group, "order-17");
+  EXPECT_TRUE((*d)[1].second.parked);
+  EXPECT_EQ((*d)[1].second.epoch, 0u);
+  EXPECT_EQ((*d)[1].second.msg_group, "order-17");
+  EXPECT_TRUE((*d)[2].second.parked);
+  EXPECT_EQ((*d)[2].second.msg_group, "");
+  EXPECT_EQ((*d)[2].second.invisible_until_ms, 1'700'000'060'000);
+  EXPECT_EQ((*d)[2].second.attempt, 2u);
+  for (size_t i = 0; i < v.size() * 8; ++i) {
+    std::string bad = v;
+    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
+    EXPECT_EQ(DecodeLeaseBlockValue(key, bad).status().code(), absl::StatusCode::kDataLoss) << i;
+  }
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_FALSE(DecodeLeaseBlockValue(key, v.substr(0, n)).ok()) << n;
+  }
+  // A block without FIFO fields stays version 1, byte for byte as before.
+  EXPECT_EQ(EncodeLeaseBlockValue(key, {{5, LeaseRecord{1, 1, 10, 0}}})[0], 1);
+}
+
 std::string Hex(const std::string& s) {
   static const char* d = "0123456789abcdef";
   std::string out;

@@ -128,6 +128,7 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
   client::OutgoingMessage base;
   base.topic = a.topic;
   base.key = a.key;
+  base.message_group = a.message_group;
   base.tag = a.tag;
   for (const std::string& kv : a.properties) {
     size_t eq = kv.find('=');
@@ -266,11 +267,15 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
     if (!msgs.ok()) return msgs.status();
     if (msgs->empty()) break;
     for (const auto& m : *msgs) {
-      std::printf("%s attempt=%d queue=%d offset=%lld key=%s tag=%s deliver=%s handle=%s\t%s\n",
-                  m.message_id.c_str(), m.delivery_attempt, m.queue_id,
-                  static_cast<long long>(m.queue_offset), m.key.c_str(), m.tag.c_str(),
-                  FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
-                  m.body.c_str());
+      auto group = m.properties.find("MSG_GROUP");
+      std::string group_field =
+          group == m.properties.end() ? "" : " group=" + group->second;
+      std::printf(
+          "%s attempt=%d queue=%d offset=%lld key=%s%s tag=%s deliver=%s handle=%s\t%s\n",
+          m.message_id.c_str(), m.delivery_attempt, m.queue_id,
+          static_cast<long long>(m.queue_offset), m.key.c_str(), group_field.c_str(),
+          m.tag.c_str(), FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
+          m.body.c_str());
       if (a.ack) {
         absl::Status s = consumer.Ack(m.receipt_handle);
         if (!s.ok()) return s;

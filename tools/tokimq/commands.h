@@ -24,6 +24,7 @@ struct SendArgs {
   std::string delay;  // human duration
   std::string at;     // RFC 3339 or ms
   std::string key;
+  std::string message_group;  // FIFO topics
   std::string tag;
   std::vector<std::string> properties;  // k=v
   std::optional<std::string> body;

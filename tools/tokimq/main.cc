@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
   auto* delay = send->add_option("--delay", sargs.delay, "deliver after this long, e.g. 30s");
   send->add_option("--at", sargs.at, "deliver at this time, e.g. 2026-12-01T10:00:00Z")
       ->excludes(delay);
-  send->add_option("--key", sargs.key, "message key (queue selection, FIFO group)");
+  send->add_option("--key", sargs.key, "message key (queue selection; FIFO group if no --message-group)");
+  send->add_option("--message-group", sargs.message_group,
+                   "FIFO topics: message group (same group -> consumed in send order, one at a time)");
   send->add_option("--tag", sargs.tag, "tag");
   send->add_option("--property,-p", sargs.properties, "property key=value (repeatable)");
   auto* body_opt = send->add_option("--body", body, "message body");

@@ -10,6 +10,15 @@
 // goes to the DLQ topic "%DLQ%<group>". Expiries are driven by the TimerStore (a lease-expiry
 // timer message per lease), not by scanning.
 //
+// FIFO topics (docs/ordering.md "FIFO topics"; the message-group rule of SQS FIFO queues and
+// RocketMQ 5 FIFO topics): messages carrying the same message group (property MSG_GROUP) in a
+// queue are handed out in queue order, and while one of them is leased, or waits for its
+// redelivery after an expired lease or a nack, the later ones of that group are not handed out;
+// other groups flow. A retry stays in place (no retry topic), so the group keeps its order; the
+// DLQ move of a group's head unblocks the group. Each queue keeps at most kMaxFifoParked
+// messages waiting behind blocked groups; beyond that a Receive reads no further in that queue
+// until groups unblock. Messages without a group are not ordered.
+//
 // Durability: group progress and in-flight leases live in RocksDB, written to the WAL before a
 // call returns (so they survive a broker process crash) and fsynced every 50 ms in the
 // background (so a power loss undoes at most the last ~50 ms: re-deliveries / duplicates, see
@@ -118,6 +127,9 @@ struct ConsumerServiceDeps {
   rocksdb::DB* db = nullptr;  // shared broker metadata DB; this service uses keys "group/..."
   // Number of queues of `topic`, or kNotFound. Used by Receive and for retry/DLQ topics.
   std::function<absl::StatusOr<int>(const std::string& topic)> queue_count;
+  // Whether `topic` is a FIFO topic (message groups: see ConsumerService above). Optional:
+  // absent means no topic is FIFO.
+  std::function<bool(const std::string& topic)> is_fifo;
 };
 
 // Creates the RocksDB/TimerStore-backed implementation; recovers group state from `db`.

@@ -25,7 +25,8 @@ ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
       store_(deps.store),
       timers_(deps.timers),
       db_(deps.db),
-      queue_count_(std::move(deps.queue_count)) {}
+      queue_count_(std::move(deps.queue_count)),
+      is_fifo_(std::move(deps.is_fifo)) {}
 
 ConsumerServiceImpl::~ConsumerServiceImpl() { Stop().IgnoreError(); }
 
@@ -65,23 +66,29 @@ absl::Status ConsumerServiceImpl::SyncIfDirty() {
 }
 
 void ConsumerServiceImpl::StageLeases(const Progress* p, const std::vector<int64_t>& drop,
-                                      const BlockLease* replace, rocksdb::WriteBatch* batch) {
+                                      const std::vector<BlockLease>& replace,
+                                      rocksdb::WriteBatch* batch) {
   std::vector<int64_t> blocks;
-  auto touch = [&](int64_t offset, bool dropped) {
+  auto touch = [&](int64_t offset, const LeaseRecord* replacement) {
     const LeaseRecord& lease = p->leases.at(offset);
     if (lease.block != kLegacyLeaseKey) {
       if (blocks.empty() || blocks.back() != lease.block) blocks.push_back(lease.block);
       return;
     }
     std::string key = LeaseKey(p->key, offset);
-    if (dropped) {
+    if (replacement == nullptr) {
       batch->Delete(key);
     } else {
-      batch->Put(key, EncodeLeaseValue(key, replace->second));
+      batch->Put(key, EncodeLeaseValue(key, *replacement));
     }
   };
-  for (int64_t offset : drop) touch(offset, true);
-  if (replace) touch(replace->first, false);
+  for (int64_t offset : drop) touch(offset, nullptr);
+  for (const auto& [offset, lease] : replace) touch(offset, &lease);
+  auto replacement_of = [&](int64_t offset) -> const LeaseRecord* {
+    auto it = std::lower_bound(replace.begin(), replace.end(), offset,
+                               [](const BlockLease& b, int64_t o) { return b.first < o; });
+    return it != replace.end() && it->first == offset ? &it->second : nullptr;
+  };
   std::sort(blocks.begin(), blocks.end());
   blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
   std::vector<BlockLease> keep;
@@ -90,8 +97,8 @@ void ConsumerServiceImpl::StageLeases(const Progress* p, const std::vector<int64
     for (auto it = p->leases.lower_bound(block);
          it != p->leases.end() && it->second.block == block; ++it) {
       if (std::binary_search(drop.begin(), drop.end(), it->first)) continue;
-      keep.emplace_back(it->first,
-                        replace && replace->first == it->first ? replace->second : it->second);
+      const LeaseRecord* r = replace.empty() ? nullptr : replacement_of(it->first);
+      keep.emplace_back(it->first, r ? *r : it->second);
     }
     std::string key = LeaseBlockKey(p->key, block);
     if (keep.empty()) {
@@ -159,11 +166,13 @@ absl::Status ConsumerServiceImpl::Recover() {
                                      std::string(key));
         }
         Progress* p = GetProgress(pk->queue);
+        int64_t live = 0;
         for (auto& [offset, lease] : leases) {
           lease.block = pk->queue_offset;
-          p->leases[offset] = lease;
+          if (!lease.parked) ++live;
+          p->leases[offset] = std::move(lease);
         }
-        GetGroup(pk->queue.group)->in_flight.fetch_add(static_cast<int64_t>(leases.size()));
+        GetGroup(pk->queue.group)->in_flight.fetch_add(live);
         break;
       }
     }
@@ -189,9 +198,13 @@ absl::Status ConsumerServiceImpl::Recover() {
       gone.push_back(it2->first);
     }
     if (!gone.empty()) {
-      StageLeases(p, gone, nullptr, &fix);
+      StageLeases(p, gone, {}, &fix);
+      int64_t live = 0;
+      for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end(); ++it2) {
+        if (!it2->second.parked) ++live;
+      }
       p->leases.erase(p->leases.lower_bound(max), p->leases.end());
-      GetGroup(p->key.group)->in_flight.fetch_sub(static_cast<int64_t>(gone.size()));
+      GetGroup(p->key.group)->in_flight.fetch_sub(live);
     }
     if (p->consume_offset < 0 && !p->leases.empty()) {
       p->consume_offset = p->leases.rbegin()->first + 1;
@@ -212,9 +225,12 @@ absl::Status ConsumerServiceImpl::Recover() {
 
   // Every live lease gets a fresh expiry marker: the one scheduled before the crash may not have
   // been durable. Duplicate markers are harmless (the second finds no lease at that epoch).
+  // Parked FIFO entries waiting for a redelivery time get one too (it wakes long polls);
+  // entries parked behind their group need none.
   std::map<std::tuple<std::string, std::string, int64_t>, std::vector<MarkerEntry>> by_deadline;
   for (Progress* p : all) {
     for (const auto& [off, lease] : p->leases) {
+      if (lease.parked && lease.invisible_until_ms == 0) continue;
       by_deadline[{p->key.group, p->key.topic, lease.invisible_until_ms}].push_back(
           EntryOf(p->key, off, lease.epoch));
     }
@@ -227,9 +243,16 @@ absl::Status ConsumerServiceImpl::Recover() {
 }
 
 ConsumerServiceImpl::Progress* ConsumerServiceImpl::GetProgress(const QueueKey& key) {
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    auto it = progress_.find(key);
+    if (it != progress_.end()) return it->second.get();
+  }
+  // Topic metadata is read without map_mu_ held (it takes the metadata store's locks).
+  const bool fifo = key.read_topic == key.topic && is_fifo_ && is_fifo_(key.topic);
   std::lock_guard<std::mutex> l(map_mu_);
   auto& slot = progress_[key];
-  if (!slot) slot = std::make_unique<Progress>(key);
+  if (!slot) slot = std::make_unique<Progress>(key, fifo);
   return slot.get();
 }
 
@@ -294,7 +317,7 @@ absl::Status ConsumerServiceImpl::LockLease(const std::string& group, const std:
   if (*p != nullptr) {
     *lock = std::unique_lock<std::mutex>((*p)->mu);
     auto it = (*p)->leases.find(receipt->queue_offset);
-    if (it != (*p)->leases.end() && it->second.epoch == receipt->epoch) {
+    if (it != (*p)->leases.end() && it->second.epoch == receipt->epoch && !it->second.parked) {
       *lease = &it->second;
       return absl::OkStatus();
     }
@@ -340,7 +363,8 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
     bool live = false;
     if (p) {
       auto it = p->leases.find(receipts[i].queue_offset);
-      live = it != p->leases.end() && it->second.epoch == receipts[i].epoch;
+      live = it != p->leases.end() && it->second.epoch == receipts[i].epoch &&
+             !it->second.parked;
       if (live) {
         std::vector<int64_t>& d = drops[p];
         // A handle repeated in the batch is OK once.
@@ -360,7 +384,7 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
   rocksdb::WriteBatch batch;
   for (auto& [p, d] : drops) {
     std::sort(d.begin(), d.end());
-    StageLeases(p, d, nullptr, &batch);
+    StageLeases(p, d, {}, &batch);
   }
   // WAL without fsync, synced by the background syncer (class comment): an ack undone by a
   // power loss is a duplicate delivery, which at-least-once allows.
@@ -373,7 +397,16 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
     }
     owner[i]->leases.erase(receipts[i].queue_offset);
   }
-  if (s.ok()) g->in_flight.fetch_sub(static_cast<int64_t>(acked.size()));
+  if (s.ok()) {
+    g->in_flight.fetch_sub(static_cast<int64_t>(acked.size()));
+    // An ack in a FIFO queue unblocks the next message of the acked group.
+    for (auto& [p, d] : drops) {
+      if (p->fifo) {
+        WakeReceivers(p->key.topic);
+        break;
+      }
+    }
+  }
   return out;
 }
 
@@ -394,8 +427,7 @@ absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(
                                         {EntryOf(p->key, r.queue_offset, next.epoch)},
                                         next.invisible_until_ms));
   rocksdb::WriteBatch batch;
-  const BlockLease replace{r.queue_offset, next};
-  StageLeases(p, {}, &replace, &batch);
+  StageLeases(p, {}, {BlockLease{r.queue_offset, next}}, &batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(&batch));
   *lease = next;
   Receipt out{p->key, r.queue_offset, next.epoch, next.invisible_until_ms};
@@ -414,6 +446,13 @@ absl::Status ConsumerServiceImpl::Nack(const std::string& group, const std::stri
   TOKIMQ_RETURN_IF_ERROR(LockLease(group, handle, &r, &p, &lock, &lease));
   rocksdb::WriteBatch batch;
   return EndLease(p, r.queue_offset, delay_ms, &batch);
+}
+
+void ConsumerServiceImpl::WakeReceivers(const std::string& topic) {
+  if (waiters_.load() == 0) return;
+  std::lock_guard<std::mutex> l(wait_mu_);
+  ++topic_gen_[topic];
+  wait_cv_.notify_all();
 }
 
 void ConsumerServiceImpl::OnDispatch(const std::string& topic, int32_t queue_id,

@@ -68,6 +68,8 @@ inline constexpr int kMaxReceiveBatch = 1024;
 inline constexpr int64_t kMaxInvisibleMs = 12LL * 3600 * 1000;
 inline constexpr int64_t kMaxLongPollMs = 5LL * 60 * 1000;
 inline constexpr int64_t kMaxNackDelayMs = 7LL * 24 * 3600 * 1000;
+// FIFO queues: messages parked behind blocked message groups, per queue, at most.
+inline constexpr size_t kMaxFifoParked = 4096;
 
 class ConsumerServiceImpl final : public ConsumerService {
  public:
@@ -93,9 +95,12 @@ class ConsumerServiceImpl final : public ConsumerService {
 
  private:
   struct Progress {
-    explicit Progress(QueueKey k) : key(std::move(k)) {}
+    Progress(QueueKey k, bool is_fifo) : key(std::move(k)), fifo(is_fifo) {}
     std::mutex mu;
     const QueueKey key;
+    // A FIFO topic's own queue: message groups block (ReceiveFromFifo); expired and nacked
+    // leases are parked in place instead of copied to the retry topic.
+    const bool fifo;
     int64_t consume_offset = -1;  // -1: not yet initialised from the store
     // Queue offset -> live lease. The leases of one block are contiguous in this map (a block
     // holds offsets handed out by one Receive, and those ranges never interleave).
@@ -115,6 +120,12 @@ class ConsumerServiceImpl final : public ConsumerService {
     int64_t next = 0;  // new consume offset
     std::vector<Message> messages;
     std::vector<LeaseRecord> leases;  // parallel to messages
+    // FIFO only (else messages/leases are the new entries). New entries at/after `from`,
+    // handed out or parked, in offset order; parked entries handed out again (new lease);
+    // parked entries whose message is gone (retention) or that moved to the DLQ.
+    std::vector<BlockLease> fresh;
+    std::vector<BlockLease> replaced;
+    std::vector<int64_t> dropped;
   };
   struct GroupState {
     GroupPolicy policy;
@@ -135,6 +146,12 @@ class ConsumerServiceImpl final : public ConsumerService {
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
   absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                            int64_t now, int want, Taken* t);
+  // ReceiveFrom for a FIFO queue: the due heads of parked groups first, then new messages;
+  // one live lease per message group.
+  absl::Status ReceiveFromFifo(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
+                               int64_t now, int want, Taken* t);
+  // Wakes long polls waiting on `topic` (a FIFO group unblocked without a new message).
+  void WakeReceivers(const std::string& topic);
   // One pass over `all` (locked here; with !wait_for_locks only those not busy, *skipped tells
   // whether any was left out): one marker, one write, then the leases.
   absl::Status ReceiveOnce(const std::vector<Progress*>& all, const ReceiveRequest& req,
@@ -165,9 +182,10 @@ class ConsumerServiceImpl final : public ConsumerService {
   // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
   static int64_t FirstStoreMs(const Message& m);
   // Stages in `batch` the records holding leases of `p` (p->mu held) as they will be once the
-  // leases at `drop` (sorted) are gone and `replace` (if any) is substituted; p is unchanged.
+  // leases at `drop` (sorted) are gone and those in `replace` (sorted by offset, each already
+  // in p->leases) are substituted; p is unchanged.
   static void StageLeases(const Progress* p, const std::vector<int64_t>& drop,
-                          const BlockLease* replace, rocksdb::WriteBatch* batch);
+                          const std::vector<BlockLease>& replace, rocksdb::WriteBatch* batch);
   absl::Status HandleMarker(const Message& marker);
   // Expires the lease (offset, epoch) of the queue `k` if it is still live at that epoch.
   absl::Status ExpireEntry(const QueueKey& k, int64_t offset, int64_t epoch);
@@ -185,6 +203,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   TimerStore* const timers_;
   rocksdb::DB* const db_;
   std::function<absl::StatusOr<int>(const std::string&)> queue_count_;
+  std::function<bool(const std::string&)> is_fifo_;
   uint64_t secret_ = 0;
 
   mutable std::mutex map_mu_;

@@ -1,5 +1,6 @@
 #include "consumer/group_state.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -11,6 +12,9 @@ namespace tokimq::consumer {
 namespace {
 
 constexpr uint8_t kValueVersion = 1;
+// Lease blocks holding FIFO entries (parked flag and message group per entry).
+constexpr uint8_t kLeaseBlockVersionFifo = 2;
+constexpr char kLeaseFlagParked = 1;
 constexpr uint8_t kReceiptVersion = 1;
 constexpr uint32_t kMaxBackoffEntries = 64;
 constexpr size_t kMaxNameBytes = 255;
@@ -27,6 +31,26 @@ std::string Seal(std::string_view key, std::string value) {
 }
 
 // Checks length, version and CRC; returns the fields between the version byte and the CRC.
+// Checks the CRC and returns the body after the version byte, which goes to *version; only
+// the versions in [kValueVersion, max_version] are accepted.
+absl::StatusOr<std::string_view> OpenVersioned(std::string_view key, std::string_view value,
+                                               size_t min_body, uint8_t max_version,
+                                               uint8_t* version) {
+  if (value.size() < 1 + min_body + 4) {
+    return absl::DataLossError("group state: short value for key " + std::string(key));
+  }
+  std::string_view covered = value.substr(0, value.size() - 4);
+  uint32_t stored = DecodeFixed32(value.data() + value.size() - 4);
+  if (KeyedCrc(key, covered) != stored) {
+    return absl::DataLossError("group state: checksum mismatch for key " + std::string(key));
+  }
+  *version = static_cast<uint8_t>(covered[0]);
+  if (*version < kValueVersion || *version > max_version) {
+    return absl::DataLossError("group state: unknown value version for key " + std::string(key));
+  }
+  return covered.substr(1);
+}
+
 absl::StatusOr<std::string_view> Open(std::string_view key, std::string_view value,
                                       size_t min_body) {
   if (value.size() < 1 + min_body + 4) {
@@ -164,8 +188,11 @@ absl::StatusOr<LeaseRecord> DecodeLeaseValue(std::string_view key, std::string_v
 }
 
 std::string EncodeLeaseBlockValue(std::string_view key, const std::vector<BlockLease>& leases) {
-  std::string v(1, static_cast<char>(kValueVersion));
-  v.reserve(1 + 4 + leases.size() * 32 + 4);
+  // Version 1 unless an entry needs the FIFO fields (parked flag, message group).
+  bool v2 = false;
+  for (const auto& [offset, lease] : leases) v2 = v2 || lease.parked || !lease.msg_group.empty();
+  std::string v(1, static_cast<char>(v2 ? kLeaseBlockVersionFifo : kValueVersion));
+  v.reserve(1 + 4 + leases.size() * (v2 ? 48 : 32) + 4);
   PutFixed32(&v, static_cast<uint32_t>(leases.size()));
   for (const auto& [offset, lease] : leases) {
     PutFixed64(&v, static_cast<uint64_t>(offset));
@@ -173,18 +200,32 @@ std::string EncodeLeaseBlockValue(std::string_view key, const std::vector<BlockL
     PutFixed32(&v, lease.attempt);
     PutFixed64(&v, static_cast<uint64_t>(lease.invisible_until_ms));
     PutFixed64(&v, static_cast<uint64_t>(lease.received_ms));
+    if (v2) {
+      v.push_back(static_cast<char>(lease.parked ? kLeaseFlagParked : 0));
+      // Groups are at most kMaxMessageGroupBytes (checked at send); longer ones cannot occur.
+      const size_t n = std::min<size_t>(lease.msg_group.size(), UINT16_MAX);
+      PutFixed16(&v, static_cast<uint16_t>(n));
+      v.append(lease.msg_group, 0, n);
+    }
   }
   return Seal(key, std::move(v));
 }
 
 absl::StatusOr<std::vector<BlockLease>> DecodeLeaseBlockValue(std::string_view key,
                                                               std::string_view value) {
-  auto body = Open(key, value, 4);
+  uint8_t version = 0;
+  auto body = OpenVersioned(key, value, 4, kLeaseBlockVersionFifo, &version);
   if (!body.ok()) return body.status();
+  const bool v2 = version == kLeaseBlockVersionFifo;
+  auto bad = [&] {
+    return absl::DataLossError("group state: bad lease block value for key " + std::string(key));
+  };
   Decoder d(*body);
   uint32_t n = 0;
-  if (!d.GetFixed32(&n) || n == 0 || n > kMaxBlockLeases || d.remaining() != size_t{n} * 32) {
-    return absl::DataLossError("group state: bad lease block value for key " + std::string(key));
+  // Version 2 entries are at least 35 bytes (no group); version 1 exactly 32.
+  if (!d.GetFixed32(&n) || n == 0 || n > kMaxBlockLeases ||
+      (v2 ? d.remaining() < size_t{n} * 35 : d.remaining() != size_t{n} * 32)) {
+    return bad();
   }
   std::vector<BlockLease> out;
   out.reserve(n);
@@ -192,20 +233,30 @@ absl::StatusOr<std::vector<BlockLease>> DecodeLeaseBlockValue(std::string_view k
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t offset = 0, until = 0, received = 0;
     LeaseRecord r;
-    d.GetFixed64(&offset);
-    d.GetFixed32(&r.epoch);
-    d.GetFixed32(&r.attempt);
-    d.GetFixed64(&until);
-    d.GetFixed64(&received);
+    if (!d.GetFixed64(&offset) || !d.GetFixed32(&r.epoch) || !d.GetFixed32(&r.attempt) ||
+        !d.GetFixed64(&until) || !d.GetFixed64(&received)) {
+      return bad();
+    }
     r.invisible_until_ms = static_cast<int64_t>(until);
     r.received_ms = static_cast<int64_t>(received);
+    if (v2) {
+      std::string_view flags, group;
+      uint16_t len = 0;
+      if (!d.GetBytes(1, &flags) || (flags[0] & ~kLeaseFlagParked) != 0 ||
+          !d.GetFixed16(&len) || !d.GetBytes(len, &group)) {
+        return bad();
+      }
+      r.parked = (flags[0] & kLeaseFlagParked) != 0;
+      r.msg_group = std::string(group);
+    }
     if (static_cast<int64_t>(offset) <= prev) {
       return absl::DataLossError("group state: lease block offsets out of order for key " +
                                  std::string(key));
     }
     prev = static_cast<int64_t>(offset);
-    out.emplace_back(prev, r);
+    out.emplace_back(prev, std::move(r));
   }
+  if (d.remaining() != 0) return bad();
   return out;
 }
 

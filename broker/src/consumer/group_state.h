@@ -39,6 +39,12 @@ struct LeaseRecord {
   uint32_t attempt = 1;             // delivery attempt of this delivery (1 = first)
   int64_t invisible_until_ms = 0;   // lease end (ms since epoch)
   int64_t received_ms = 0;          // when this delivery was handed out
+  // FIFO queues only (docs/ordering.md "FIFO topics"). A parked entry is held by no consumer:
+  // it waits for its message group (never delivered: epoch 0, invisible_until_ms 0) or, after
+  // an expired or nacked lease, for its redelivery time (invisible_until_ms; attempt already
+  // counts the next delivery). No receipt handle names a parked entry's epoch.
+  bool parked = false;
+  std::string msg_group;  // FIFO queues: the message's group ("" = ungrouped)
   // In memory only: the lease block (first queue offset of the record) that stores this lease,
   // or kLegacyLeaseKey for a lease stored under its own lease key by an older broker.
   int64_t block = -1;
@@ -83,7 +89,9 @@ std::string EncodeLeaseValue(std::string_view key, const LeaseRecord& lease);
 absl::StatusOr<LeaseRecord> DecodeLeaseValue(std::string_view key, std::string_view value);
 // Lease block: u8 version, u32 n (1..kMaxBlockLeases), n x {i64 offset, u32 epoch, u32 attempt,
 // i64 invisible_until_ms, i64 received_ms}, u32 crc. Offsets strictly increasing, all >= the
-// block's first offset (from the key).
+// block's first offset (from the key). Version 2 (written only when an entry is parked or has
+// a message group) appends to each entry u8 flags (bit 0: parked), u16 group length, group.
+// Decoding accepts both versions.
 std::string EncodeLeaseBlockValue(std::string_view key, const std::vector<BlockLease>& leases);
 absl::StatusOr<std::vector<BlockLease>> DecodeLeaseBlockValue(std::string_view key,
                                                               std::string_view value);

@@ -76,6 +76,28 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
     const bool exhausted = static_cast<int64_t>(lease.attempt) >= policy.max_attempts;
     if (too_old || exhausted) {
       TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(msgs[0]), lease.attempt, true, now));
+    } else if (p->fifo) {
+      // FIFO: the retry stays in place (a copy in the retry topic would let the group's later
+      // messages overtake it). The entry is parked until the backoff ends and keeps its group
+      // blocked; the epoch moves on so the old receipt handle is stale.
+      LeaseRecord parked = lease;
+      parked.parked = true;
+      parked.epoch += 1;
+      parked.attempt += 1;
+      const int64_t delay =
+          delay_ms ? *delay_ms : BackoffMs(policy, static_cast<int>(lease.attempt));
+      parked.invisible_until_ms = now + delay;
+      if (delay > 0) {
+        // Wakes long polls when the redelivery is due (ExpireEntry on a parked entry).
+        TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(k.group, k.topic, {EntryOf(k, offset, parked.epoch)},
+                                              parked.invisible_until_ms));
+      }
+      StageLeases(p, {}, {BlockLease{offset, parked}}, batch);
+      TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
+      p->leases[offset] = std::move(parked);
+      GetGroup(k.group)->in_flight.fetch_sub(1);
+      if (delay == 0) WakeReceivers(k.topic);
+      return absl::OkStatus();
     } else {
       int64_t delay = delay_ms ? *delay_ms : BackoffMs(policy, static_cast<int>(lease.attempt));
       TOKIMQ_RETURN_IF_ERROR(
@@ -84,10 +106,12 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   }
   // A crash here (copy written, lease not yet deleted) redelivers the message twice: see
   // docs/operations.md "Delivery guarantees".
-  StageLeases(p, {offset}, nullptr, batch);
+  StageLeases(p, {offset}, {}, batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
   p->leases.erase(offset);
   GetGroup(k.group)->in_flight.fetch_sub(1);
+  // FIFO: the group's head went to the DLQ (or is gone): its next message may go out.
+  if (p->fifo) WakeReceivers(k.topic);
   return absl::OkStatus();
 }
 
@@ -132,6 +156,11 @@ absl::Status ConsumerServiceImpl::ExpireEntry(const QueueKey& k, int64_t offset,
   std::lock_guard<std::mutex> lock(p->mu);
   auto it = p->leases.find(offset);
   if (it == p->leases.end() || static_cast<int64_t>(it->second.epoch) != epoch) {
+    return absl::OkStatus();
+  }
+  if (it->second.parked && it->second.invisible_until_ms <= clock_->NowMs()) {
+    // A parked FIFO entry's redelivery time: nothing expires, receivers may take it now.
+    WakeReceivers(k.topic);
     return absl::OkStatus();
   }
   if (it->second.invisible_until_ms > clock_->NowMs()) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "absl/container/flat_hash_set.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -106,6 +107,100 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   return absl::OkStatus();
 }
 
+absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequest& req,
+                                                  const GroupPolicy& policy, int64_t now,
+                                                  int want, Taken* t) {
+  const QueueKey& k = p->key;
+  const int64_t min = store_->MinQueueOffset(k.read_topic, k.queue_id);
+  const int64_t max = store_->MaxQueueOffset(k.read_topic, k.queue_id);
+  const int64_t from = std::max(p->consume_offset, min);
+  t->p = p;
+  t->from = from;
+  t->next = from;
+  auto take = [&](Message m, LeaseRecord lease) {
+    lease.parked = false;
+    lease.epoch += 1;
+    lease.invisible_until_ms = now + req.invisible_ms;
+    lease.received_ms = now;
+    t->leases.push_back(lease);
+    t->messages.push_back(std::move(m));
+    return lease;
+  };
+
+  // Groups whose earliest unfinished message (leased, or parked waiting for its group or its
+  // redelivery time) is below the scan point: their later messages wait. p->leases is in queue
+  // order, so the first entry seen of a group is its head.
+  absl::flat_hash_set<std::string> blocked;
+  size_t parked = 0;
+  for (const auto& [offset, lease] : p->leases) {
+    const bool head = lease.msg_group.empty() || blocked.insert(lease.msg_group).second;
+    if (!lease.parked) continue;
+    if (!head || lease.invisible_until_ms > now ||
+        static_cast<int>(t->messages.size()) >= want) {
+      ++parked;
+      continue;
+    }
+    // A due head: hand it out again (or for the first time, if it was parked behind its group).
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
+                            store_->ReadQueue(k.read_topic, k.queue_id, offset, 1));
+    if (msgs.empty() || msgs[0].queue_offset != offset) {
+      TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
+                      k.read_topic, k.queue_id, offset);
+      t->dropped.push_back(offset);
+      continue;
+    }
+    if (lease.epoch == 0 && policy.ttl_ms > 0 && now - FirstStoreMs(msgs[0]) >= policy.ttl_ms) {
+      // Waited past the TTL behind its group without a delivery: DLQ (the group stays blocked
+      // for this call; its next message goes out on the next one).
+      TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(msgs[0]), 0, true, now));
+      t->dropped.push_back(offset);
+      continue;
+    }
+    t->replaced.emplace_back(offset, take(std::move(msgs[0]), lease));
+  }
+
+  // New messages: a blocked group's message is parked (bounded: kMaxFifoParked), any other is
+  // handed out and blocks its group.
+  int64_t next = from;
+  while (static_cast<int>(t->messages.size()) < want && parked < kMaxFifoParked && next < max) {
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
+                            store_->ReadQueue(k.read_topic, k.queue_id, next, kScanChunk));
+    if (msgs.empty()) {
+      next = std::min(next + kScanChunk, max);
+      continue;
+    }
+    for (Message& m : msgs) {
+      if (static_cast<int>(t->messages.size()) >= want || parked >= kMaxFifoParked) break;
+      const int64_t offset = m.queue_offset;
+      next = offset + 1;
+      if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) continue;
+      std::string group(Prop(m, prop::kMessageGroup));
+      if (!group.empty() && blocked.contains(group)) {
+        LeaseRecord waiting;
+        waiting.parked = true;
+        waiting.epoch = 0;
+        waiting.attempt = 1;
+        waiting.msg_group = std::move(group);
+        t->fresh.emplace_back(offset, std::move(waiting));
+        ++parked;
+        continue;
+      }
+      if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
+        TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(m), 0, true, now));
+        continue;
+      }
+      if (!group.empty()) blocked.insert(group);
+      LeaseRecord lease;
+      lease.epoch = 0;  // take() makes it 1
+      lease.attempt = 1;
+      lease.msg_group = std::move(group);
+      t->fresh.emplace_back(offset, take(std::move(m), std::move(lease)));
+    }
+  }
+  t->next = next;
+  return absl::OkStatus();
+}
+
 absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
                                               const ReceiveRequest& req, bool wait_for_locks,
                                               bool* skipped, std::vector<ReceivedMessage>* out) {
@@ -146,13 +241,15 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
     const int want = req.max_messages - count;
     if (want <= 0) break;
     Taken t;
-    absl::Status s = ReceiveFrom(p, req, policy, now, want, &t);
+    absl::Status s = p->fifo ? ReceiveFromFifo(p, req, policy, now, want, &t)
+                             : ReceiveFrom(p, req, policy, now, want, &t);
     if (!s.ok()) {
       // What earlier queues gave is still handed out; the rest waits for the next call.
       scan_error = s;
       break;
     }
-    if (t.next == t.from) continue;  // nothing new in this queue
+    // Nothing new in this queue.
+    if (t.next == t.from && t.replaced.empty() && t.dropped.empty()) continue;
     count += static_cast<int>(t.messages.size());
     taken.push_back(std::move(t));
   }
@@ -164,7 +261,9 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
     std::vector<MarkerEntry> entries;
     entries.reserve(static_cast<size_t>(count));
     for (const Taken& t : taken) {
-      for (const Message& m : t.messages) entries.push_back(EntryOf(t.p->key, m.queue_offset, 1));
+      for (size_t i = 0; i < t.messages.size(); ++i) {
+        entries.push_back(EntryOf(t.p->key, t.messages[i].queue_offset, t.leases[i].epoch));
+      }
     }
     TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(req.group, req.topic, entries, until));
   }
@@ -174,9 +273,25 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   for (Taken& t : taken) {
     const QueueKey& k = t.p->key;
     std::string pkey = ProgressKey(k);
-    batch.Put(pkey, EncodeOffsetValue(pkey, t.next));
-    // The leases of this queue, in blocks of at most kMaxBlockLeases (one record each).
+    if (t.next != t.from) batch.Put(pkey, EncodeOffsetValue(pkey, t.next));
     std::vector<BlockLease> block;
+    if (t.p->fifo) {
+      // New entries (leases and parked) in blocks; changed old entries rewrite their blocks.
+      for (size_t first = 0; first < t.fresh.size(); first += kMaxBlockLeases) {
+        const size_t last = std::min(t.fresh.size(), first + kMaxBlockLeases);
+        const int64_t block_id = t.fresh[first].first;
+        for (size_t i = first; i < last; ++i) t.fresh[i].second.block = block_id;
+        block.assign(t.fresh.begin() + static_cast<std::ptrdiff_t>(first),
+                     t.fresh.begin() + static_cast<std::ptrdiff_t>(last));
+        std::string bkey = LeaseBlockKey(k, block_id);
+        batch.Put(bkey, EncodeLeaseBlockValue(bkey, block));
+      }
+      if (!t.replaced.empty() || !t.dropped.empty()) {
+        StageLeases(t.p, t.dropped, t.replaced, &batch);
+      }
+      continue;
+    }
+    // The leases of this queue, in blocks of at most kMaxBlockLeases (one record each).
     for (size_t first = 0; first < t.messages.size(); first += kMaxBlockLeases) {
       const size_t last = std::min(t.messages.size(), first + kMaxBlockLeases);
       const int64_t block_id = t.messages[first].queue_offset;
@@ -195,15 +310,23 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   for (Taken& t : taken) {
     Progress* p = t.p;
     p->consume_offset = t.next;
+    if (p->fifo) {
+      for (auto& [offset, lease] : t.replaced) p->leases[offset] = std::move(lease);
+      for (int64_t offset : t.dropped) p->leases.erase(offset);
+      for (auto& [offset, lease] : t.fresh) {
+        p->leases.emplace_hint(p->leases.end(), offset, std::move(lease));
+      }
+    }
     for (size_t i = 0; i < t.messages.size(); ++i) {
       Message& m = t.messages[i];
       const int64_t offset = m.queue_offset;
-      p->leases.emplace_hint(p->leases.end(), offset, t.leases[i]);
+      if (!p->fifo) p->leases.emplace_hint(p->leases.end(), offset, t.leases[i]);
       ReceivedMessage rm;
       rm.delivery_attempt = static_cast<int>(t.leases[i].attempt);
       rm.deliver_ms = PropInt(m, prop::kDeliverMs, m.store_ms);
       rm.invisible_until_ms = until;
-      rm.receipt_handle = EncodeReceipt(Receipt{p->key, offset, 1, until}, secret_);
+      rm.receipt_handle =
+          EncodeReceipt(Receipt{p->key, offset, t.leases[i].epoch, until}, secret_);
       rm.message = std::move(m);
       out->push_back(std::move(rm));
     }

@@ -25,8 +25,11 @@ namespace tokimq::client {
 struct OutgoingMessage {
   std::string topic;
   std::string body;
-  std::string key;  // selects the queue (same key -> same queue); FIFO message group
+  std::string key;  // selects the queue (same key -> same queue); FIFO group if no message_group
   std::string tag;
+  // FIFO topics: messages of one group are consumed in send order, one at a time (1..256
+  // bytes; docs/ordering.md). Refused by non-FIFO topics.
+  std::string message_group;
   std::map<std::string, std::string> properties;
   std::optional<int64_t> delay_ms;       // relative to the broker's clock
   std::optional<int64_t> deliver_at_ms;  // absolute, ms since epoch (wins over delay_ms)

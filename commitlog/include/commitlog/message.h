@@ -34,6 +34,10 @@ struct Message {
   size_t EncodedSize() const;
 };
 
+// Longest FIFO message group the broker accepts (SQS allows 128 characters; RocketMQ sets no
+// documented limit). Bytes.
+inline constexpr size_t kMaxMessageGroupBytes = 256;
+
 // Property names. Values are decimal strings unless said otherwise. Following RocketMQ, the
 // timer topic keeps the real destination in properties while the message waits.
 namespace prop {
