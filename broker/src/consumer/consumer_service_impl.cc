@@ -28,6 +28,64 @@ ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
       queue_count_(std::move(deps.queue_count)),
       is_fifo_(std::move(deps.is_fifo)) {}
 
+void ConsumerServiceImpl::Progress::SetLease(int64_t offset, LeaseRecord lease) {
+  if (!fifo) {
+    leases[offset] = std::move(lease);
+    return;
+  }
+  auto it = leases.find(offset);
+  if (it != leases.end()) {
+    Unlink(offset, it->second);
+    it->second = std::move(lease);
+  } else {
+    it = leases.emplace(offset, std::move(lease)).first;
+  }
+  Link(offset, it->second);
+}
+
+void ConsumerServiceImpl::Progress::EraseLease(int64_t offset) {
+  auto it = leases.find(offset);
+  if (it == leases.end()) return;
+  if (fifo) Unlink(offset, it->second);
+  leases.erase(it);
+}
+
+void ConsumerServiceImpl::Progress::Link(int64_t offset, const LeaseRecord& lease) {
+  if (lease.parked) ++parked;
+  if (lease.msg_group.empty()) {
+    if (lease.parked) ready.insert(offset);
+    return;
+  }
+  std::set<int64_t>& mine = groups[lease.msg_group];
+  if (!mine.empty() && *mine.begin() < offset) {
+    mine.insert(offset);  // behind the group's head: waits
+    return;
+  }
+  if (!mine.empty()) ready.erase(*mine.begin());  // the old head is no longer the head
+  mine.insert(offset);
+  if (lease.parked) ready.insert(offset);
+}
+
+void ConsumerServiceImpl::Progress::Unlink(int64_t offset, const LeaseRecord& lease) {
+  if (lease.parked) --parked;
+  ready.erase(offset);
+  if (lease.msg_group.empty()) return;
+  auto git = groups.find(lease.msg_group);
+  if (git == groups.end()) return;
+  std::set<int64_t>& mine = git->second;
+  const bool was_head = !mine.empty() && *mine.begin() == offset;
+  mine.erase(offset);
+  if (mine.empty()) {
+    groups.erase(git);
+    return;
+  }
+  if (was_head) {
+    const int64_t head = *mine.begin();
+    auto lit = leases.find(head);
+    if (lit != leases.end() && lit->second.parked) ready.insert(head);
+  }
+}
+
 ConsumerServiceImpl::~ConsumerServiceImpl() { Stop().IgnoreError(); }
 
 absl::StatusOr<std::unique_ptr<ConsumerService>> ConsumerServiceImpl::Create(
@@ -155,7 +213,7 @@ absl::Status ConsumerServiceImpl::Recover() {
       case ParsedKey::kLease: {
         TOKIMQ_ASSIGN_OR_RETURN(LeaseRecord lease, DecodeLeaseValue(key, val));
         lease.block = kLegacyLeaseKey;
-        GetProgress(pk->queue)->leases[pk->queue_offset] = lease;
+        GetProgress(pk->queue)->SetLease(pk->queue_offset, lease);
         GetGroup(pk->queue.group)->in_flight.fetch_add(1);
         break;
       }
@@ -170,7 +228,7 @@ absl::Status ConsumerServiceImpl::Recover() {
         for (auto& [offset, lease] : leases) {
           lease.block = pk->queue_offset;
           if (!lease.parked) ++live;
-          p->leases[offset] = std::move(lease);
+          p->SetLease(offset, std::move(lease));
         }
         GetGroup(pk->queue.group)->in_flight.fetch_add(live);
         break;
@@ -203,7 +261,7 @@ absl::Status ConsumerServiceImpl::Recover() {
       for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end(); ++it2) {
         if (!it2->second.parked) ++live;
       }
-      p->leases.erase(p->leases.lower_bound(max), p->leases.end());
+      for (int64_t offset : gone) p->EraseLease(offset);
       GetGroup(p->key.group)->in_flight.fetch_sub(live);
     }
     if (p->consume_offset < 0 && !p->leases.empty()) {
@@ -395,7 +453,7 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
       out[i] = s;
       continue;
     }
-    owner[i]->leases.erase(receipts[i].queue_offset);
+    owner[i]->EraseLease(receipts[i].queue_offset);
   }
   if (s.ok()) {
     g->in_flight.fetch_sub(static_cast<int64_t>(acked.size()));

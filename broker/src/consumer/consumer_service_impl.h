@@ -33,12 +33,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "broker/consumer_service.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
@@ -102,9 +104,27 @@ class ConsumerServiceImpl final : public ConsumerService {
     // leases are parked in place instead of copied to the retry topic.
     const bool fifo;
     int64_t consume_offset = -1;  // -1: not yet initialised from the store
-    // Queue offset -> live lease. The leases of one block are contiguous in this map (a block
-    // holds offsets handed out by one Receive, and those ranges never interleave).
+    // Queue offset -> live lease (FIFO: or parked entry). The leases of one block are
+    // contiguous in this map (a block holds offsets handed out by one Receive, and those ranges
+    // never interleave).
     std::map<int64_t, LeaseRecord> leases;
+
+    // FIFO queues: an index over `leases` so a Receive need not walk every parked entry.
+    // groups: message group -> its offsets in `leases` (the first is the group's head);
+    // ready: parked entries that head their group (or have none), i.e. redeliverable once
+    // their time comes; parked: number of parked entries.
+    absl::flat_hash_map<std::string, std::set<int64_t>> groups;
+    std::set<int64_t> ready;
+    size_t parked = 0;
+
+    // Every change to `leases` of a FIFO queue goes through these (mu held); for other queues
+    // they only change `leases`.
+    void SetLease(int64_t offset, LeaseRecord lease);
+    void EraseLease(int64_t offset);
+
+   private:
+    void Link(int64_t offset, const LeaseRecord& lease);
+    void Unlink(int64_t offset, const LeaseRecord& lease);
   };
   // One lease in an expiry marker.
   struct MarkerEntry {

@@ -94,7 +94,7 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
       }
       StageLeases(p, {}, {BlockLease{offset, parked}}, batch);
       TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
-      p->leases[offset] = std::move(parked);
+      p->SetLease(offset, std::move(parked));
       GetGroup(k.group)->in_flight.fetch_sub(1);
       if (delay == 0) WakeReceivers(k.topic);
       return absl::OkStatus();
@@ -108,7 +108,7 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   // docs/operations.md "Delivery guarantees".
   StageLeases(p, {offset}, {}, batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
-  p->leases.erase(offset);
+  p->EraseLease(offset);
   GetGroup(k.group)->in_flight.fetch_sub(1);
   // FIFO: the group's head went to the DLQ (or is gone): its next message may go out.
   if (p->fifo) WakeReceivers(k.topic);

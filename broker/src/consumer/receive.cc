@@ -127,22 +127,19 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     return lease;
   };
 
-  // Groups whose earliest unfinished message (leased, or parked waiting for its group or its
-  // redelivery time) is below the scan point: their later messages wait. p->leases is in queue
-  // order, so the first entry seen of a group is its head.
-  absl::flat_hash_set<std::string> blocked;
-  size_t parked = 0;
-  for (const auto& [offset, lease] : p->leases) {
-    const bool head = lease.msg_group.empty() || blocked.insert(lease.msg_group).second;
-    if (!lease.parked) continue;
-    if (!head || lease.invisible_until_ms > now ||
-        static_cast<int>(t->messages.size()) >= want) {
-      ++parked;
-      continue;
-    }
+  // Groups with an unfinished message (leased, or parked waiting for its group or for its
+  // redelivery time) block their later messages; p->groups indexes them and p->ready holds the
+  // parked entries that head their group. `taken` adds the groups handed out by this call.
+  absl::flat_hash_set<std::string> taken;
+  size_t parked = p->parked;
+  for (int64_t offset : p->ready) {
+    if (static_cast<int>(t->messages.size()) >= want) break;
+    const LeaseRecord& lease = p->leases.at(offset);
+    if (lease.invisible_until_ms > now) continue;  // redelivery backoff not over
     // A due head: hand it out again (or for the first time, if it was parked behind its group).
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
                             store_->ReadQueue(k.read_topic, k.queue_id, offset, 1));
+    --parked;
     if (msgs.empty() || msgs[0].queue_offset != offset) {
       TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
                       k.read_topic, k.queue_id, offset);
@@ -158,6 +155,9 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     }
     t->replaced.emplace_back(offset, take(std::move(msgs[0]), lease));
   }
+  auto blocked = [&](const std::string& group) {
+    return p->groups.contains(group) || taken.contains(group);
+  };
 
   // New messages: a blocked group's message is parked (bounded: kMaxFifoParked), any other is
   // handed out and blocks its group.
@@ -175,7 +175,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
       next = offset + 1;
       if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) continue;
       std::string group(Prop(m, prop::kMessageGroup));
-      if (!group.empty() && blocked.contains(group)) {
+      if (!group.empty() && blocked(group)) {
         LeaseRecord waiting;
         waiting.parked = true;
         waiting.epoch = 0;
@@ -189,7 +189,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
         TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(m), 0, true, now));
         continue;
       }
-      if (!group.empty()) blocked.insert(group);
+      if (!group.empty()) taken.insert(group);
       LeaseRecord lease;
       lease.epoch = 0;  // take() makes it 1
       lease.attempt = 1;
@@ -311,11 +311,9 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
     Progress* p = t.p;
     p->consume_offset = t.next;
     if (p->fifo) {
-      for (auto& [offset, lease] : t.replaced) p->leases[offset] = std::move(lease);
-      for (int64_t offset : t.dropped) p->leases.erase(offset);
-      for (auto& [offset, lease] : t.fresh) {
-        p->leases.emplace_hint(p->leases.end(), offset, std::move(lease));
-      }
+      for (auto& [offset, lease] : t.replaced) p->SetLease(offset, std::move(lease));
+      for (int64_t offset : t.dropped) p->EraseLease(offset);
+      for (auto& [offset, lease] : t.fresh) p->SetLease(offset, std::move(lease));
     }
     for (size_t i = 0; i < t.messages.size(); ++i) {
       Message& m = t.messages[i];
