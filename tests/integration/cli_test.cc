@@ -67,6 +67,29 @@ TEST_F(CliTest, CreateSendAdvanceConsume) {
   EXPECT_NE(r.out.find("depth=4"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, FifoTopicWithMessageGroups) {
+  ASSERT_EQ(Run("topic create --name pay --type fifo --queues 2").exit_code, 0);
+  RunResult r = Run("send --topic pay --body x");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("needs a message group"), std::string::npos) << r.out;
+  r = Run("send --topic pay --message-group order-7 -q", "created\npaid\nshipped\n");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // Consumed without acks: the group's next message stays back while its head is leased.
+  r = Run("consume --group g --topic pay --wait 300ms --count 0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("group=order-7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\tcreated"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("paid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("received 1 message"), std::string::npos) << r.out;
+  // Another consumer group starts from the head and, acking, gets the group in order.
+  r = Run("consume --group h --topic pay --wait 300ms --count 3 --ack");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const size_t a = r.out.find("\tcreated"), b = r.out.find("\tpaid"), c = r.out.find("\tshipped");
+  ASSERT_TRUE(a != std::string::npos && b != std::string::npos && c != std::string::npos) << r.out;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+}
+
 TEST_F(CliTest, FailuresExitNonZeroWithOneLine) {
   ASSERT_EQ(Run("topic create --name t --type delay --max-delay 1d").exit_code, 0);
   RunResult r = Run("send --topic t --delay 2d --body x");
