@@ -77,7 +77,9 @@ before(async () => {
   const grpcPort = await freePort();
   const portFile = path.join(dataDir, 'port');
   const config = path.join(dataDir, 'broker.toml');
-  fs.writeFileSync(config, `[group.${FIFO_GROUP}]\nbackoff = [0]\n`);
+  // max_long_poll: a PushConsumer's shutdown waits for its outstanding long poll (the endpoint
+  // tells push consumers 20 s; the broker cuts every long poll to this).
+  fs.writeFileSync(config, `max_long_poll = "5s"\n[group.${FIFO_GROUP}]\nbackoff = [0]\n`);
   broker = spawn(path.join(BIN, 'tokimq-broker'), [
     '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
     '--grpc-port', String(grpcPort), '--timer-precision', '100ms',
@@ -334,8 +336,46 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
         await consumer.shutdown();
         await producer.shutdown();
       }
+
+      // A PushConsumer of the FIFO topic is told fifo=true and reads the topic again in its own
+      // group, in order per message group; a failed message is retried locally before the next.
+      const pushNext = new Array(N_FIFO_GROUPS).fill(0);
+      const violations = [];
+      const failedOnce = new Set();
+      let pushed = 0;
+      let resolveAll;
+      const allPushed = new Promise((r) => { resolveAll = r; });
+      const push = new PushConsumer({
+        endpoints, namespace: '', consumerGroup: `${FIFO_GROUP}_push`, logger: quietLogger,
+        subscriptions: new Map([[FIFO_TOPIC, '*']]),
+        messageListener: {
+          consume(mv) {
+            const [g, seq] = mv.body.toString().split(':').map(Number);
+            if (seq !== pushNext[g]) violations.push(`group ${g}: ${seq} while ${pushNext[g]} is next`);
+            if (seq === 5 && g < 3 && !failedOnce.has(g)) {
+              failedOnce.add(g);
+              return ConsumeResult.FAILURE;
+            }
+            pushNext[g] = seq + 1;
+            if (++pushed === N_FIFO_GROUPS * N_PER_FIFO_GROUP) resolveAll();
+            return ConsumeResult.SUCCESS;
+          },
+        },
+      });
+      await push.startup();
+      try {
+        assert.equal(push.getConsumeService().constructor.name, 'FifoConsumeService',
+          'the subscription settings said fifo=true');
+        await Promise.race([allPushed, sleep(20000)]);
+        assert.deepEqual(violations, []);
+        assert.equal(pushed, N_FIFO_GROUPS * N_PER_FIFO_GROUP);
+        assert.equal(failedOnce.size, 3);
+      } finally {
+        await push.shutdown();
+      }
       const stats = await cli('stats');
       assert.match(stats, new RegExp(`${FIFO_GROUP}\\s+in_flight=0\\b`));
+      assert.match(stats, new RegExp(`${FIFO_GROUP}_push\\s+in_flight=0\\b`));
     });
 
   it('Producer + PushConsumer: 1000 normal messages consumed once each', { timeout: 120000 }, async () => {
@@ -363,6 +403,8 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
       await sendAll(producer, N_PUSH, (i) => ({ topic: PUSH_TOPIC, body: Buffer.from(`push-${i}`),
         tag: 'p', keys: [`p${i}`], properties: new Map([['n', String(i)]]) }));
       await Promise.race([allConsumed, sleep(60000)]);
+      assert.equal(consumer.getConsumeService().constructor.name, 'StandardConsumeService',
+        'a normal topic is consumed concurrently (fifo=false)');
       assert.equal(consumed.size, N_PUSH);
       for (let i = 0; i < N_PUSH; i++) assert.equal(consumed.get(`push-${i}`), String(i));
       assert.equal(duplicates, 0);
