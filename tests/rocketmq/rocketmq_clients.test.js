@@ -31,7 +31,7 @@ const FIFO_TOPIC = 'rmq_fifo';
 const FIFO_GROUP = 'g_fifo';    // backoff [0] in the broker config: retry right at lease expiry
 const N_FIFO_GROUPS = 10;
 const N_PER_FIFO_GROUP = 20;
-const FIFO_INVISIBLE_MS = 2000;
+const FIFO_INVISIBLE_MS = 3000;
 
 let broker;
 let dataDir;
@@ -296,10 +296,12 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
         const total = N_FIFO_GROUPS * N_PER_FIFO_GROUP;
         const deadline = Date.now() + 40000;
         let received = 0;
+        let lateAcks = 0;
         while (received < total && Date.now() < deadline) {
           const leasedBefore = Date.now();  // every lease of this receive starts after this
           const msgs = await consumer.receive(32, FIFO_INVISIBLE_MS);
           const now = Date.now();
+          const acks = [];  // one message per group at most, so the acks may run at once
           for (const mv of msgs) {
             const [g, seq] = mv.body.toString().split(':').map(Number);
             assert.equal(mv.messageGroup, group(g), 'message group on the view');
@@ -316,21 +318,30 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
               expired++;
               held.delete(g);
             }
+            held.set(g, { seq, leasedBefore });  // until its ack succeeds
             if (skipsLeft[g] > 0 && random() < 0.15) {
-              skipsLeft[g]--;
-              held.set(g, { seq, leasedBefore });
+              skipsLeft[g]--;  // left to expire
               continue;
             }
-            await consumer.ack(mv);
-            acked[g].push(seq);
-            received++;
+            acks.push(consumer.ack(mv).then(() => {
+              held.delete(g);
+              acked[g].push(seq);
+              received++;
+            }, (err) => {
+              // On a loaded machine the lease may run out before the ack: then it is held
+              // until it comes back, like a message left un-ACKed on purpose.
+              if (err.code !== 40013) throw err;
+              lateAcks++;
+            }));
           }
+          await Promise.all(acks);
         }
         const inOrder = Array.from({ length: N_PER_FIFO_GROUP }, (_, i) => i);
         for (let g = 0; g < N_FIFO_GROUPS; g++) {
           assert.deepEqual(acked[g], inOrder, `group ${g} acked in order without gaps`);
         }
         assert.ok(expired > 0, 'some leases expired and were handed out again');
+        if (lateAcks > 0) console.error(`FIFO: ${lateAcks} acks came after their lease expired`);
         assert.equal(held.size, 0);
       } finally {
         await consumer.shutdown();
