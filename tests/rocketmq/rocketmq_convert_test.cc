@@ -171,8 +171,7 @@ TEST(MessageGroupTest, TypeMismatchIsPropertyConflictWithType) {
   EXPECT_EQ(plain_on_fifo.code(), v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
   EXPECT_NE(plain_on_fifo.message().find("need a message group"), std::string::npos)
       << plain_on_fifo.message();
-  EXPECT_EQ(CheckMessageGroup(Props(std::nullopt), Topic("n", proto::NORMAL)).code(),
-            v2::Code::OK);
+  EXPECT_EQ(CheckMessageGroup(Props(std::nullopt), Topic("n", proto::NORMAL)).code(), v2::Code::OK);
 }
 
 TEST(MessageGroupTest, MalformedGroupIsIllegalMessageGroup) {
