@@ -199,6 +199,14 @@ TEST(MessageGroupTest, SendEntryCarriesTheGroup) {
   EXPECT_EQ(e.message_group(), "order-17");
   EXPECT_EQ(e.key(), "k1");  // the key stays a key; it does not pick the group
 
+  // tokimq extension: a delayed FIFO message (the official clients refuse to build one).
+  SetTimestampMs(5'000, m.mutable_system_properties()->mutable_delivery_timestamp());
+  proto::SendEntry delayed;
+  ASSERT_EQ(svc.PrepareSendEntry(m, Topic("f", proto::FIFO), 1'000, &delayed).code(),
+            v2::Code::OK);
+  EXPECT_EQ(delayed.message_group(), "order-17");
+  EXPECT_EQ(delayed.deliver_at_ms(), 5'000);
+
   proto::SendEntry refused;
   EXPECT_EQ(svc.PrepareSendEntry(m, Topic("n", proto::NORMAL), 0, &refused).code(),
             v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
