@@ -40,6 +40,16 @@ bool ParseInt64(const std::string& s, int64_t* out) {
   return true;
 }
 
+const char* TopicTypeLabel(proto::TopicType type) {
+  switch (type) {
+    case proto::NORMAL: return "normal";
+    case proto::DELAY: return "delay";
+    case proto::FIFO: return "FIFO";
+    case proto::TRANSACTION: return "transactional";
+    default: return "untyped";
+  }
+}
+
 }  // namespace
 
 bool IsReservedProperty(const std::string& name) {
@@ -146,6 +156,43 @@ bool DecodeRecallHandle(const std::string& handle, std::string* message_id, std:
   return true;
 }
 
+v2::Status CheckMessageGroup(const v2::SystemProperties& sp, const proto::TopicConfig& topic) {
+  const bool fifo_topic = topic.type() == proto::FIFO;
+  if (!sp.has_message_group()) {
+    if (sp.message_type() == v2::MessageType::FIFO) {
+      return MakeStatus(v2::Code::ILLEGAL_MESSAGE_GROUP, "a FIFO message needs a message group");
+    }
+    if (fifo_topic) {
+      return MakeStatus(v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                        "topic '" + topic.name() +
+                            "' is a FIFO topic: messages need a message group (messageGroup)");
+    }
+    return OkStatus();
+  }
+  const std::string& group = sp.message_group();
+  if (group.empty()) {
+    return MakeStatus(v2::Code::ILLEGAL_MESSAGE_GROUP, "message group is empty");
+  }
+  if (group.size() > kMaxMessageGroupBytes) {
+    return MakeStatus(v2::Code::ILLEGAL_MESSAGE_GROUP,
+                      "message group of " + std::to_string(group.size()) +
+                          " bytes exceeds " + std::to_string(kMaxMessageGroupBytes) + " bytes");
+  }
+  for (char c : group) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      return MakeStatus(v2::Code::ILLEGAL_MESSAGE_GROUP,
+                        "message group must not contain control characters");
+    }
+  }
+  if (!fifo_topic) {
+    return MakeStatus(v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                      "topic '" + topic.name() + "' is a " + TopicTypeLabel(topic.type()) +
+                          " topic: FIFO messages (with a message group) need a FIFO topic");
+  }
+  return OkStatus();
+}
+
 void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2::Message* out) {
   out->mutable_topic()->set_name(in.topic());
   for (const auto& [k, v] : in.properties()) {
@@ -171,7 +218,15 @@ void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2:
   int64_t deliver_at = 0;
   const std::string* deliver = FindProp(in, prop::kDeliverMs);
   const bool delayed = deliver != nullptr && ParseInt64(*deliver, &deliver_at);
-  sp->set_message_type(delayed ? v2::MessageType::DELAY : v2::MessageType::NORMAL);
+  // A message of a FIFO topic carries its group (MSG_GROUP: the sender's group, or the key of a
+  // native send without one); the push consumer's FIFO service orders by it.
+  const std::string* group = FindProp(in, prop::kMessageGroup);
+  if (group != nullptr && !group->empty()) {
+    sp->set_message_group(*group);
+    sp->set_message_type(v2::MessageType::FIFO);
+  } else {
+    sp->set_message_type(delayed ? v2::MessageType::DELAY : v2::MessageType::NORMAL);
+  }
   SetTimestampMs(in.born_ms(), sp->mutable_born_timestamp());
   const std::string* born_host = FindProp(in, kRmqBornHost);
   sp->set_born_host(born_host != nullptr ? *born_host : "");

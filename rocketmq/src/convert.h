@@ -54,6 +54,14 @@ std::string Md5Hex(const std::string& data);
 std::string EncodeRecallHandle(const std::string& message_id, const std::string& native);
 bool DecodeRecallHandle(const std::string& handle, std::string* message_id, std::string* native);
 
+// The message-group rule of SendMessage (RocketMQ's proxy: the group makes a message FIFO, and
+// the message's type must match the topic's). OK when `sp` carries a group and `topic` is FIFO,
+// or neither. Errors: MESSAGE_PROPERTY_CONFLICT_WITH_TYPE for a group on a non-FIFO topic or no
+// group on a FIFO topic; ILLEGAL_MESSAGE_GROUP for a FIFO message type without a group, and for
+// a group that is empty, longer than kMaxMessageGroupBytes (256 bytes, the native limit) or
+// holds control characters (RocketMQ refuses those too).
+v2::Status CheckMessageGroup(const v2::SystemProperties& sp, const proto::TopicConfig& topic);
+
 // Builds the RocketMQ view of a received native message. `invisible_ms` is the lease the
 // receive asked for.
 void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2::Message* out);

@@ -73,7 +73,13 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
                                     v2::SyncLiteSubscriptionResponse* resp) override;
 
   // The answer to a client's Settings in the telemetry handshake (exposed for tests).
-  v2::Settings AnswerSettings(const v2::Settings& client) const;
+  // `fifo_group`: what a subscriber is told in Subscription.fifo (see SubscribesFifoTopic).
+  v2::Settings AnswerSettings(const v2::Settings& client, bool fifo_group = false) const;
+
+  // Validates one message of a SendMessage request and appends its native entry (exposed for
+  // tests; uses no broker state). `now` in ms on the broker's clock.
+  v2::Status PrepareSendEntry(const v2::Message& m, const proto::TopicConfig& topic, int64_t now,
+                              proto::SendEntry* out) const;
 
  private:
   // One native request through Broker::Handle.
@@ -88,9 +94,11 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
                  const v2::Endpoints& endpoints, v2::MessageQueue* mq) const;
   v2::Endpoints AdvertisedEndpoints(const v2::Endpoints& requested) const;
 
-  // Validates one message of a SendMessage request and appends its native entry.
-  v2::Status PrepareSendEntry(const v2::Message& m, const proto::TopicConfig& topic, int64_t now,
-                              proto::SendEntry* out) const;
+  // True when a subscriber's settings name at least one topic that exists and is FIFO: the
+  // group then consumes orderly (RocketMQ makes orderliness a property of the group, and the
+  // PushConsumer switches to its FIFO consume service on Subscription.fifo). Unknown topics
+  // count as not FIFO.
+  bool SubscribesFifoTopic(const v2::Settings& client);
 
   broker::Broker* const broker_;
   const GrpcEndpointOptions options_;

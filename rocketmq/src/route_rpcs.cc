@@ -127,7 +127,18 @@ grpc::Status MessagingServiceImpl::Heartbeat(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client) const {
+bool MessagingServiceImpl::SubscribesFifoTopic(const v2::Settings& client) {
+  if (!client.has_subscription()) return false;
+  for (const v2::SubscriptionEntry& e : client.subscription().subscriptions()) {
+    v2::Status ignored;
+    std::optional<proto::TopicConfig> topic = LookupTopic(e.topic().name(), &ignored);
+    if (topic && topic->type() == proto::FIFO) return true;
+  }
+  return false;
+}
+
+v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client,
+                                                  bool fifo_group) const {
   v2::Settings s = client;
   if (s.has_publishing()) {
     s.mutable_publishing()->set_max_body_size(options_.max_body_size);
@@ -143,7 +154,10 @@ v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client) co
     }
   } else if (s.has_subscription()) {
     v2::Subscription* sub = s.mutable_subscription();
-    sub->set_fifo(false);  // FIFO groups are refused for now (docs/rocketmq-compat.md)
+    // The broker hands out one message per message group at a time whatever the client does;
+    // `fifo` makes the PushConsumer consume a group's messages one by one and retry a failed
+    // one locally before the next (docs/rocketmq-compat.md).
+    sub->set_fifo(fifo_group);
     sub->set_receive_batch_size(options_.receive_batch_size);
     int64_t poll = options_.long_polling_timeout_ms;
     if (sub->has_long_polling_timeout()) {
@@ -171,7 +185,8 @@ grpc::Status MessagingServiceImpl::Telemetry(
     if (!cmd.has_settings()) continue;  // answers to server commands: tokimq sends none
     v2::TelemetryCommand answer;
     *answer.mutable_status() = OkStatus();
-    *answer.mutable_settings() = AnswerSettings(cmd.settings());
+    *answer.mutable_settings() =
+        AnswerSettings(cmd.settings(), SubscribesFifoTopic(cmd.settings()));
     TOKIMQ_LOG_DEBUG("rocketmq: settings from {} {}", ClientTypeName(cmd.settings().client_type()),
                      client);
     if (!stream->Write(answer)) break;

@@ -14,11 +14,6 @@ v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
   if (sp.message_id().empty()) {
     return MakeStatus(v2::Code::ILLEGAL_MESSAGE_ID, "message id is empty");
   }
-  if (sp.has_message_group() || sp.message_type() == v2::MessageType::FIFO) {
-    return MakeStatus(v2::Code::UNSUPPORTED,
-                      "FIFO messages (message groups) are not supported by tokimq's RocketMQ "
-                      "endpoint yet; send without a message group");
-  }
   if (sp.message_type() == v2::MessageType::TRANSACTION) {
     return MakeStatus(v2::Code::UNSUPPORTED, "transactional messages are not supported by tokimq");
   }
@@ -28,11 +23,17 @@ v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
   if (sp.message_type() == v2::MessageType::PRIORITY || sp.has_priority()) {
     return MakeStatus(v2::Code::UNSUPPORTED, "priority messages are not supported by tokimq");
   }
-  if (topic.type() == proto::FIFO || topic.type() == proto::TRANSACTION) {
+  if (topic.type() == proto::TRANSACTION) {
     return MakeStatus(v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                      fmt::format("topic '{}' only accepts {} messages", topic.name(),
-                                  topic.type() == proto::FIFO ? "FIFO" : "transactional"));
+                      fmt::format("topic '{}' only accepts transactional messages", topic.name()));
   }
+  // FIFO: as RocketMQ's proxy, the message group decides the message's type and the topic's
+  // type must match it (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE otherwise). The native broker would
+  // take the key as the group of a FIFO message without one; RocketMQ clients always name a
+  // group, so a message without one is a type mismatch here.
+  v2::Status group_status = CheckMessageGroup(sp, topic);
+  if (group_status.code() != v2::Code::OK) return group_status;
+  if (sp.has_message_group()) out->set_message_group(sp.message_group());
   if (static_cast<int64_t>(m.body().size()) > options_.max_body_size) {
     return MakeStatus(v2::Code::MESSAGE_BODY_TOO_LARGE,
                       fmt::format("body of {} bytes exceeds the max body size of {} bytes",

@@ -27,6 +27,11 @@ const N_RECALLED = 10;
 const N_NATIVE = 20;
 const N_PUSH = 1000;
 const INVISIBLE_MS = 15000;
+const FIFO_TOPIC = 'rmq_fifo';
+const FIFO_GROUP = 'g_fifo';    // backoff [0] in the broker config: retry right at lease expiry
+const N_FIFO_GROUPS = 10;
+const N_PER_FIFO_GROUP = 20;
+const FIFO_INVISIBLE_MS = 3000;
 
 let broker;
 let dataDir;
@@ -71,8 +76,12 @@ before(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-'));
   const grpcPort = await freePort();
   const portFile = path.join(dataDir, 'port');
+  const config = path.join(dataDir, 'broker.toml');
+  // max_long_poll: a PushConsumer's shutdown waits for its outstanding long poll (the endpoint
+  // tells push consumers 20 s; the broker cuts every long poll to this).
+  fs.writeFileSync(config, `max_long_poll = "5s"\n[group.${FIFO_GROUP}]\nbackoff = [0]\n`);
   broker = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
+    '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
     '--grpc-port', String(grpcPort), '--timer-precision', '100ms',
     '--log-file', path.join(dataDir, 'broker.log'),
   ], { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -87,6 +96,7 @@ before(async () => {
   await cli('topic', 'create', '--name', DELAY_TOPIC, '--type', 'delay', '--queues', '4',
     '--max-delay', '1h');
   await cli('topic', 'create', '--name', PUSH_TOPIC, '--type', 'normal', '--queues', '4');
+  await cli('topic', 'create', '--name', FIFO_TOPIC, '--type', 'fifo', '--queues', '4');
 });
 
 after(async () => {
@@ -246,6 +256,139 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
       }
     });
 
+  it('FIFO: each message group received in order, one message at a time, retries in place',
+    { timeout: 60000 }, async () => {
+      const producer = new Producer({ endpoints, namespace: '', topics: [FIFO_TOPIC, PUSH_TOPIC],
+        logger: quietLogger });
+      await producer.startup();
+      const consumer = new SimpleConsumer({
+        endpoints, namespace: '', consumerGroup: FIFO_GROUP, logger: quietLogger,
+        subscriptions: new Map([[FIFO_TOPIC, '*']]), awaitDuration: 1000,
+      });
+      await consumer.startup();
+      try {
+        // The route announces the topic types, so the client itself refuses a type mismatch.
+        await assert.rejects(producer.send({ topic: FIFO_TOPIC, body: Buffer.from('no group') }));
+        await assert.rejects(producer.send({ topic: PUSH_TOPIC, body: Buffer.from('grouped'),
+          messageGroup: 'g' }));
+
+        // One sender per group (FIFO order is the order of sends of one group), groups at once.
+        const group = (g) => `order-${g}`;
+        await Promise.all(Array.from({ length: N_FIFO_GROUPS }, async (_, g) => {
+          for (let i = 0; i < N_PER_FIFO_GROUP; i++) {
+            await producer.send({ topic: FIFO_TOPIC, body: Buffer.from(`${g}:${i}`), tag: 'f',
+              keys: [`k${g}-${i}`], messageGroup: group(g) });
+          }
+        }));
+
+        // Deterministic pseudo-random un-ACKs (mulberry32), at most 2 per group.
+        let seed = 0x7f1f0;
+        const random = () => {
+          seed = (seed + 0x6d2b79f5) | 0;
+          let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+          t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+          return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+        };
+        const acked = Array.from({ length: N_FIFO_GROUPS }, () => []);
+        const held = new Map();  // group index -> { seq, leasedBefore } of its un-ACKed message
+        const skipsLeft = new Array(N_FIFO_GROUPS).fill(2);
+        let expired = 0;
+        const total = N_FIFO_GROUPS * N_PER_FIFO_GROUP;
+        const deadline = Date.now() + 40000;
+        let received = 0;
+        let lateAcks = 0;
+        while (received < total && Date.now() < deadline) {
+          const leasedBefore = Date.now();  // every lease of this receive starts after this
+          const msgs = await consumer.receive(32, FIFO_INVISIBLE_MS);
+          const now = Date.now();
+          const acks = [];  // one message per group at most, so the acks may run at once
+          for (const mv of msgs) {
+            const [g, seq] = mv.body.toString().split(':').map(Number);
+            assert.equal(mv.messageGroup, group(g), 'message group on the view');
+            const next = acked[g].length;
+            assert.equal(seq, next, `group ${g}: got ${seq} while ${next} is the next in order`);
+            const h = held.get(g);
+            if (h) {
+              // Only the lease's expiry may hand the group out again, and only the same message.
+              assert.equal(h.seq, seq, `group ${g}: ${seq} handed out while ${h.seq} is held`);
+              assert.ok(now >= h.leasedBefore + FIFO_INVISIBLE_MS,
+                `group ${g}: ${seq} handed out again ${h.leasedBefore + FIFO_INVISIBLE_MS - now} ms `
+                + 'before its lease expired');
+              assert.ok(mv.deliveryAttempt >= 2, 'a redelivery counts the attempt');
+              expired++;
+              held.delete(g);
+            }
+            held.set(g, { seq, leasedBefore });  // until its ack succeeds
+            if (skipsLeft[g] > 0 && random() < 0.15) {
+              skipsLeft[g]--;  // left to expire
+              continue;
+            }
+            acks.push(consumer.ack(mv).then(() => {
+              held.delete(g);
+              acked[g].push(seq);
+              received++;
+            }, (err) => {
+              // On a loaded machine the lease may run out before the ack: then it is held
+              // until it comes back, like a message left un-ACKed on purpose.
+              if (err.code !== 40013) throw err;
+              lateAcks++;
+            }));
+          }
+          await Promise.all(acks);
+        }
+        const inOrder = Array.from({ length: N_PER_FIFO_GROUP }, (_, i) => i);
+        for (let g = 0; g < N_FIFO_GROUPS; g++) {
+          assert.deepEqual(acked[g], inOrder, `group ${g} acked in order without gaps`);
+        }
+        assert.ok(expired > 0, 'some leases expired and were handed out again');
+        if (lateAcks > 0) console.error(`FIFO: ${lateAcks} acks came after their lease expired`);
+        assert.equal(held.size, 0);
+      } finally {
+        await consumer.shutdown();
+        await producer.shutdown();
+      }
+
+      // A PushConsumer of the FIFO topic is told fifo=true and reads the topic again in its own
+      // group, in order per message group; a failed message is retried locally before the next.
+      const pushNext = new Array(N_FIFO_GROUPS).fill(0);
+      const violations = [];
+      const failedOnce = new Set();
+      let pushed = 0;
+      let resolveAll;
+      const allPushed = new Promise((r) => { resolveAll = r; });
+      const push = new PushConsumer({
+        endpoints, namespace: '', consumerGroup: `${FIFO_GROUP}_push`, logger: quietLogger,
+        subscriptions: new Map([[FIFO_TOPIC, '*']]),
+        messageListener: {
+          consume(mv) {
+            const [g, seq] = mv.body.toString().split(':').map(Number);
+            if (seq !== pushNext[g]) violations.push(`group ${g}: ${seq} while ${pushNext[g]} is next`);
+            if (seq === 5 && g < 3 && !failedOnce.has(g)) {
+              failedOnce.add(g);
+              return ConsumeResult.FAILURE;
+            }
+            pushNext[g] = seq + 1;
+            if (++pushed === N_FIFO_GROUPS * N_PER_FIFO_GROUP) resolveAll();
+            return ConsumeResult.SUCCESS;
+          },
+        },
+      });
+      await push.startup();
+      try {
+        assert.equal(push.getConsumeService().constructor.name, 'FifoConsumeService',
+          'the subscription settings said fifo=true');
+        await Promise.race([allPushed, sleep(20000)]);
+        assert.deepEqual(violations, []);
+        assert.equal(pushed, N_FIFO_GROUPS * N_PER_FIFO_GROUP);
+        assert.equal(failedOnce.size, 3);
+      } finally {
+        await push.shutdown();
+      }
+      const stats = await cli('stats');
+      assert.match(stats, new RegExp(`${FIFO_GROUP}\\s+in_flight=0\\b`));
+      assert.match(stats, new RegExp(`${FIFO_GROUP}_push\\s+in_flight=0\\b`));
+    });
+
   it('Producer + PushConsumer: 1000 normal messages consumed once each', { timeout: 120000 }, async () => {
     const producer = new Producer({ endpoints, namespace: '', topics: [PUSH_TOPIC], logger: quietLogger });
     await producer.startup();
@@ -271,6 +414,8 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
       await sendAll(producer, N_PUSH, (i) => ({ topic: PUSH_TOPIC, body: Buffer.from(`push-${i}`),
         tag: 'p', keys: [`p${i}`], properties: new Map([['n', String(i)]]) }));
       await Promise.race([allConsumed, sleep(60000)]);
+      assert.equal(consumer.getConsumeService().constructor.name, 'StandardConsumeService',
+        'a normal topic is consumed concurrently (fifo=false)');
       assert.equal(consumed.size, N_PUSH);
       for (let i = 0; i < N_PUSH; i++) assert.equal(consumed.get(`push-${i}`), String(i));
       assert.equal(duplicates, 0);

@@ -1,7 +1,11 @@
 // Unit tests of the RocketMQ endpoint's pure parts: status mapping, recall handles, digests,
-// message views, the settings answer and the in-flight cache.
+// message views, the message-group rule of sends, the settings answer and the in-flight cache.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+
+#include "commitlog/message.h"
 #include "convert.h"
 #include "in_flight_cache.h"
 #include "messaging_service.h"
@@ -110,6 +114,107 @@ TEST(ConvertTest, ReceivedMessageViewHidesSystemPropertiesAndKeepsRocketFields) 
   EXPECT_EQ(out.body(), "hello");
 }
 
+TEST(ConvertTest, MessageGroupBecomesTheFifoGroupOfTheView) {
+  proto::ReceivedMessage in;
+  in.set_topic("orders_fifo");
+  in.set_body("b");
+  (*in.mutable_properties())["MSG_GROUP"] = "order-17";
+  v2::Message out;
+  ToRocketMessage(in, 1000, &out);
+  EXPECT_EQ(out.system_properties().message_group(), "order-17");
+  EXPECT_EQ(out.system_properties().message_type(), v2::MessageType::FIFO);
+  EXPECT_TRUE(out.user_properties().empty());  // MSG_GROUP is a system property
+
+  proto::ReceivedMessage plain;
+  plain.set_topic("orders");
+  v2::Message plain_out;
+  ToRocketMessage(plain, 1000, &plain_out);
+  EXPECT_FALSE(plain_out.system_properties().has_message_group());
+  EXPECT_EQ(plain_out.system_properties().message_type(), v2::MessageType::NORMAL);
+}
+
+proto::TopicConfig Topic(const std::string& name, proto::TopicType type) {
+  proto::TopicConfig t;
+  t.set_name(name);
+  t.set_type(type);
+  t.set_queues(4);
+  return t;
+}
+
+v2::SystemProperties Props(std::optional<std::string> group,
+                           v2::MessageType type = v2::MessageType::MESSAGE_TYPE_UNSPECIFIED) {
+  v2::SystemProperties sp;
+  if (group) sp.set_message_group(*group);
+  sp.set_message_type(type);
+  return sp;
+}
+
+TEST(MessageGroupTest, FifoMessageOnFifoTopicIsAccepted) {
+  const proto::TopicConfig fifo = Topic("f", proto::FIFO);
+  EXPECT_EQ(CheckMessageGroup(Props("g1", v2::MessageType::FIFO), fifo).code(), v2::Code::OK);
+  // The group decides, as in RocketMQ's proxy, whatever type the client put.
+  EXPECT_EQ(CheckMessageGroup(Props("g1"), fifo).code(), v2::Code::OK);
+  EXPECT_EQ(CheckMessageGroup(Props(std::string(kMaxMessageGroupBytes, 'g')), fifo).code(),
+            v2::Code::OK);
+}
+
+TEST(MessageGroupTest, TypeMismatchIsPropertyConflictWithType) {
+  const v2::Status fifo_on_normal =
+      CheckMessageGroup(Props("g1", v2::MessageType::FIFO), Topic("n", proto::NORMAL));
+  EXPECT_EQ(fifo_on_normal.code(), v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+  EXPECT_NE(fifo_on_normal.message().find("'n' is a normal topic"), std::string::npos)
+      << fifo_on_normal.message();
+  EXPECT_EQ(CheckMessageGroup(Props("g1"), Topic("d", proto::DELAY)).code(),
+            v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+  const v2::Status plain_on_fifo =
+      CheckMessageGroup(Props(std::nullopt, v2::MessageType::NORMAL), Topic("f", proto::FIFO));
+  EXPECT_EQ(plain_on_fifo.code(), v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+  EXPECT_NE(plain_on_fifo.message().find("need a message group"), std::string::npos)
+      << plain_on_fifo.message();
+  EXPECT_EQ(CheckMessageGroup(Props(std::nullopt), Topic("n", proto::NORMAL)).code(), v2::Code::OK);
+}
+
+TEST(MessageGroupTest, MalformedGroupIsIllegalMessageGroup) {
+  const proto::TopicConfig fifo = Topic("f", proto::FIFO);
+  EXPECT_EQ(CheckMessageGroup(Props(std::nullopt, v2::MessageType::FIFO), fifo).code(),
+            v2::Code::ILLEGAL_MESSAGE_GROUP);
+  EXPECT_EQ(CheckMessageGroup(Props(""), fifo).code(), v2::Code::ILLEGAL_MESSAGE_GROUP);
+  EXPECT_EQ(CheckMessageGroup(Props(std::string(kMaxMessageGroupBytes + 1, 'g')), fifo).code(),
+            v2::Code::ILLEGAL_MESSAGE_GROUP);
+  EXPECT_EQ(CheckMessageGroup(Props("a\nb"), fifo).code(), v2::Code::ILLEGAL_MESSAGE_GROUP);
+}
+
+TEST(MessageGroupTest, SendEntryCarriesTheGroup) {
+  GrpcEndpointOptions o;
+  MessagingServiceImpl svc(nullptr, o);
+  v2::Message m;
+  m.mutable_topic()->set_name("f");
+  m.set_body("x");
+  m.mutable_system_properties()->set_message_id("ID1");
+  m.mutable_system_properties()->set_message_type(v2::MessageType::FIFO);
+  m.mutable_system_properties()->set_message_group("order-17");
+  m.mutable_system_properties()->add_keys("k1");
+  proto::SendEntry e;
+  ASSERT_EQ(svc.PrepareSendEntry(m, Topic("f", proto::FIFO), 0, &e).code(), v2::Code::OK);
+  EXPECT_EQ(e.message_group(), "order-17");
+  EXPECT_EQ(e.key(), "k1");  // the key stays a key; it does not pick the group
+
+  // tokimq extension: a delayed FIFO message (the official clients refuse to build one).
+  SetTimestampMs(5'000, m.mutable_system_properties()->mutable_delivery_timestamp());
+  proto::SendEntry delayed;
+  ASSERT_EQ(svc.PrepareSendEntry(m, Topic("f", proto::FIFO), 1'000, &delayed).code(),
+            v2::Code::OK);
+  EXPECT_EQ(delayed.message_group(), "order-17");
+  EXPECT_EQ(delayed.deliver_at_ms(), 5'000);
+
+  proto::SendEntry refused;
+  EXPECT_EQ(svc.PrepareSendEntry(m, Topic("n", proto::NORMAL), 0, &refused).code(),
+            v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+  m.mutable_system_properties()->set_message_type(v2::MessageType::TRANSACTION);
+  EXPECT_EQ(svc.PrepareSendEntry(m, Topic("f", proto::FIFO), 0, &refused).code(),
+            v2::Code::UNSUPPORTED);
+}
+
 TEST(ConvertTest, ReservedPropertyNames) {
   EXPECT_TRUE(IsReservedProperty("KEYS"));
   EXPECT_TRUE(IsReservedProperty("__RMQ_anything"));
@@ -131,6 +236,15 @@ TEST(SettingsTest, PublishersGetMaxBodySizeAndExponentialRetry) {
   EXPECT_TRUE(s.backoff_policy().has_exponential_backoff());
   EXPECT_EQ(s.backoff_policy().max_attempts(), 3);
   EXPECT_EQ(s.publishing().topics(0).name(), "t");
+}
+
+TEST(SettingsTest, SubscribersOfAFifoTopicAreToldFifo) {
+  MessagingServiceImpl svc(nullptr, GrpcEndpointOptions{});
+  v2::Settings client;
+  client.set_client_type(v2::ClientType::PUSH_CONSUMER);
+  client.mutable_subscription()->add_subscriptions()->mutable_topic()->set_name("f");
+  EXPECT_TRUE(svc.AnswerSettings(client, /*fifo_group=*/true).subscription().fifo());
+  EXPECT_FALSE(svc.AnswerSettings(client, /*fifo_group=*/false).subscription().fifo());
 }
 
 TEST(SettingsTest, SubscribersGetBatchLongPollingAndNoFifo) {
