@@ -37,6 +37,22 @@ std::vector<absl::StatusOr<Message>> MessageStore::ReadMany(
   return out;
 }
 
+void MessageStore::VisitEncoded(const absl::StatusOr<Message>& read, size_t index,
+                                const IndexedRecordVisitor& visit) {
+  if (!read.ok()) return visit(index, read.status());
+  std::string buf;
+  record::Encode(*read, &buf);
+  record::RecordView view;
+  absl::Status s = record::DecodeView(buf, &view);
+  if (!s.ok()) return visit(index, s);
+  visit(index, view);
+}
+
+void MessageStore::VisitMany(std::span<const ReadRequest> reqs,
+                             const IndexedRecordVisitor& visit) const {
+  for (size_t i = 0; i < reqs.size(); ++i) VisitEncoded(Read(reqs[i].physical_offset), i, visit);
+}
+
 absl::StatusOr<size_t> MessageStore::VisitQueue(const std::string& topic, int32_t queue_id,
                                                 int64_t from_offset, int max_count,
                                                 const RecordVisitor& visit) const {
@@ -159,6 +175,20 @@ class MessageStoreImpl final : public MessageStore {
 
   std::vector<absl::StatusOr<Message>> ReadMany(std::span<const ReadRequest> reqs) const override {
     std::vector<absl::StatusOr<Message>> out(reqs.size(), absl::UnknownError("unread"));
+    VisitMany(reqs, [&out](size_t i, const absl::StatusOr<record::RecordView>& view) {
+      if (!view.ok()) {
+        out[i] = view.status();
+        return;
+      }
+      Message m;
+      record::MessageFromView(*view, &m);
+      out[i] = std::move(m);
+    });
+    return out;
+  }
+
+  void VisitMany(std::span<const ReadRequest> reqs,
+                 const IndexedRecordVisitor& visit) const override {
     std::vector<size_t> order(reqs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -189,23 +219,22 @@ class MessageStoreImpl final : public MessageStore {
                     log_->ReadRaw(start, static_cast<size_t>(end - start), &buf).ok();
       for (size_t k = i; k < j; ++k) {
         const ReadRequest& r = reqs[order[k]];
-        absl::StatusOr<Message>& slot = out[order[k]];
         if (run_ok && r.size >= record::kMinMessageSize && r.physical_offset + r.size <= end) {
-          Message m;
+          record::RecordView view;
           const auto rel = static_cast<size_t>(r.physical_offset - start);
-          if (log_->DecodeAt(std::string_view(buf).substr(rel, r.size), r.physical_offset, &m)
+          if (log_->DecodeViewAt(std::string_view(buf).substr(rel, r.size), r.physical_offset,
+                                 &view)
                   .ok()) {
-            slot = std::move(m);
+            visit(order[k], view);
             continue;
           }
         }
         // Anything unusual (wrong size, deleted, past the end, corrupt): Read gives the
         // exact answer and error.
-        slot = log_->Read(r.physical_offset);
+        VisitEncoded(log_->Read(r.physical_offset), order[k], visit);
       }
       i = j;
     }
-    return out;
   }
 
   absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,
