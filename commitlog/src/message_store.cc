@@ -89,6 +89,10 @@ absl::Status ValidateDestination(const std::string& topic, int32_t queue_id) {
   return absl::OkStatus();
 }
 
+bool SameDestination(const Message& a, const Message& b) {
+  return a.queue_id == b.queue_id && a.topic == b.topic;
+}
+
 uint64_t TagHashOf(const Message& m) {
   auto it = m.properties.find(prop::kTag);
   return it == m.properties.end() ? 0 : TagHash(it->second);
@@ -121,10 +125,11 @@ class MessageStoreImpl final : public MessageStore {
       TOKIMQ_ASSIGN_OR_RETURN(cq, FindOrCreate(msg.topic, msg.queue_id));
       msg.queue_offset = cq->MaxOffset();
       Message* one[1] = {&msg};
-      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(one));
+      std::vector<uint32_t> sizes;
+      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(one, &sizes));
       r.physical_offset = msg.physical_offset;
       r.queue_offset = msg.queue_offset;
-      r.size = static_cast<uint32_t>(msg.EncodedSize());
+      r.size = sizes[0];
       TOKIMQ_RETURN_IF_ERROR(cq->Append({r.physical_offset, r.size, TagHashOf(msg)}));
     }
     if (listener_) listener_(msg.topic, msg.queue_id, r.queue_offset);
@@ -135,25 +140,39 @@ class MessageStoreImpl final : public MessageStore {
   }
 
   absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) override {
-    for (const Message& m : msgs) TOKIMQ_RETURN_IF_ERROR(ValidateDestination(m.topic, m.queue_id));
+    // A batch usually names one destination (the timer topic) or a few: validate and look up
+    // a destination once per run of messages that share it.
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      if (i > 0 && SameDestination(msgs[i], msgs[i - 1])) continue;
+      TOKIMQ_RETURN_IF_ERROR(ValidateDestination(msgs[i].topic, msgs[i].queue_id));
+    }
     std::vector<PutResult> out(msgs.size());
     if (msgs.empty()) return out;
     {
       std::lock_guard<std::mutex> l(put_mu_);
-      std::vector<std::shared_ptr<ConsumeQueue>> cqs;
+      std::vector<ConsumeQueue*> cqs;  // owned by queues_, which never drops a queue
+      cqs.reserve(msgs.size());
       absl::flat_hash_map<ConsumeQueue*, int64_t> next;
       std::vector<Message*> ptrs;
-      for (Message& m : msgs) {
-        TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
-        auto it = next.try_emplace(cq.get(), cq->MaxOffset()).first;
+      ptrs.reserve(msgs.size());
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        Message& m = msgs[i];
+        ConsumeQueue* cq;
+        if (i > 0 && SameDestination(m, msgs[i - 1])) {
+          cq = cqs.back();
+        } else {
+          TOKIMQ_ASSIGN_OR_RETURN(auto found, FindOrCreate(m.topic, m.queue_id));
+          cq = found.get();
+        }
+        auto it = next.try_emplace(cq, cq->MaxOffset()).first;
         m.queue_offset = it->second++;
-        cqs.push_back(std::move(cq));
+        cqs.push_back(cq);
         ptrs.push_back(&m);
       }
-      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(ptrs));
+      std::vector<uint32_t> sizes;
+      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(ptrs, &sizes));
       for (size_t i = 0; i < msgs.size(); ++i) {
-        out[i] = {msgs[i].physical_offset, msgs[i].queue_offset,
-                  static_cast<uint32_t>(msgs[i].EncodedSize())};
+        out[i] = {msgs[i].physical_offset, msgs[i].queue_offset, sizes[i]};
         TOKIMQ_RETURN_IF_ERROR(
             cqs[i]->Append({out[i].physical_offset, out[i].size, TagHashOf(msgs[i])}));
       }
