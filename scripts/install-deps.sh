@@ -8,7 +8,7 @@ pkgs=(
   libisal-dev librocksdb-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
-  libboost-dev libboost-system-dev
+  libboost-dev libboost-system-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
 )
 if [[ "${1:-}" == "--peers" ]]; then pkgs+=(redis-server beanstalkd); fi

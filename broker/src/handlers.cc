@@ -273,6 +273,8 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   std::vector<int> delayed_index;
   std::vector<Message> immediate;
   std::vector<int> immediate_index;
+  delayed.reserve(prepared.size());
+  delayed_index.reserve(prepared.size());
   resp->mutable_results()->Reserve(static_cast<int>(prepared.size()));
   for (size_t i = 0; i < prepared.size(); ++i) {
     proto::SendResult* r = resp->add_results();

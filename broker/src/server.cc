@@ -51,6 +51,13 @@ class Server::Impl {
   uint16_t port_ = 0;
 };
 
+// One request and its response, allocated on one arena. Shared by the connection's strand
+// (parse) and a worker (Handle, serialize); freed with the last reference.
+struct Call {
+  google::protobuf::Arena arena;
+  proto::Request* request = google::protobuf::Arena::CreateMessage<proto::Request>(&arena);
+};
+
 // One client connection. Every member is touched only on the socket's strand.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -97,8 +104,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnBody(boost::system::error_code ec) {
     if (ec) return Close();  // truncated frame
-    auto req = std::make_shared<proto::Request>();
-    absl::Status parsed = wire::DecodeFrameBody(body_, req.get());
+    // Request and response of one call live on one arena: their many small parts (entries,
+    // strings, property maps) are arena allocations, freed at once with the call.
+    auto call = std::make_shared<Call>();
+    proto::Request* req = call->request;
+    absl::Status parsed = wire::DecodeFrameBody(body_, req);
     body_.clear();
     body_.shrink_to_fit();
     if (!parsed.ok()) {
@@ -123,12 +133,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
       Enqueue(resp);
     } else {
       ++in_flight_;
-      asio::post(server_->workers_, [self = shared_from_this(), req] {
-        proto::Response resp;
-        self->server_->broker_->Handle(*req, &resp);
-        asio::post(self->executor(), [self, resp = std::move(resp)] {
+      asio::post(server_->workers_, [self = shared_from_this(), call = std::move(call)] {
+        proto::Response* resp =
+            google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
+        self->server_->broker_->Handle(*call->request, resp);
+        // Serialized here, on the worker, not on the connection's strand.
+        std::string frame = EncodeResponse(*resp);
+        asio::post(self->executor(), [self, frame = std::move(frame)]() mutable {
           --self->in_flight_;
-          self->Enqueue(resp);
+          self->EnqueueFrame(std::move(frame));
           if (self->paused_) {
             self->paused_ = false;
             self->ReadHeader();
@@ -147,17 +160,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
     close_after_write_ = true;
   }
 
-  void Enqueue(const proto::Response& resp) {
-    if (closed_) return;
+  // The frame of `resp`, or of an error response with its id when `resp` cannot be encoded;
+  // empty if neither can (the connection is then closed). Any thread.
+  static std::string EncodeResponse(const proto::Response& resp) {
     absl::StatusOr<std::string> frame = wire::EncodeFrame(resp, UINT32_MAX);
     if (!frame.ok()) {
       proto::Response err;
       err.set_id(resp.id());
       wire::ToProto(frame.status(), err.mutable_status());
       frame = wire::EncodeFrame(err, UINT32_MAX);
-      if (!frame.ok()) return Close();
+      if (!frame.ok()) return std::string();
     }
-    out_.push_back(std::move(*frame));
+    return std::move(*frame);
+  }
+
+  void Enqueue(const proto::Response& resp) { EnqueueFrame(EncodeResponse(resp)); }
+
+  void EnqueueFrame(std::string frame) {
+    if (closed_) return;
+    if (frame.empty()) return Close();
+    out_.push_back(std::move(frame));
     if (!writing_) Write();
   }
 

@@ -90,14 +90,20 @@ absl::StatusOr<int64_t> CommitLogImpl::Append(Message* msg) {
 }
 
 absl::Status CommitLogImpl::AppendBatch(std::span<Message* const> msgs) {
-  return AppendChecked(msgs, false);
+  std::vector<uint32_t> sizes;
+  return AppendChecked(msgs, false, &sizes);
 }
 
-absl::Status CommitLogImpl::AppendIndexed(std::span<Message* const> msgs) {
-  return AppendChecked(msgs, true);
+absl::Status CommitLogImpl::AppendIndexed(std::span<Message* const> msgs,
+                                          std::vector<uint32_t>* sizes) {
+  std::vector<uint32_t> own;
+  return AppendChecked(msgs, true, sizes != nullptr ? sizes : &own);
 }
 
-absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool indexed) {
+absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool indexed,
+                                          std::vector<uint32_t>* sizes) {
+  sizes->clear();
+  sizes->reserve(msgs.size());
   for (Message* m : msgs) {
     m->flags = indexed ? (m->flags | kFlagIndexed) : (m->flags & ~uint32_t{kFlagIndexed});
     if (m->body.size() > opt_.max_message_size) {
@@ -108,16 +114,18 @@ absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool i
     if (m->topic.size() > record::kMaxTopicSize) {
       return absl::InvalidArgumentError("topic name too long");
     }
-    if (m->EncodedSize() > opt_.segment_size) {
+    const size_t size = m->EncodedSize();
+    if (size > opt_.segment_size) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "record of ", m->EncodedSize(), " bytes does not fit a segment of ", opt_.segment_size));
+          "record of ", size, " bytes does not fit a segment of ", opt_.segment_size));
     }
+    sizes->push_back(static_cast<uint32_t>(size));
   }
   if (msgs.empty()) return absl::OkStatus();
   std::lock_guard<std::mutex> l(write_mu_);
   if (closed_) return absl::FailedPreconditionError("commit log is closed");
   if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
-  return AppendLocked(msgs);
+  return AppendLocked(msgs, *sizes);
 }
 
 absl::Status CommitLogImpl::RollLocked(int64_t* pos) {
@@ -139,7 +147,8 @@ absl::Status CommitLogImpl::RollLocked(int64_t* pos) {
   return absl::OkStatus();
 }
 
-absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs) {
+absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
+                                         std::span<const uint32_t> sizes) {
   const int64_t now = clock_->NowMs();
   const int64_t seg_size = segment_size();
   int64_t pos = write_pos_;
@@ -164,8 +173,9 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs) {
     return s;
   };
 
-  for (Message* m : msgs) {
-    const int64_t size = static_cast<int64_t>(m->EncodedSize());
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    Message* m = msgs[i];
+    const int64_t size = sizes[i];
     const int64_t seg_end = (pos / seg_size + 1) * seg_size;
     if (pos + size > seg_end) {
       TOKIMQ_RETURN_IF_ERROR(write_run());
@@ -176,7 +186,7 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs) {
     m->store_ms = now;
     const size_t old = encode_buf_.size();
     encode_buf_.resize(old + static_cast<size_t>(size));
-    record::EncodeTo(*m, encode_buf_.data() + old);
+    record::EncodeTo(*m, static_cast<size_t>(size), encode_buf_.data() + old);
     pos += size;
   }
   TOKIMQ_RETURN_IF_ERROR(write_run());

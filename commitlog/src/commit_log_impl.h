@@ -37,8 +37,10 @@ class CommitLogImpl final : public CommitLog {
 
   absl::StatusOr<int64_t> Append(Message* msg) override;
   absl::Status AppendBatch(std::span<Message* const> msgs) override;
-  // AppendBatch that sets kFlagIndexed (MessageStore) instead of clearing it.
-  absl::Status AppendIndexed(std::span<Message* const> msgs);
+  // AppendBatch that sets kFlagIndexed (MessageStore) instead of clearing it. When `sizes` is
+  // set it receives each record's size in bytes (EncodedSize), in the order of `msgs`.
+  absl::Status AppendIndexed(std::span<Message* const> msgs,
+                             std::vector<uint32_t>* sizes = nullptr);
   absl::StatusOr<Message> Read(int64_t physical_offset) const override;
   absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const override;
   absl::Status WaitDurable(int64_t end_offset) override;
@@ -78,8 +80,11 @@ class CommitLogImpl final : public CommitLog {
   // True if a valid record (or blank) starts anywhere in [from, size) of `seg`.
   bool HasValidRecordAfter(const Segment& seg, uint64_t from) const;
 
-  absl::Status AppendChecked(std::span<Message* const> msgs, bool indexed);
-  absl::Status AppendLocked(std::span<Message* const> msgs);
+  // Validates `msgs` and computes their record sizes into *sizes, then AppendLocked.
+  absl::Status AppendChecked(std::span<Message* const> msgs, bool indexed,
+                             std::vector<uint32_t>* sizes);
+  // sizes[i] == msgs[i]->EncodedSize().
+  absl::Status AppendLocked(std::span<Message* const> msgs, std::span<const uint32_t> sizes);
   absl::Status RollLocked(int64_t* pos);
   absl::Status FailedStatus() const;
   void Fail(const absl::Status& s);

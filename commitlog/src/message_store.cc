@@ -37,6 +37,22 @@ std::vector<absl::StatusOr<Message>> MessageStore::ReadMany(
   return out;
 }
 
+void MessageStore::VisitEncoded(const absl::StatusOr<Message>& read, size_t index,
+                                const IndexedRecordVisitor& visit) {
+  if (!read.ok()) return visit(index, read.status());
+  std::string buf;
+  record::Encode(*read, &buf);
+  record::RecordView view;
+  absl::Status s = record::DecodeView(buf, &view);
+  if (!s.ok()) return visit(index, s);
+  visit(index, view);
+}
+
+void MessageStore::VisitMany(std::span<const ReadRequest> reqs,
+                             const IndexedRecordVisitor& visit) const {
+  for (size_t i = 0; i < reqs.size(); ++i) VisitEncoded(Read(reqs[i].physical_offset), i, visit);
+}
+
 absl::StatusOr<size_t> MessageStore::VisitQueue(const std::string& topic, int32_t queue_id,
                                                 int64_t from_offset, int max_count,
                                                 const RecordVisitor& visit) const {
@@ -73,6 +89,10 @@ absl::Status ValidateDestination(const std::string& topic, int32_t queue_id) {
   return absl::OkStatus();
 }
 
+bool SameDestination(const Message& a, const Message& b) {
+  return a.queue_id == b.queue_id && a.topic == b.topic;
+}
+
 uint64_t TagHashOf(const Message& m) {
   auto it = m.properties.find(prop::kTag);
   return it == m.properties.end() ? 0 : TagHash(it->second);
@@ -105,10 +125,11 @@ class MessageStoreImpl final : public MessageStore {
       TOKIMQ_ASSIGN_OR_RETURN(cq, FindOrCreate(msg.topic, msg.queue_id));
       msg.queue_offset = cq->MaxOffset();
       Message* one[1] = {&msg};
-      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(one));
+      std::vector<uint32_t> sizes;
+      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(one, &sizes));
       r.physical_offset = msg.physical_offset;
       r.queue_offset = msg.queue_offset;
-      r.size = static_cast<uint32_t>(msg.EncodedSize());
+      r.size = sizes[0];
       TOKIMQ_RETURN_IF_ERROR(cq->Append({r.physical_offset, r.size, TagHashOf(msg)}));
     }
     if (listener_) listener_(msg.topic, msg.queue_id, r.queue_offset);
@@ -119,25 +140,39 @@ class MessageStoreImpl final : public MessageStore {
   }
 
   absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) override {
-    for (const Message& m : msgs) TOKIMQ_RETURN_IF_ERROR(ValidateDestination(m.topic, m.queue_id));
+    // A batch usually names one destination (the timer topic) or a few: validate and look up
+    // a destination once per run of messages that share it.
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      if (i > 0 && SameDestination(msgs[i], msgs[i - 1])) continue;
+      TOKIMQ_RETURN_IF_ERROR(ValidateDestination(msgs[i].topic, msgs[i].queue_id));
+    }
     std::vector<PutResult> out(msgs.size());
     if (msgs.empty()) return out;
     {
       std::lock_guard<std::mutex> l(put_mu_);
-      std::vector<std::shared_ptr<ConsumeQueue>> cqs;
+      std::vector<ConsumeQueue*> cqs;  // owned by queues_, which never drops a queue
+      cqs.reserve(msgs.size());
       absl::flat_hash_map<ConsumeQueue*, int64_t> next;
       std::vector<Message*> ptrs;
-      for (Message& m : msgs) {
-        TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
-        auto it = next.try_emplace(cq.get(), cq->MaxOffset()).first;
+      ptrs.reserve(msgs.size());
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        Message& m = msgs[i];
+        ConsumeQueue* cq;
+        if (i > 0 && SameDestination(m, msgs[i - 1])) {
+          cq = cqs.back();
+        } else {
+          TOKIMQ_ASSIGN_OR_RETURN(auto found, FindOrCreate(m.topic, m.queue_id));
+          cq = found.get();
+        }
+        auto it = next.try_emplace(cq, cq->MaxOffset()).first;
         m.queue_offset = it->second++;
-        cqs.push_back(std::move(cq));
+        cqs.push_back(cq);
         ptrs.push_back(&m);
       }
-      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(ptrs));
+      std::vector<uint32_t> sizes;
+      TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(ptrs, &sizes));
       for (size_t i = 0; i < msgs.size(); ++i) {
-        out[i] = {msgs[i].physical_offset, msgs[i].queue_offset,
-                  static_cast<uint32_t>(msgs[i].EncodedSize())};
+        out[i] = {msgs[i].physical_offset, msgs[i].queue_offset, sizes[i]};
         TOKIMQ_RETURN_IF_ERROR(
             cqs[i]->Append({out[i].physical_offset, out[i].size, TagHashOf(msgs[i])}));
       }
@@ -159,6 +194,20 @@ class MessageStoreImpl final : public MessageStore {
 
   std::vector<absl::StatusOr<Message>> ReadMany(std::span<const ReadRequest> reqs) const override {
     std::vector<absl::StatusOr<Message>> out(reqs.size(), absl::UnknownError("unread"));
+    VisitMany(reqs, [&out](size_t i, const absl::StatusOr<record::RecordView>& view) {
+      if (!view.ok()) {
+        out[i] = view.status();
+        return;
+      }
+      Message m;
+      record::MessageFromView(*view, &m);
+      out[i] = std::move(m);
+    });
+    return out;
+  }
+
+  void VisitMany(std::span<const ReadRequest> reqs,
+                 const IndexedRecordVisitor& visit) const override {
     std::vector<size_t> order(reqs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -189,23 +238,22 @@ class MessageStoreImpl final : public MessageStore {
                     log_->ReadRaw(start, static_cast<size_t>(end - start), &buf).ok();
       for (size_t k = i; k < j; ++k) {
         const ReadRequest& r = reqs[order[k]];
-        absl::StatusOr<Message>& slot = out[order[k]];
         if (run_ok && r.size >= record::kMinMessageSize && r.physical_offset + r.size <= end) {
-          Message m;
+          record::RecordView view;
           const auto rel = static_cast<size_t>(r.physical_offset - start);
-          if (log_->DecodeAt(std::string_view(buf).substr(rel, r.size), r.physical_offset, &m)
+          if (log_->DecodeViewAt(std::string_view(buf).substr(rel, r.size), r.physical_offset,
+                                 &view)
                   .ok()) {
-            slot = std::move(m);
+            visit(order[k], view);
             continue;
           }
         }
         // Anything unusual (wrong size, deleted, past the end, corrupt): Read gives the
         // exact answer and error.
-        slot = log_->Read(r.physical_offset);
+        VisitEncoded(log_->Read(r.physical_offset), order[k], visit);
       }
       i = j;
     }
-    return out;
   }
 
   absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,

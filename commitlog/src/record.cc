@@ -37,9 +37,11 @@ size_t EncodedSize(const Message& msg) {
   return kMinMessageSize + msg.topic.size() + PropertiesSize(msg) + msg.body.size();
 }
 
-void EncodeTo(const Message& msg, char* dst) {
-  const size_t total = EncodedSize(msg);
-  const size_t props = PropertiesSize(msg);
+void EncodeTo(const Message& msg, char* dst) { EncodeTo(msg, EncodedSize(msg), dst); }
+
+void EncodeTo(const Message& msg, size_t encoded_size, char* dst) {
+  const size_t total = encoded_size;
+  const size_t props = total - kMinMessageSize - msg.topic.size() - msg.body.size();
   EncodeFixed32(dst, kMessageMagicV1);
   EncodeFixed32(dst + 4, static_cast<uint32_t>(total));
   EncodeFixed32(dst + 12, msg.flags);

@@ -1,4 +1,5 @@
-// MessageStore::ReadMany (batched reads answer exactly as Read) and RemovePinProvider.
+// MessageStore::ReadMany / VisitMany (batched reads answer exactly as Read) and
+// RemovePinProvider.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -56,6 +57,32 @@ TEST_F(ReadManyTest, MatchesReadForEveryRecordInAnyOrder) {
     EXPECT_EQ(got[i]->queue_offset, one->queue_offset);
     EXPECT_EQ(got[i]->properties, one->properties);
   }
+}
+
+TEST_F(ReadManyTest, VisitManyVisitsEachRequestOnceWithReadsRecordOrError) {
+  std::vector<ReadRequest> reqs;
+  for (int i = 59; i >= 0; i -= 3) reqs.push_back({puts_[i].physical_offset, puts_[i].size});
+  reqs.push_back({puts_[4].physical_offset + 1, puts_[4].size});  // not a record start
+  reqs.push_back({puts_[4].physical_offset, 3});                  // absurd size: still the record
+  std::vector<int> visits(reqs.size(), 0);
+  store_->VisitMany(reqs, [&](size_t i, const absl::StatusOr<record::RecordView>& v) {
+    ASSERT_LT(i, reqs.size());
+    ++visits[i];
+    auto one = store_->Read(reqs[i].physical_offset);
+    ASSERT_EQ(v.ok(), one.ok()) << v.status();
+    if (!v.ok()) {
+      EXPECT_EQ(v.status().code(), one.status().code());
+      return;
+    }
+    Message m;
+    record::MessageFromView(*v, &m);
+    EXPECT_EQ(m.physical_offset, reqs[i].physical_offset);
+    EXPECT_EQ(m.topic, one->topic);
+    EXPECT_EQ(m.body, one->body);
+    EXPECT_EQ(m.queue_offset, one->queue_offset);
+    EXPECT_EQ(m.properties, one->properties);
+  });
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(visits[i], 1) << "request " << i;
 }
 
 TEST_F(ReadManyTest, WrongSizesAndBadOffsetsGiveReadsAnswer) {

@@ -239,6 +239,50 @@ TEST_P(TimerCasesTest, Case8RetentionDoesNotDeletePinnedSegment) {
   EXPECT_EQ(got[0].store_ms, deliver);
 }
 
+// The copy put into the real topic: real destination back in topic / queue id (and gone from
+// the properties), the producer's properties kept, the TIMER_* delivery properties set (a stale
+// one from the producer replaced).
+TEST(TimerDeliveredCopy, KeepsUserPropertiesAndCarriesTimerProperties) {
+  TimerEnv env(100);
+  env.Open();
+  const int64_t now = env.clock().NowMs();
+  const int64_t deliver = now + 1'500;
+  Message m;
+  m.topic = "t";
+  m.queue_id = 0;
+  m.born_ms = now - 7;
+  m.body = "payload";
+  m.properties[prop::kMessageId] = "id-1";
+  m.properties[prop::kKeys] = "order-42";
+  m.properties["custom"] = std::string(40, 'v');
+  m.properties[prop::kTimerUnitPos] = "stale";
+  auto r = env.ts().Schedule(std::move(m), deliver);
+  ASSERT_TRUE(r.ok()) << r.status();
+  env.Run();  // enqueued (TimerLog unit written) at `now`
+  env.AdvanceTo(deliver);
+  auto got = env.Delivered();
+  ASSERT_EQ(got.size(), 1u);
+  const Message& d = got[0];
+  EXPECT_EQ(d.topic, "t");
+  EXPECT_EQ(d.queue_id, 0);
+  EXPECT_EQ(d.body, "payload");
+  EXPECT_EQ(d.born_ms, now - 7);
+  EXPECT_EQ(d.store_ms, deliver);
+  const auto& p = d.properties;
+  EXPECT_EQ(p.at(prop::kMessageId), "id-1");
+  EXPECT_EQ(p.at(prop::kKeys), "order-42");
+  EXPECT_EQ(p.at("custom"), std::string(40, 'v'));
+  EXPECT_EQ(p.count(prop::kRealTopic), 0u);
+  EXPECT_EQ(p.count(prop::kRealQueueId), 0u);
+  EXPECT_EQ(p.count(prop::kTimerRollCount), 0u);
+  EXPECT_EQ(p.at(prop::kDeliverMs), std::to_string(deliver));
+  EXPECT_EQ(p.at(prop::kTimerDequeueMs), std::to_string(deliver));
+  EXPECT_EQ(p.at(prop::kTimerEnqueueMs), std::to_string(now));
+  EXPECT_EQ(p.at(kTimerSourceOffset), std::to_string(r->put.physical_offset));
+  ASSERT_NE(p.at(prop::kTimerUnitPos), "stale");
+  EXPECT_GE(std::stoll(p.at(prop::kTimerUnitPos)), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precision, TimerCasesTest, ::testing::Values(1000, 100),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 

@@ -1,8 +1,12 @@
 // Dequeue services: due wheel slots -> FineScheduler -> loaded copies -> real topics.
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <string_view>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "common/coding.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "prop_keys.h"
@@ -13,12 +17,56 @@ namespace {
 
 constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
 
-bool GetInt(const Message& m, const std::string& key, int64_t* v) {
-  auto it = m.properties.find(key);
-  if (it == m.properties.end()) return false;
-  const std::string& s = it->second;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+bool GetInt(const record::RecordView& v, const std::string& key, int64_t* out) {
+  std::string_view s;
+  if (!v.FindProperty(key, &s)) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// The copy of timer-topic record `rec` that unit `su` delivers at `now` to its real topic:
+// topic and queue from REAL_TOPIC / REAL_QID (dropped from the properties), the other
+// properties kept (the first of duplicates, as record::Decode keeps), the TIMER_* delivery
+// properties set. std::nullopt when the record is not the one the unit points to.
+std::optional<Message> DeliveredCopy(const record::RecordView& rec, const ScheduledUnit& su,
+                                     int64_t now) {
+  int64_t deliver = 0, qid = 0;
+  std::string_view real_topic;
+  if (rec.topic != kTimerTopic || !GetInt(rec, timer_keys::DeliverMs(), &deliver) ||
+      deliver != su.unit.deliver_ms || !rec.FindProperty(timer_keys::RealTopic(), &real_topic) ||
+      !GetInt(rec, timer_keys::RealQueueId(), &qid)) {
+    return std::nullopt;
+  }
+  const bool set_roll = su.unit.roll_count > 0;
+  std::optional<Message> out(std::in_place);
+  Message& m = *out;
+  m.topic.assign(real_topic.data(), real_topic.size());
+  m.queue_id = static_cast<int32_t>(qid);
+  m.born_ms = rec.born_ms;
+  m.store_ms = rec.store_ms;
+  m.flags = rec.flags;
+  Decoder pd(rec.properties);
+  std::string_view k, v;
+  while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
+    if (k == timer_keys::RealTopic() || k == timer_keys::RealQueueId() ||
+        k == timer_keys::EnqueueMs() || k == timer_keys::DequeueMs() ||
+        k == timer_keys::UnitPos() || k == timer_keys::SourceOffset() ||
+        (set_roll && k == timer_keys::RollCount())) {
+      continue;  // replaced below
+    }
+    m.properties.emplace_hint(m.properties.end(), std::piecewise_construct,
+                              std::forward_as_tuple(k.data(), k.size()),
+                              std::forward_as_tuple(v.data(), v.size()));
+  }
+  m.properties.insert_or_assign(timer_keys::EnqueueMs(), std::to_string(su.unit.write_ms));
+  m.properties.insert_or_assign(timer_keys::DequeueMs(), std::to_string(now));
+  m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos));
+  m.properties.insert_or_assign(timer_keys::SourceOffset(), std::to_string(su.unit.phys_offset));
+  if (set_roll) {
+    m.properties.insert_or_assign(timer_keys::RollCount(), std::to_string(su.unit.roll_count));
+  }
+  m.body.assign(rec.body.data(), rec.body.size());
+  return out;
 }
 
 }  // namespace
@@ -136,54 +184,31 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
   loaded.reserve(due.size());
   std::vector<ScheduledUnit> dropped;
   int64_t now = clock_->NowMs();
-  // One batched read: records enqueued close together share a pread.
+  // One batched read: records enqueued close together share a pread. Each delivered copy is
+  // built straight from the record view (no decoded timer-topic Message to rewrite).
   std::vector<ReadRequest> reqs;
   reqs.reserve(due.size());
   for (const ScheduledUnit& su : due) reqs.push_back({su.unit.phys_offset, su.unit.msg_size});
-  std::vector<absl::StatusOr<Message>> reads = store_->ReadMany(reqs);
+  std::vector<std::optional<Message>> copies(due.size());
+  std::vector<absl::Status> errors(due.size());
+  store_->VisitMany(reqs, [&](size_t i, const absl::StatusOr<record::RecordView>& read) {
+    if (!read.ok()) {
+      errors[i] = read.status();
+      return;
+    }
+    const ScheduledUnit& su = due[i];
+    copies[i] = DeliveredCopy(*read, su, now);
+  });
   for (size_t i = 0; i < due.size(); ++i) {
     ScheduledUnit& su = due[i];
-    absl::StatusOr<Message>& read = reads[i];
-    int64_t deliver = 0;
-    int64_t qid = 0;
-    bool ok = read.ok() && read->topic == kTimerTopic &&
-              GetInt(*read, timer_keys::DeliverMs(), &deliver) && deliver == su.unit.deliver_ms &&
-              read->properties.count(timer_keys::RealTopic()) != 0 &&
-              GetInt(*read, timer_keys::RealQueueId(), &qid);
-    if (!ok) {
+    if (!copies[i]) {
       TOKIMQ_LOG_WARN("timerstore: unit at {} points to CommitLog offset {} ({}); dropped", su.pos,
                       su.unit.phys_offset,
-                      read.ok() ? "record mismatch" : read.status().ToString());
+                      errors[i].ok() ? "record mismatch" : errors[i].ToString());
       dropped.push_back(su);
       continue;
     }
-    Message m = std::move(*read);
-    // The two real-destination nodes are reused for two of the timer properties (no
-    // allocation for the nodes).
-    auto topic_node = m.properties.extract(timer_keys::RealTopic());
-    auto qid_node = m.properties.extract(timer_keys::RealQueueId());
-    m.topic = std::move(topic_node.mapped());
-    m.queue_id = static_cast<int32_t>(qid);
-    auto set = [&m](auto& node, const std::string& key, int64_t value) {
-      if (node.empty()) {
-        m.properties.insert_or_assign(key, std::to_string(value));
-        return;
-      }
-      node.key() = key;
-      node.mapped() = std::to_string(value);
-      auto r = m.properties.insert(std::move(node));
-      if (!r.inserted) r.position->second = std::move(r.node.mapped());
-    };
-    set(topic_node, timer_keys::EnqueueMs(), su.unit.write_ms);
-    set(qid_node, timer_keys::DequeueMs(), now);
-    m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos));
-    m.properties.insert_or_assign(timer_keys::SourceOffset(), std::to_string(su.unit.phys_offset));
-    if (su.unit.roll_count > 0) {
-      m.properties.insert_or_assign(timer_keys::RollCount(), std::to_string(su.unit.roll_count));
-    }
-    m.queue_offset = -1;
-    m.physical_offset = -1;
-    loaded.push_back(LoadedCopy{std::move(su), std::move(m)});
+    loaded.push_back(LoadedCopy{std::move(su), std::move(*copies[i])});
   }
   std::lock_guard<std::mutex> l(mu_);
   for (const ScheduledUnit& su : dropped) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -11,11 +12,39 @@
 namespace tokimq {
 namespace {
 
-bool GetInt(const record::RecordView& v, std::string_view key, int64_t* out) {
-  std::string_view s;
-  if (!v.FindProperty(key, &s)) return false;
+bool ParseInt(std::string_view s, int64_t* out) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// The fields enqueue needs from a timer-topic record's properties, from one walk over them
+// (the first of duplicate keys counts, as RecordView::FindProperty).
+struct TimerFields {
+  bool has_deliver = false;  // TIMER_DELIVER_MS present and a valid integer
+  bool is_delete = false;    // TIMER_DELETE_OF present and a valid integer
+  int64_t deliver_ms = 0;
+  int64_t delete_of = -1;
+  uint32_t topic_hash = 0;  // crc32c of REAL_TOPIC, 0 when absent
+};
+
+TimerFields TimerFieldsOf(const record::RecordView& v) {
+  TimerFields f;
+  bool seen_deliver = false, seen_delete = false, seen_topic = false;
+  Decoder pd(v.properties);
+  std::string_view k, val;
+  while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&val)) {
+    if (!seen_deliver && k == prop::kDeliverMs) {
+      seen_deliver = true;
+      f.has_deliver = ParseInt(val, &f.deliver_ms);
+    } else if (!seen_delete && k == kTimerDeleteOf) {
+      seen_delete = true;
+      f.is_delete = ParseInt(val, &f.delete_of);
+    } else if (!seen_topic && k == prop::kRealTopic) {
+      seen_topic = true;
+      f.topic_hash = crc32c::Value(val.data(), val.size());
+    }
+  }
+  return f;
 }
 
 }  // namespace
@@ -39,16 +68,16 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
       store_
           ->VisitQueue(kTimerTopic, 0, from, static_cast<int>(std::min<size_t>(room, 1024)),
                        [&items](const record::RecordView& v) {
+                         const TimerFields f = TimerFieldsOf(v);
                          EnqueueItem it;
                          it.physical_offset = v.physical_offset;
                          it.queue_offset = v.queue_offset;
                          it.size = v.size;
-                         it.has_deliver = GetInt(v, prop::kDeliverMs, &it.deliver_ms);
-                         it.is_delete = GetInt(v, kTimerDeleteOf, &it.delete_of);
-                         std::string_view rt;
-                         if (v.FindProperty(prop::kRealTopic, &rt)) {
-                           it.topic_hash = crc32c::Value(rt.data(), rt.size());
-                         }
+                         it.has_deliver = f.has_deliver;
+                         it.is_delete = f.is_delete;
+                         it.deliver_ms = f.deliver_ms;
+                         it.delete_of = f.delete_of;
+                         it.topic_hash = f.topic_hash;
                          items.push_back(it);
                          return absl::OkStatus();
                        })

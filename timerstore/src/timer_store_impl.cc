@@ -397,17 +397,22 @@ void TimerStoreImpl::WorkerLoop(int which) {
       else if (st.ok())
         st = r.status();
     };
-    int64_t wake_ms;
+    int64_t wake_ms = 0;
+    bool put_queue_full = false;
     if (which == 0) {
       run(EnqueueGetStep());
       run(EnqueuePutStep());
       wake_ms = clock_->NowMs() + 10;
-    } else {
+    } else if (which == 1) {
       run(DequeueGetStep());
       run(DequeueReadStep());
-      run(DequeuePutStep());
       std::lock_guard<std::mutex> l(mu_);
       wake_ms = std::min(fine_.NextDueMs(), (next_walk_tick_ - 1) * options_.precision_ms);
+      put_queue_full = put_queue_.size() >= kPutQueueCap;
+      if (!put_queue_.empty()) put_cv_.notify_all();
+    } else {
+      run(DequeuePutStep());
+      if (n > 0) put_cv_.notify_all();  // room in put_queue_ for dequeue read
     }
     if (!st.ok()) {
       TOKIMQ_LOG_ERROR("timerstore service {}: {}", which, st.ToString());
@@ -418,6 +423,13 @@ void TimerStoreImpl::WorkerLoop(int which) {
     if (which == 0) {
       std::unique_lock<std::mutex> l(run_mu_);
       run_cv_.wait_for(l, std::chrono::milliseconds(10));
+    } else if (which == 2 || put_queue_full) {
+      // Dequeue put waits for loaded copies; dequeue read, with put_queue_ full, for room.
+      // Short real-time cap so Stop() is noticed quickly.
+      std::unique_lock<std::mutex> l(mu_);
+      put_cv_.wait_for(l, std::chrono::milliseconds(which == 2 ? 10 : 1), [&] {
+        return which == 2 ? !put_queue_.empty() : put_queue_.size() < kPutQueueCap;
+      });
     } else {
       // Short real-time cap: units handed over by enqueue for an already-walked tick may be
       // due sooner than the wake time computed above.
@@ -430,7 +442,9 @@ absl::Status TimerStoreImpl::Start() {
   std::lock_guard<std::mutex> l(run_mu_);
   if (!threads_.empty()) return absl::FailedPreconditionError("timerstore: already started");
   stopping_ = false;
-  for (int i = 0; i < 2; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
+  // Dequeue read and dequeue put on threads of their own: decoding/rewriting loaded copies
+  // overlaps with encoding/appending them to the real topics (a hot second is CPU-bound).
+  for (int i = 0; i < 3; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
   // Checkpoints (fsyncs) on their own thread so they never hold up delivery.
   threads_.emplace_back([this] { CheckpointLoop(); });
   return absl::OkStatus();
@@ -442,6 +456,7 @@ absl::Status TimerStoreImpl::Stop() {
     stopping_ = true;
   }
   run_cv_.notify_all();
+  put_cv_.notify_all();
   for (auto& t : threads_) t.join();
   threads_.clear();
   TOKIMQ_RETURN_IF_ERROR(Checkpoint());

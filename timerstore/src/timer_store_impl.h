@@ -106,7 +106,8 @@ class TimerStoreImpl final : public TimerStore {
   void RefreshGaugesLocked(int64_t now);
   int64_t PinLocked() const;
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
-  void WorkerLoop(int which);  // 0: enqueue services, 1: dequeue services
+  // 0: enqueue get + put; 1: dequeue get + read; 2: dequeue put.
+  void WorkerLoop(int which);
   void CheckpointLoop();
 
   FileSystem* fs_;
@@ -136,6 +137,8 @@ class TimerStoreImpl final : public TimerStore {
   int64_t dedup_until_tick_ = -1;
   std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
+  // With Start(): signalled (with mu_) when put_queue_ gains copies or room.
+  std::condition_variable put_cv_;
 
   struct PinCell {
     std::mutex mu;

@@ -86,6 +86,15 @@ class MessageStore {
   // would (a wrong size only costs speed). The store reads records that lie close together in
   // the CommitLog with one pread. The default implementation calls Read for each.
   virtual std::vector<absl::StatusOr<Message>> ReadMany(std::span<const ReadRequest> reqs) const;
+  // ReadMany without decoding Messages: calls visit(i, record view or error) once for each
+  // reqs[i], in no particular order, on the calling thread; the view is valid only during that
+  // call. View or error are those of ReadMany (a view holds what the Message would). For
+  // callers that rebuild a record from a few of its fields. The default implementation
+  // re-encodes what Read returns.
+  using IndexedRecordVisitor =
+      std::function<void(size_t index, const absl::StatusOr<record::RecordView>& view)>;
+  virtual void VisitMany(std::span<const ReadRequest> reqs,
+                         const IndexedRecordVisitor& visit) const;
 
   // Entry at `queue_offset`; std::nullopt if at/after MaxQueueOffset. kNotFound if below the
   // queue's minimum (deleted).
@@ -137,6 +146,11 @@ class MessageStore {
   virtual CommitLog* commit_log() = 0;
   // Flush, persist ConsumeQueues and the checkpoint, write the clean-shutdown marker. Idempotent.
   virtual absl::Status Close() = 0;
+
+ protected:
+  // Hands `read` to visit(index, ...) as a record view (re-encoded) or as its error.
+  static void VisitEncoded(const absl::StatusOr<Message>& read, size_t index,
+                           const IndexedRecordVisitor& visit);
 };
 
 }  // namespace tokimq

@@ -35,6 +35,9 @@ size_t EncodedSize(const Message& msg);
 // Writes the record of `msg` into dst[0, EncodedSize(msg)); dst must have room for it.
 // Uses msg.physical_offset and msg.store_ms as they are.
 void EncodeTo(const Message& msg, char* dst);
+// Same, for a caller that already knows encoded_size == EncodedSize(msg) (saves two walks of
+// the properties).
+void EncodeTo(const Message& msg, size_t encoded_size, char* dst);
 // Appends the record of `msg` to `dst`.
 void Encode(const Message& msg, std::string* dst);
 
