@@ -238,15 +238,25 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     // FIFO: the message group (explicit, else the key) picks the queue, so one group's
     // messages share one queue and its order (docs/ordering.md).
     const std::string& group = e.message_group().empty() ? e.key() : e.message_group();
+    if (e.properties().count(prop::kMessageGroup) > 0) {
+      return where(absl::InvalidArgumentError(fmt::format(
+          "property {} is reserved: set the message group instead", prop::kMessageGroup)));
+    }
     if (topic->type == TopicType::kFifo) {
+      const char* what = e.message_group().empty() ? "message group (the key)" : "message group";
       if (group.empty()) {
         return where(absl::InvalidArgumentError(fmt::format(
             "topic '{}' is FIFO: a message needs a message group (or a key)", topic->name)));
       }
       if (group.size() > kMaxMessageGroupBytes) {
-        return where(absl::InvalidArgumentError(
-            fmt::format("message group of {} bytes exceeds {} bytes", group.size(),
-                        kMaxMessageGroupBytes)));
+        return where(absl::InvalidArgumentError(fmt::format(
+            "{} of {} bytes exceeds {} bytes", what, group.size(), kMaxMessageGroupBytes)));
+      }
+      for (unsigned char c : group) {
+        if (c < 0x20 || c == 0x7f) {
+          return where(absl::InvalidArgumentError(
+              fmt::format("{} contains a control character", what)));
+        }
       }
     } else if (!e.message_group().empty()) {
       return where(absl::InvalidArgumentError(fmt::format(

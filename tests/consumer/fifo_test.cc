@@ -165,6 +165,17 @@ TEST_P(ConsumerTest, FifoParkingIsBoundedPerQueue) {
   EXPECT_EQ(svc_->InFlight("g"), 1);
 }
 
+TEST_P(ConsumerTest, FifoHandlingFollowsATopicRecreatedWithAnotherType) {
+  Send("b", 0, "plain");
+  auto old = Recv("g", "b");
+  ASSERT_THAT(Bodies(old), ElementsAre("plain"));  // leased, never acked
+  fifo_topics_.insert("b");  // deleted and re-created as FIFO under the same name
+  SendToGroup("b", 0, "A", "a1");
+  SendToGroup("b", 0, "A", "a2");
+  EXPECT_THAT(Bodies(Recv("g", "b", 16)), ElementsAre("a1"));
+  EXPECT_THAT(Bodies(Recv("g", "b", 16)), IsEmpty());
+}
+
 TEST_P(ConsumerTest, FifoMessagesWithoutAGroupAreNotOrdered) {
   Send("f", 0, "x1");
   Send("f", 0, "x2");

@@ -88,6 +88,19 @@ TEST_F(CliTest, FifoTopicWithMessageGroups) {
   ASSERT_TRUE(a != std::string::npos && b != std::string::npos && c != std::string::npos) << r.out;
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
+  // Lines from stdin keep their order in a FIFO topic even across many small requests.
+  std::string lines;
+  for (int i = 0; i < 200; ++i) lines += "line-" + std::to_string(i) + "\n";
+  r = Run("send --topic pay --message-group bulk --batch 4 -q", lines);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = Run("consume --group bulk-reader --topic pay --wait 300ms --count 203 --ack");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  size_t at = 0;
+  for (int i = 0; i < 200; ++i) {
+    size_t next = r.out.find("\tline-" + std::to_string(i) + "\n", at);
+    ASSERT_NE(next, std::string::npos) << "line-" << i << " missing or out of order";
+    at = next;
+  }
 }
 
 TEST_F(CliTest, FailuresExitNonZeroWithOneLine) {

@@ -88,8 +88,13 @@ TEST_F(FifoIntegrationTest, SendNeedsAGroupOnFifoTopicsAndRefusesOneElsewhere) {
   auto c = producer_->Send(m);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->queue_id, a->queue_id);
-  m.topic = "plain";
+  m.message_group = "bad\ngroup";
+  EXPECT_EQ(producer_->Send(m).status().code(), absl::StatusCode::kInvalidArgument);
   m.message_group = "order-42";
+  m.properties["MSG_GROUP"] = "forged";  // reserved: the group is a field of its own
+  EXPECT_EQ(producer_->Send(m).status().code(), absl::StatusCode::kInvalidArgument);
+  m.properties.clear();
+  m.topic = "plain";
   auto plain = producer_->Send(m);
   EXPECT_EQ(plain.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(plain.status().message().find("FIFO"), absl::string_view::npos) << plain.status();

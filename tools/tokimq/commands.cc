@@ -179,8 +179,15 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     return absl::OkStatus();
   }
 
-  // One message per stdin line, sent in pipelined batches with a bounded window.
-  constexpr int kWindow = 16;
+  // One message per stdin line, sent in pipelined batches with a bounded window. Pipelined
+  // requests may be stored in any order, so for a FIFO topic (or an explicit message group)
+  // one request is in flight at a time: lines keep their order within the group.
+  bool ordered = !a.message_group.empty();
+  if (!ordered) {
+    auto d = AdminClient(o).DescribeTopic(a.topic);
+    ordered = d.ok() && d->topic().type() == proto::FIFO;
+  }
+  const int kWindow = ordered ? 1 : 16;
   std::mutex mu;
   std::condition_variable cv;
   int in_flight = 0;

@@ -50,6 +50,17 @@ void ConsumerServiceImpl::Progress::EraseLease(int64_t offset) {
   leases.erase(it);
 }
 
+void ConsumerServiceImpl::Progress::SetFifo(bool on) {
+  if (on == fifo || (!on && parked > 0)) return;
+  fifo = on;
+  groups.clear();
+  ready.clear();
+  parked = 0;
+  if (on) {
+    for (const auto& [offset, lease] : leases) Link(offset, lease);
+  }
+}
+
 void ConsumerServiceImpl::Progress::Link(int64_t offset, const LeaseRecord& lease) {
   if (lease.parked) ++parked;
   if (lease.msg_group.empty()) {

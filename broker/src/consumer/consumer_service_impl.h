@@ -101,8 +101,9 @@ class ConsumerServiceImpl final : public ConsumerService {
     std::mutex mu;
     const QueueKey key;
     // A FIFO topic's own queue: message groups block (ReceiveFromFifo); expired and nacked
-    // leases are parked in place instead of copied to the retry topic.
-    const bool fifo;
+    // leases are parked in place instead of copied to the retry topic. Guarded by mu; follows
+    // the topic's type (SetFifo) when a topic is deleted and re-created with another type.
+    bool fifo;
     int64_t consume_offset = -1;  // -1: not yet initialised from the store
     // Queue offset -> live lease (FIFO: or parked entry). The leases of one block are
     // contiguous in this map (a block holds offsets handed out by one Receive, and those ranges
@@ -121,6 +122,9 @@ class ConsumerServiceImpl final : public ConsumerService {
     // they only change `leases`.
     void SetLease(int64_t offset, LeaseRecord lease);
     void EraseLease(int64_t offset);
+    // Switches FIFO handling on or off and rebuilds the index. Off is refused (stays FIFO)
+    // while parked entries remain: only FIFO handling hands them out.
+    void SetFifo(bool on);
 
    private:
     void Link(int64_t offset, const LeaseRecord& lease);
@@ -175,7 +179,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   // One pass over `all` (locked here; with !wait_for_locks only those not busy, *skipped tells
   // whether any was left out): one marker, one write, then the leases.
   absl::Status ReceiveOnce(const std::vector<Progress*>& all, const ReceiveRequest& req,
-                           bool wait_for_locks, bool* skipped,
+                           bool topic_fifo, bool wait_for_locks, bool* skipped,
                            std::vector<ReceivedMessage>* out);
   uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
   // Schedules markers (kMaxMarkerEntries entries each) for leases of `group` reading for

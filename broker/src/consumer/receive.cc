@@ -202,7 +202,8 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
 }
 
 absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
-                                              const ReceiveRequest& req, bool wait_for_locks,
+                                              const ReceiveRequest& req, bool topic_fifo,
+                                              bool wait_for_locks,
                                               bool* skipped, std::vector<ReceivedMessage>* out) {
   // The scan, the write and the in-memory update of one queue happen under its lock, so writes
   // of one queue are never reordered against each other. First pass: only queues no other
@@ -240,6 +241,8 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   for (Progress* p : sources) {
     const int want = req.max_messages - count;
     if (want <= 0) break;
+    // The topic may have been deleted and re-created with another type since p was made.
+    if (p->key.read_topic == p->key.topic) p->SetFifo(topic_fifo);
     Taken t;
     absl::Status s = p->fifo ? ReceiveFromFifo(p, req, policy, now, want, &t)
                              : ReceiveFrom(p, req, policy, now, want, &t);
@@ -350,6 +353,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
     return absl::InvalidArgumentError("long poll must be in [0, 5 min]");
   }
   TOKIMQ_ASSIGN_OR_RETURN(int queues, QueueCountOf(req.topic));
+  const bool topic_fifo = is_fifo_ && is_fifo_(req.topic);
 
   GroupState* g = GetGroup(req.group);
   std::vector<Progress*> sources;
@@ -380,10 +384,10 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
       seen = TopicGen(req.topic) + TopicGen(retry);
     }
     bool skipped = false;
-    TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, false, &skipped, &out));
+    TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, topic_fifo, false, &skipped, &out));
     if (out.empty() && skipped) {
       // Busy queues were skipped: look at them too before reporting nothing.
-      TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, true, &skipped, &out));
+      TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, topic_fifo, true, &skipped, &out));
     }
     if (!out.empty() || req.long_poll_ms == 0) return out;
     std::unique_lock<std::mutex> l(wait_mu_);

@@ -57,6 +57,11 @@ class Producer {
   void SendAsync(const OutgoingMessage& msg,
                  std::function<void(absl::StatusOr<SendReceipt>)> done);
   // Batch form of the callback API (pipelining: many batches may be in flight).
+  //
+  // Order: the broker may store requests that are in flight at the same time in any order.
+  // Messages of one FIFO message group are consumed in the order they are stored, so send a
+  // group's messages in one request, or wait for a send to complete before the next one of the
+  // same group (RocketMQ's rule for ordered messages: one producer, synchronous sends).
   void SendBatchAsync(const std::vector<OutgoingMessage>& msgs,
                       std::function<void(absl::StatusOr<std::vector<SendReceipt>>)> done);
 
