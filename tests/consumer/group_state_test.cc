@@ -8,6 +8,19 @@ namespace {
 
 QueueKey Q() { return QueueKey{"grp", "orders", "%RETRY%grp", 3}; }
 
+// Every single-bit flip of `v` is kDataLoss and every truncation fails, for `decode(key, v)`.
+template <typename Decode>
+void ExpectEveryFlipAndCutRefused(Decode decode, const std::string& key, const std::string& v) {
+  for (size_t i = 0; i < v.size() * 8; ++i) {
+    std::string bad = v;
+    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
+    EXPECT_EQ(decode(key, bad).status().code(), absl::StatusCode::kDataLoss) << "bit " << i;
+  }
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_FALSE(decode(key, v.substr(0, n)).ok()) << "cut at " << n;
+  }
+}
+
 TEST(GroupStateKeys, RoundTripAndSortByOffset) {
   std::string k = LeaseKey(Q(), 42);
   EXPECT_EQ(k, "group/grp/l/orders/%RETRY%grp/3/00000000000000000042");
@@ -39,14 +52,7 @@ TEST(GroupStateValues, LeaseRoundTripAndEveryBitFlipIsDetected) {
   EXPECT_EQ(d->attempt, 3u);
   EXPECT_EQ(d->invisible_until_ms, 1'700'000'030'000);
   EXPECT_EQ(d->received_ms, 1'700'000'000'000);
-  for (size_t i = 0; i < v.size() * 8; ++i) {
-    std::string bad = v;
-    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
-    EXPECT_EQ(DecodeLeaseValue(key, bad).status().code(), absl::StatusCode::kDataLoss) << i;
-  }
-  for (size_t n = 0; n < v.size(); ++n) {
-    EXPECT_FALSE(DecodeLeaseValue(key, v.substr(0, n)).ok()) << n;
-  }
+  ExpectEveryFlipAndCutRefused(DecodeLeaseValue, key, v);
   // A value moved under another key fails its check.
   EXPECT_FALSE(DecodeLeaseValue(LeaseKey(Q(), 6), v).ok());
 }
@@ -77,14 +83,7 @@ TEST(GroupStateValues, LeaseBlockRoundTripAndCorruptionIsDataLoss) {
   EXPECT_EQ((*d)[1].second.attempt, 4u);
   EXPECT_EQ((*d)[1].second.invisible_until_ms, 1'700'000'090'000);
   EXPECT_EQ((*d)[0].second.received_ms, 1'700'000'000'000);
-  for (size_t i = 0; i < v.size() * 8; ++i) {
-    std::string bad = v;
-    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
-    EXPECT_EQ(DecodeLeaseBlockValue(key, bad).status().code(), absl::StatusCode::kDataLoss) << i;
-  }
-  for (size_t n = 0; n < v.size(); ++n) {
-    EXPECT_FALSE(DecodeLeaseBlockValue(key, v.substr(0, n)).ok()) << n;
-  }
+  ExpectEveryFlipAndCutRefused(DecodeLeaseBlockValue, key, v);
   EXPECT_FALSE(DecodeLeaseBlockValue(LeaseBlockKey(Q(), 6), v).ok());
   // Well-sealed but semantically bad: empty, too many, out of order.
   EXPECT_FALSE(DecodeLeaseBlockValue(key, EncodeLeaseBlockValue(key, {})).ok());
@@ -120,14 +119,7 @@ TEST(GroupStateValues, FifoLeaseBlockIsVersionTwoAndRoundTrips) {
   EXPECT_EQ((*d)[2].second.msg_group, "");
   EXPECT_EQ((*d)[2].second.invisible_until_ms, 1'700'000'060'000);
   EXPECT_EQ((*d)[2].second.attempt, 2u);
-  for (size_t i = 0; i < v.size() * 8; ++i) {
-    std::string bad = v;
-    bad[i / 8] = static_cast<char>(bad[i / 8] ^ (1 << (i % 8)));
-    EXPECT_EQ(DecodeLeaseBlockValue(key, bad).status().code(), absl::StatusCode::kDataLoss) << i;
-  }
-  for (size_t n = 0; n < v.size(); ++n) {
-    EXPECT_FALSE(DecodeLeaseBlockValue(key, v.substr(0, n)).ok()) << n;
-  }
+  ExpectEveryFlipAndCutRefused(DecodeLeaseBlockValue, key, v);
   // A block without FIFO fields stays version 1, byte for byte as before.
   EXPECT_EQ(EncodeLeaseBlockValue(key, {{5, LeaseRecord{1, 1, 10, 0}}})[0], 1);
 }

@@ -167,6 +167,9 @@ class ConsumerServiceImpl final : public ConsumerService {
 
   // Receive helpers (receive.cc).
   absl::StatusOr<int> QueueCountOf(const std::string& topic) const;
+  // Starts *t for a scan of `p` (p->mu held): from = the consume offset, or the earliest
+  // retained message when that is later. Returns the queue's end offset.
+  int64_t BeginScan(Progress* p, Taken* t) const;
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
   absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                            int64_t now, int want, Taken* t);

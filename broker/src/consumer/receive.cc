@@ -47,17 +47,23 @@ uint64_t ConsumerServiceImpl::TopicGen(const std::string& topic) const {
   return it == topic_gen_.end() ? 0 : it->second;
 }
 
-absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest& req,
-                                              const GroupPolicy& policy, int64_t now, int want,
-                                              Taken* t) {
+int64_t ConsumerServiceImpl::BeginScan(Progress* p, Taken* t) const {
   const QueueKey& k = p->key;
   const int64_t min = store_->MinQueueOffset(k.read_topic, k.queue_id);
-  const int64_t max = store_->MaxQueueOffset(k.read_topic, k.queue_id);
   // A group new to this queue starts at the earliest retained message.
   const int64_t from = std::max(p->consume_offset, min);
   t->p = p;
   t->from = from;
   t->next = from;
+  return store_->MaxQueueOffset(k.read_topic, k.queue_id);
+}
+
+absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest& req,
+                                              const GroupPolicy& policy, int64_t now, int want,
+                                              Taken* t) {
+  const QueueKey& k = p->key;
+  const int64_t max = BeginScan(p, t);
+  const int64_t from = t->from;
   if (from >= max) return absl::OkStatus();
 
   const bool retry_view = k.read_topic != k.topic;
@@ -111,12 +117,8 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
                                                   const GroupPolicy& policy, int64_t now,
                                                   int want, Taken* t) {
   const QueueKey& k = p->key;
-  const int64_t min = store_->MinQueueOffset(k.read_topic, k.queue_id);
-  const int64_t max = store_->MaxQueueOffset(k.read_topic, k.queue_id);
-  const int64_t from = std::max(p->consume_offset, min);
-  t->p = p;
-  t->from = from;
-  t->next = from;
+  const int64_t max = BeginScan(p, t);
+  const int64_t from = t->from;
   auto take = [&](Message m, LeaseRecord lease) {
     lease.parked = false;
     lease.epoch += 1;
