@@ -27,6 +27,16 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Block the stop signals first, before any thread starts, so only sigwait below sees them:
+  // a SIGTERM during start-up (recovery included) is taken once the broker is up, and then
+  // shuts it down cleanly.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
   using tokimq::broker::BrokerConfig;
   CLI::App app{"tokimq-broker: delay-message broker"};
   std::string config_file, data_dir, bind, flush, log_level, log_file, port_file, precision;
@@ -92,13 +102,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::flush_on(spdlog::level::info);
 
-  // Block the stop signals before any thread starts, so only sigwait below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
 
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());

@@ -58,6 +58,9 @@ absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* 
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
   builder.SetMaxReceiveMessageSize(options.max_body_size + (1 << 20));
+  // gRPC sets SO_REUSEPORT by default: a second broker would then share the port silently and
+  // clients would be balanced across two unrelated brokers. Binding a taken port must fail.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Keep idle client connections (telemetry streams) checked, as RocketMQ's proxy does.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
