@@ -33,6 +33,18 @@ class ReadManyTest : public ::testing::Test {
     }
   }
 
+  // Flips a body byte of record i (the i-th Put) in its segment file.
+  void CorruptRecord(int i) {
+    const int64_t off = puts_[i].physical_offset;
+    const std::string seg = dir_.path() + "/commitlog/" +
+                            std::string(20 - std::to_string(off / 4096 * 4096).size(), '0') +
+                            std::to_string(off / 4096 * 4096);
+    auto f = fs_.Open(seg, OpenMode::kReadWrite);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const uint64_t at = static_cast<uint64_t>(off % 4096) + puts_[i].size - 2;
+    ASSERT_TRUE((*f)->PWrite(at, "?").ok());
+  }
+
   testing::TempDir dir_;
   FaultInjectionFileSystem fs_;
   ManualClock clock_{1'000};
@@ -113,13 +125,7 @@ TEST_F(ReadManyTest, CorruptRecordIsDataLossOthersStillRead) {
   // Flip a body byte of record 10 on disk (its segment file): ReadMany reports kDataLoss for
   // it, as Read does, and still returns its neighbours.
   const int64_t off = puts_[10].physical_offset;
-  const std::string seg = dir_.path() + "/commitlog/" +
-                          std::string(20 - std::to_string(off / 4096 * 4096).size(), '0') +
-                          std::to_string(off / 4096 * 4096);
-  auto f = fs_.Open(seg, OpenMode::kReadWrite);
-  ASSERT_TRUE(f.ok()) << f.status();
-  const uint64_t at = static_cast<uint64_t>(off % 4096) + puts_[10].size - 2;
-  ASSERT_TRUE((*f)->PWrite(at, "?").ok());
+  CorruptRecord(10);
   std::vector<ReadRequest> reqs = {{puts_[9].physical_offset, puts_[9].size},
                                    {off, puts_[10].size},
                                    {puts_[11].physical_offset, puts_[11].size}};
@@ -128,6 +134,33 @@ TEST_F(ReadManyTest, CorruptRecordIsDataLossOthersStillRead) {
   EXPECT_TRUE(absl::IsDataLoss(got[1].status())) << got[1].status();
   EXPECT_TRUE(absl::IsDataLoss(store_->Read(off).status()));
   EXPECT_TRUE(got[2].ok());
+}
+
+// Topics "a" and "b" interleave in the CommitLog (a, b, b, a, ...): a queue's records are
+// separated by other records and by segment ends, which ReadQueue reads across in one pread.
+TEST_F(ReadManyTest, ReadQueueAcrossInterleavedRecordsAndSegmentsMatchesRead) {
+  for (const std::string topic : {"a", "b"}) {
+    for (int64_t from : {0, 1, 7}) {
+      auto got = store_->ReadQueue(topic, 0, from, 64);
+      ASSERT_TRUE(got.ok()) << got.status();
+      int64_t expect = from;
+      for (const Message& m : *got) {
+        EXPECT_EQ(m.topic, topic);
+        EXPECT_EQ(m.queue_offset, expect++);
+        auto one = store_->Read(m.physical_offset);
+        ASSERT_TRUE(one.ok());
+        EXPECT_EQ(m.body, one->body);
+        EXPECT_EQ(m.properties, one->properties);
+      }
+      EXPECT_EQ(expect, store_->MaxQueueOffset(topic, 0)) << topic << " from " << from;
+    }
+  }
+  // A corrupt record of "b" between two records of "a" does not disturb reading "a".
+  CorruptRecord(1);
+  EXPECT_TRUE(absl::IsDataLoss(store_->ReadQueue("b", 0, 0, 64).status()));
+  auto a = store_->ReadQueue("a", 0, 0, 64);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->size(), 20u);
 }
 
 TEST_F(ReadManyTest, RemovedPinProviderIsNeverCalledAgain) {
