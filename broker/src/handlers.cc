@@ -407,6 +407,7 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
       gs->set_group(group);
       gs->set_in_flight(consumers_->InFlight(group));
       gs->set_dlq_depth(consumers_->DlqDepth(group));
+      gs->set_parked(consumers_->Parked(group));
       for (const std::string& t : topics) gs->add_topics(t);
     }
   }

@@ -46,9 +46,12 @@ TEST_P(ConsumerTest, FifoExpiredLeaseRetriesInPlaceAndKeepsTheGroupBlocked) {
   SendToGroup("f", 0, "B", "b1");
   auto got = Recv("g", "f", 16, 5'000);
   ASSERT_THAT(Bodies(got), ElementsAre("a1", "b1"));
+  EXPECT_EQ(svc_->Parked("g"), 1);  // a2, behind a1
   ASSERT_TRUE(svc_->Ack("g", got[1].receipt_handle).ok());
   Advance(5'000);  // a1's lease ends; its redelivery waits the 1 s backoff
   EXPECT_EQ(svc_->InFlight("g"), 0);
+  EXPECT_EQ(svc_->Parked("g"), 2);  // a1 waiting for its redelivery, a2 behind it
+  EXPECT_EQ(svc_->Parked("other"), 0);
   EXPECT_THAT(Bodies(Recv("g", "f", 16)), IsEmpty()) << "a2 must not overtake a1";
   Advance(999);
   EXPECT_THAT(Bodies(Recv("g", "f", 16)), IsEmpty());

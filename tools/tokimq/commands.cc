@@ -335,8 +335,9 @@ absl::Status Stats(const ClientOptions& o) {
   for (const auto& g : st->groups()) {
     std::string topics;
     for (const auto& t : g.topics()) topics += (topics.empty() ? "" : ",") + t;
-    std::printf("  %-24s in_flight=%lld dlq_depth=%lld topics=%s\n", g.group().c_str(),
-                static_cast<long long>(g.in_flight()), static_cast<long long>(g.dlq_depth()),
+    std::printf("  %-24s in_flight=%lld parked=%lld dlq_depth=%lld topics=%s\n",
+                g.group().c_str(), static_cast<long long>(g.in_flight()),
+                static_cast<long long>(g.parked()), static_cast<long long>(g.dlq_depth()),
                 topics.c_str());
   }
   return absl::OkStatus();

@@ -106,6 +106,9 @@ class ConsumerService {
   // Gauges for Stats.
   virtual int64_t InFlight(const std::string& group) const = 0;
   virtual int64_t DlqDepth(const std::string& group) const = 0;
+  // FIFO queues: entries held by no consumer, waiting behind their message group or for a
+  // redelivery time. 0 for groups that read no FIFO topic.
+  virtual int64_t Parked(const std::string& /*group*/) const { return 0; }
 
   // The broker fans MessageStore dispatch notifications out to this (wakes long polls, and
   // handles lease-expiry timer messages delivered into kLeaseTopic).

@@ -369,6 +369,23 @@ int64_t ConsumerServiceImpl::InFlight(const std::string& group) const {
   return it == groups_.end() ? 0 : it->second->in_flight.load();
 }
 
+int64_t ConsumerServiceImpl::Parked(const std::string& group) const {
+  std::vector<Progress*> mine;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (auto it = progress_.lower_bound(QueueKey{group, "", "", 0});
+         it != progress_.end() && it->first.group == group; ++it) {
+      mine.push_back(it->second.get());
+    }
+  }
+  int64_t n = 0;
+  for (Progress* p : mine) {
+    std::lock_guard<std::mutex> l(p->mu);
+    n += static_cast<int64_t>(p->parked);
+  }
+  return n;
+}
+
 int64_t ConsumerServiceImpl::DlqDepth(const std::string& group) const {
   std::string dlq = DlqTopic(group);
   return store_->MaxQueueOffset(dlq, 0) - store_->MinQueueOffset(dlq, 0);

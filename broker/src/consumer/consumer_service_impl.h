@@ -90,6 +90,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   void SetGroupPolicy(const std::string& group, GroupPolicy policy) override;
   int64_t InFlight(const std::string& group) const override;
   int64_t DlqDepth(const std::string& group) const override;
+  int64_t Parked(const std::string& group) const override;
   void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) override;
   absl::Status RunUntilIdle() override;
   absl::Status Start() override;
