@@ -103,6 +103,40 @@ TEST_F(CliTest, FifoTopicWithMessageGroups) {
   }
 }
 
+// The handle=... field of a consume line.
+std::string HandleOf(const std::string& out) {
+  const size_t at = out.find("handle=");
+  if (at == std::string::npos) return "";
+  return out.substr(at + 7, out.find_first_of(" \t\n", at) - at - 7);
+}
+
+TEST_F(CliTest, AckNackRenewByHandle) {
+  ASSERT_EQ(Run("topic create --name jobs --type normal --queues 1").exit_code, 0);
+  ASSERT_EQ(Run("send --topic jobs --body job-1").exit_code, 0);
+  RunResult r = Run("consume --group w --topic jobs --wait 300ms --invisible 30s");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::string h = HandleOf(r.out);
+  ASSERT_FALSE(h.empty()) << r.out;
+  // Renew: a new handle, the old one is stale.
+  r = Run("renew --group w --invisible 10m " + h);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string renewed = HandleOf(r.out);
+  ASSERT_FALSE(renewed.empty()) << r.out;
+  r = Run("ack --group w " + h);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("not acked"), std::string::npos) << r.out;
+  // Nack with no delay: back at once as attempt 2.
+  ASSERT_EQ(Run("nack --group w --delay 0s " + renewed).exit_code, 0);
+  r = Run("consume --group w --topic jobs --wait 2s");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("attempt=2"), std::string::npos) << r.out;
+  r = Run("ack --group w " + HandleOf(r.out));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("acked "), std::string::npos) << r.out;
+  r = Run("consume --group w --topic jobs --wait 300ms --count 0");
+  EXPECT_NE(r.out.find("received 0 messages"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, FailuresExitNonZeroWithOneLine) {
   ASSERT_EQ(Run("topic create --name t --type delay --max-delay 1d").exit_code, 0);
   RunResult r = Run("send --topic t --delay 2d --body x");

@@ -257,6 +257,44 @@ absl::Status Recall(const ClientOptions& o, const std::string& handle) {
   return s;
 }
 
+absl::Status AckHandles(const ClientOptions& o, const SettleArgs& a) {
+  client::SimpleConsumer consumer(o, a.group);
+  auto results = consumer.AckBatch(a.handles);
+  if (!results.ok()) return results.status();
+  absl::Status first;
+  for (size_t i = 0; i < results->size() && i < a.handles.size(); ++i) {
+    const absl::Status& s = (*results)[i];
+    if (s.ok()) {
+      std::printf("acked %s\n", a.handles[i].c_str());
+    } else {
+      std::printf("not acked %s: %s\n", a.handles[i].c_str(), s.ToString().c_str());
+      if (first.ok()) first = s;
+    }
+  }
+  return first;
+}
+
+absl::Status NackHandle(const ClientOptions& o, const SettleArgs& a) {
+  std::optional<int64_t> delay;
+  if (!a.duration.empty()) {
+    auto d = ParseDuration(a.duration);
+    if (!d.ok()) return d.status();
+    delay = *d;
+  }
+  absl::Status s = client::SimpleConsumer(o, a.group).Nack(a.handles.at(0), delay);
+  if (s.ok()) std::printf("nacked %s\n", a.handles.at(0).c_str());
+  return s;
+}
+
+absl::Status RenewHandle(const ClientOptions& o, const SettleArgs& a) {
+  auto d = ParseDuration(a.duration);
+  if (!d.ok()) return d.status();
+  auto h = client::SimpleConsumer(o, a.group).ChangeInvisibleDuration(a.handles.at(0), *d);
+  if (!h.ok()) return h.status();
+  std::printf("renewed for %s handle=%s\n", a.duration.c_str(), h->c_str());
+  return absl::OkStatus();
+}
+
 absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
   auto invisible = ParseDuration(a.invisible);
   if (!invisible.ok()) return invisible.status();

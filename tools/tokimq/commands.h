@@ -51,6 +51,19 @@ absl::Status TopicDelete(const client::ClientOptions& o, const std::string& name
 absl::Status Send(const client::ClientOptions& o, const SendArgs& a);
 absl::Status Recall(const client::ClientOptions& o, const std::string& handle);
 absl::Status Consume(const client::ClientOptions& o, const ConsumeArgs& a);
+
+// Settling deliveries by receipt handle (printed by `consume` as handle=...).
+struct SettleArgs {
+  std::string group;
+  std::vector<std::string> handles;
+  std::string duration;  // renew: new invisible duration; nack: redelivery delay ("" = backoff)
+};
+// One line per handle ("acked <handle>" or the error); fails if any handle failed.
+absl::Status AckHandles(const client::ClientOptions& o, const SettleArgs& a);
+// Ends the lease now; the message comes back after --delay (default: the group's backoff).
+absl::Status NackHandle(const client::ClientOptions& o, const SettleArgs& a);
+// Extends the lease; prints the new receipt handle (the old one stops working).
+absl::Status RenewHandle(const client::ClientOptions& o, const SettleArgs& a);
 absl::Status Stats(const client::ClientOptions& o);
 absl::Status TimerCheckpoint(const client::ClientOptions& o);
 absl::Status AdvanceClock(const client::ClientOptions& o, const std::string& duration);

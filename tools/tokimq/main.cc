@@ -97,6 +97,25 @@ int main(int argc, char** argv) {
       ->default_val(1);
   consume->callback([&] { action = [&] { return Consume(opts, cargs); }; });
 
+  // ack / nack / renew by receipt handle
+  SettleArgs settle;
+  CLI::App* ack = app.add_subcommand("ack", "ACK deliveries by receipt handle");
+  ack->add_option("--group", settle.group, "consumer group")->required();
+  ack->add_option("handles", settle.handles, "receipt handles (handle=... of consume)")
+      ->required();
+  ack->callback([&] { action = [&] { return AckHandles(opts, settle); }; });
+  CLI::App* nack = app.add_subcommand("nack", "end a lease now; the message comes back later");
+  nack->add_option("--group", settle.group, "consumer group")->required();
+  nack->add_option("handle", settle.handles, "receipt handle")->required()->expected(1);
+  nack->add_option("--delay", settle.duration, "redeliver after this long (default: backoff)");
+  nack->callback([&] { action = [&] { return NackHandle(opts, settle); }; });
+  CLI::App* renew = app.add_subcommand("renew", "extend a lease (change invisible duration)");
+  renew->add_option("--group", settle.group, "consumer group")->required();
+  renew->add_option("handle", settle.handles, "receipt handle")->required()->expected(1);
+  renew->add_option("--invisible", settle.duration, "new invisible duration from now, e.g. 60s")
+      ->required();
+  renew->callback([&] { action = [&] { return RenewHandle(opts, settle); }; });
+
   app.add_subcommand("stats", "topic depths, timer and group gauges")->callback([&] {
     action = [&] { return Stats(opts); };
   });
