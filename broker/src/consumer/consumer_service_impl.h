@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -171,6 +172,11 @@ class ConsumerServiceImpl final : public ConsumerService {
   // Starts *t for a scan of `p` (p->mu held): from = the consume offset, or the earliest
   // retained message when that is later. Returns the queue's end offset.
   int64_t BeginScan(Progress* p, Taken* t) const;
+  // Reads k's queue from `from` (below `max`) in chunks, calling visit(m) on each message while
+  // want_more(); returns the offset after the last message visited (retention gaps skipped).
+  absl::StatusOr<int64_t> ScanQueue(const QueueKey& k, int64_t from, int64_t max,
+                                    const std::function<bool()>& want_more,
+                                    const std::function<absl::Status(Message&)>& visit);
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
   absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                            int64_t now, int want, Taken* t);

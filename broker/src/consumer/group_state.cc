@@ -30,9 +30,8 @@ std::string Seal(std::string_view key, std::string value) {
   return value;
 }
 
-// Checks length, version and CRC; returns the fields between the version byte and the CRC.
-// Checks the CRC and returns the body after the version byte, which goes to *version; only
-// the versions in [kValueVersion, max_version] are accepted.
+// Checks length, CRC and version; returns the fields between the version byte and the CRC.
+// The version goes to *version; only versions in [kValueVersion, max_version] are accepted.
 absl::StatusOr<std::string_view> OpenVersioned(std::string_view key, std::string_view value,
                                                size_t min_body, uint8_t max_version,
                                                uint8_t* version) {
@@ -51,20 +50,11 @@ absl::StatusOr<std::string_view> OpenVersioned(std::string_view key, std::string
   return covered.substr(1);
 }
 
+// OpenVersioned for values that have only version kValueVersion.
 absl::StatusOr<std::string_view> Open(std::string_view key, std::string_view value,
                                       size_t min_body) {
-  if (value.size() < 1 + min_body + 4) {
-    return absl::DataLossError("group state: short value for key " + std::string(key));
-  }
-  std::string_view covered = value.substr(0, value.size() - 4);
-  uint32_t stored = DecodeFixed32(value.data() + value.size() - 4);
-  if (KeyedCrc(key, covered) != stored) {
-    return absl::DataLossError("group state: checksum mismatch for key " + std::string(key));
-  }
-  if (static_cast<uint8_t>(covered[0]) != kValueVersion) {
-    return absl::DataLossError("group state: unknown value version for key " + std::string(key));
-  }
-  return covered.substr(1);
+  uint8_t version = 0;
+  return OpenVersioned(key, value, min_body, kValueVersion, &version);
 }
 
 bool ParseInt(std::string_view s, int64_t* out) {

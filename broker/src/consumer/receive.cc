@@ -58,6 +58,27 @@ int64_t ConsumerServiceImpl::BeginScan(Progress* p, Taken* t) const {
   return store_->MaxQueueOffset(k.read_topic, k.queue_id);
 }
 
+absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(
+    const QueueKey& k, int64_t from, int64_t max, const std::function<bool()>& want_more,
+    const std::function<absl::Status(Message&)>& visit) {
+  int64_t next = from;
+  while (want_more() && next < max) {
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
+                            store_->ReadQueue(k.read_topic, k.queue_id, next, kScanChunk));
+    if (msgs.empty()) {
+      // Everything in this range was removed by retention.
+      next = std::min(next + kScanChunk, max);
+      continue;
+    }
+    for (Message& m : msgs) {
+      if (!want_more()) break;
+      next = m.queue_offset + 1;
+      TOKIMQ_RETURN_IF_ERROR(visit(m));
+    }
+  }
+  return next;
+}
+
 absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest& req,
                                               const GroupPolicy& policy, int64_t now, int want,
                                               Taken* t) {
@@ -67,49 +88,28 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   if (from >= max) return absl::OkStatus();
 
   const bool retry_view = k.read_topic != k.topic;
-  int64_t next = from;
-  while (static_cast<int>(t->messages.size()) < want && next < max) {
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
-                            store_->ReadQueue(k.read_topic, k.queue_id, next, kScanChunk));
-    if (msgs.empty()) {
-      // Everything in this range was removed by retention.
-      next = std::min(next + kScanChunk, max);
-      continue;
+  auto want_more = [&] { return static_cast<int>(t->messages.size()) < want; };
+  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, want_more, [&](Message& m) {
+    // The retry topic is shared by every topic of the group: this view takes only its own.
+    if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) return absl::OkStatus();
+    // Filtered-out messages count as consumed for the group (RocketMQ semantics).
+    if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
+    const int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
+    if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
+      // Waited past the group's TTL before anyone received it: DLQ, not a delivery. A crash
+      // before the progress write repeats this move (a duplicate in the DLQ).
+      return PutCopy(k, std::move(m), static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)),
+                     true, now);
     }
-    for (Message& m : msgs) {
-      if (static_cast<int>(t->messages.size()) >= want) break;
-      // The retry topic is shared by every topic of the group: this view takes only its own.
-      if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) {
-        next = m.queue_offset + 1;
-        continue;
-      }
-      // Filtered-out messages count as consumed for the group (RocketMQ semantics).
-      if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) {
-        next = m.queue_offset + 1;
-        continue;
-      }
-      const int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
-      if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
-        // Waited past the group's TTL before anyone received it: DLQ, not a delivery. A crash
-        // before the progress write repeats this move (a duplicate in the DLQ).
-        const int64_t offset = m.queue_offset;
-        TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(m),
-                                       static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)),
-                                       true, now));
-        next = offset + 1;
-        continue;
-      }
-      next = m.queue_offset + 1;
-      LeaseRecord lease;
-      lease.epoch = 1;
-      lease.attempt = static_cast<uint32_t>(std::clamp<int64_t>(attempt, 1, INT32_MAX));
-      lease.invisible_until_ms = now + req.invisible_ms;
-      lease.received_ms = now;
-      t->leases.push_back(lease);
-      t->messages.push_back(std::move(m));
-    }
-  }
-  t->next = next;
+    LeaseRecord lease;
+    lease.epoch = 1;
+    lease.attempt = static_cast<uint32_t>(std::clamp<int64_t>(attempt, 1, INT32_MAX));
+    lease.invisible_until_ms = now + req.invisible_ms;
+    lease.received_ms = now;
+    t->leases.push_back(lease);
+    t->messages.push_back(std::move(m));
+    return absl::OkStatus();
+  }));
   return absl::OkStatus();
 }
 
@@ -163,43 +163,34 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
 
   // New messages: a blocked group's message is parked (bounded: kMaxFifoParked), any other is
   // handed out and blocks its group.
-  int64_t next = from;
-  while (static_cast<int>(t->messages.size()) < want && parked < kMaxFifoParked && next < max) {
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
-                            store_->ReadQueue(k.read_topic, k.queue_id, next, kScanChunk));
-    if (msgs.empty()) {
-      next = std::min(next + kScanChunk, max);
-      continue;
+  auto want_more = [&] {
+    return static_cast<int>(t->messages.size()) < want && parked < kMaxFifoParked;
+  };
+  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, want_more, [&](Message& m) {
+    const int64_t offset = m.queue_offset;
+    if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
+    std::string group(Prop(m, prop::kMessageGroup));
+    if (!group.empty() && blocked(group)) {
+      LeaseRecord waiting;
+      waiting.parked = true;
+      waiting.epoch = 0;
+      waiting.attempt = 1;
+      waiting.msg_group = std::move(group);
+      t->fresh.emplace_back(offset, std::move(waiting));
+      ++parked;
+      return absl::OkStatus();
     }
-    for (Message& m : msgs) {
-      if (static_cast<int>(t->messages.size()) >= want || parked >= kMaxFifoParked) break;
-      const int64_t offset = m.queue_offset;
-      next = offset + 1;
-      if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) continue;
-      std::string group(Prop(m, prop::kMessageGroup));
-      if (!group.empty() && blocked(group)) {
-        LeaseRecord waiting;
-        waiting.parked = true;
-        waiting.epoch = 0;
-        waiting.attempt = 1;
-        waiting.msg_group = std::move(group);
-        t->fresh.emplace_back(offset, std::move(waiting));
-        ++parked;
-        continue;
-      }
-      if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
-        TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(m), 0, true, now));
-        continue;
-      }
-      if (!group.empty()) taken.insert(group);
-      LeaseRecord lease;
-      lease.epoch = 0;  // take() makes it 1
-      lease.attempt = 1;
-      lease.msg_group = std::move(group);
-      t->fresh.emplace_back(offset, take(std::move(m), std::move(lease)));
+    if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
+      return PutCopy(k, std::move(m), 0, true, now);
     }
-  }
-  t->next = next;
+    if (!group.empty()) taken.insert(group);
+    LeaseRecord lease;
+    lease.epoch = 0;  // take() makes it 1
+    lease.attempt = 1;
+    lease.msg_group = std::move(group);
+    t->fresh.emplace_back(offset, take(std::move(m), std::move(lease)));
+    return absl::OkStatus();
+  }));
   return absl::OkStatus();
 }
 
