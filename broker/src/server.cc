@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -28,8 +29,18 @@ class Server::Impl {
   Impl(Broker* broker, ServerOptions options)
       : broker_(broker),
         options_(std::move(options)),
-        acceptor_(io_),
-        workers_(static_cast<size_t>(std::max(1, options_.worker_threads))) {}
+        workers_(static_cast<size_t>(std::max(1, options_.worker_threads))) {
+    // One io_context per I/O thread, each connection on one of them: a connection's handlers
+    // then always run on one thread without a strand, and the threads do not share a reactor
+    // (two threads on one io_context woke each other for every completion; perf showed the
+    // scheduler's futex traffic among the top costs of `tokimq-bench --mode lease`).
+    const int n = std::max(1, options_.io_threads);
+    for (int i = 0; i < n; ++i) {
+      ios_.push_back(std::make_unique<asio::io_context>(1));
+      guards_.emplace_back(ios_.back()->get_executor());
+    }
+    acceptor_.emplace(*ios_[0]);
+  }
 
   absl::Status Start();
   void Stop();
@@ -41,8 +52,10 @@ class Server::Impl {
 
   Broker* broker_;
   ServerOptions options_;
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
+  std::vector<std::unique_ptr<asio::io_context>> ios_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::optional<tcp::acceptor> acceptor_;
+  size_t next_io_ = 0;  // round-robin over ios_ for new connections; acceptor thread only
   asio::thread_pool workers_;
   std::vector<std::thread> io_threads_;
   std::mutex mu_;
@@ -51,14 +64,15 @@ class Server::Impl {
   uint16_t port_ = 0;
 };
 
-// One request and its response, allocated on one arena. Shared by the connection's strand
+// One request and its response, allocated on one arena. Shared by the connection's I/O thread
 // (parse) and a worker (Handle, serialize); freed with the last reference.
 struct Call {
   google::protobuf::Arena arena;
   proto::Request* request = google::protobuf::Arena::CreateMessage<proto::Request>(&arena);
 };
 
-// One client connection. Every member is touched only on the socket's strand.
+// One client connection. Every member is touched only on the connection's I/O thread (its
+// io_context is run by that one thread).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server::Impl* server, tcp::socket socket)
@@ -139,7 +153,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         proto::Response* resp =
             google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
         self->server_->broker_->Handle(*call->request, resp);
-        // Serialized here, on the worker, not on the connection's strand.
+        // Serialized here, on the worker, not on the connection's I/O thread.
         std::string frame = EncodeResponse(*resp);
         asio::post(self->executor(), [self, frame = std::move(frame)]() mutable {
           --self->in_flight_;
@@ -261,28 +275,28 @@ absl::Status Server::Impl::Start() {
         fmt::format("bad bind address '{}': {}", options_.bind_address, ec.message()));
   }
   tcp::endpoint endpoint(address, options_.port);
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", options_.bind_address,
                                               options_.port, ec.message()));
   }
-  port_ = acceptor_.local_endpoint().port();
+  port_ = acceptor_->local_endpoint().port();
   Accept();
-  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    io_threads_.emplace_back([this] { io_.run(); });
+  for (auto& io : ios_) {
+    io_threads_.emplace_back([io = io.get()] { io->run(); });
   }
   TOKIMQ_LOG_INFO("listening on {}:{}", options_.bind_address, port_);
   return absl::OkStatus();
 }
 
 void Server::Impl::Accept() {
-  acceptor_.async_accept(asio::make_strand(io_), [this](boost::system::error_code ec,
-                                                        tcp::socket socket) {
+  asio::io_context& io = *ios_[next_io_++ % ios_.size()];
+  acceptor_->async_accept(io, [this](boost::system::error_code ec, tcp::socket socket) {
     if (ec) {
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
       TOKIMQ_LOG_WARN("accept: {}", ec.message());
       return Accept();
     }
@@ -309,13 +323,14 @@ void Server::Impl::Stop() {
       if (auto c = weak.lock()) conns.push_back(std::move(c));
     }
   }
-  asio::post(io_, [this] {
+  asio::post(*ios_[0], [this] {
     boost::system::error_code ec;
-    acceptor_.close(ec);
+    acceptor_->close(ec);
   });
   for (auto& c : conns) asio::post(c->executor(), [c] { c->Close(); });
   workers_.join();  // requests already running finish (long polls are capped)
-  io_.stop();
+  for (auto& g : guards_) g.reset();
+  for (auto& io : ios_) io->stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();
   TOKIMQ_LOG_INFO("server stopped");

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "commit_log_impl.h"
 #include "commitlog/consume_queue.h"
@@ -178,8 +179,13 @@ class MessageStoreImpl final : public MessageStore {
       }
     }
     if (listener_) {
-      for (size_t i = 0; i < msgs.size(); ++i) {
-        listener_(msgs[i].topic, msgs[i].queue_id, out[i].queue_offset);
+      // Once per queue of the batch, with its last offset: a listener wakes long polls, and a
+      // wake-up per message of a 128-message batch was most of the broker's futex time.
+      absl::flat_hash_set<std::pair<std::string_view, int32_t>> told;
+      for (size_t i = msgs.size(); i-- > 0;) {
+        if (told.emplace(msgs[i].topic, msgs[i].queue_id).second) {
+          listener_(msgs[i].topic, msgs[i].queue_id, out[i].queue_offset);
+        }
       }
     }
     if (opt_.commitlog.flush_mode == FlushMode::kSync) {

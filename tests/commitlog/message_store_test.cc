@@ -108,10 +108,18 @@ TEST_F(MessageStoreTest, InvalidTopicAndOversizeBodyAreRefused) {
 
 TEST_F(MessageStoreTest, PutBatchAssignsConsecutiveOffsetsPerQueue) {
   auto store = OpenStore(Options());
+  std::map<std::pair<std::string, int>, std::vector<int64_t>> dispatched;
+  store->SetDispatchListener([&](const std::string& t, int32_t q, int64_t o) {
+    dispatched[{t, q}].push_back(o);
+  });
   std::vector<Message> batch;
   for (int i = 0; i < 10; ++i) batch.push_back(Msg("b", i % 2, i));
+  batch.push_back(Msg("c", 0, 10));
   auto r = store->PutBatch(std::move(batch));
   ASSERT_TRUE(r.ok()) << r.status();
+  // The listener hears once per destination queue, with the last offset put there.
+  using Calls = std::map<std::pair<std::string, int>, std::vector<int64_t>>;
+  EXPECT_EQ(dispatched, (Calls{{{"b", 0}, {4}}, {{"b", 1}, {4}}, {{"c", 0}, {0}}}));
   for (int i = 0; i < 10; ++i) EXPECT_EQ((*r)[i].queue_offset, i / 2);
   EXPECT_EQ(store->MaxQueueOffset("b", 0), 5);
   auto msgs = store->ReadQueue("b", 1, 0, 10);

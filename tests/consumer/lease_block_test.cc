@@ -1,6 +1,6 @@
-// ConsumerService storage of leases: one lease block and one expiry marker per Receive, partial
-// acks rewriting a block, and data written by a version-1 broker (one key per lease, one marker
-// per queue) still honoured.
+// ConsumerService storage of leases: one lease block per queue per Receive, partial acks
+// rewriting a block, expiry without any timer message, and data written by a version-1 broker
+// (one key per lease) still honoured.
 #include <gmock/gmock.h>
 
 #include "consumer/consumer_env.h"
@@ -24,17 +24,18 @@ std::vector<std::string> KeysWithPrefix(rocksdb::DB* db, const std::string& pref
   return keys;
 }
 
-TEST_P(ConsumerTest, OneReceiveAcrossQueuesWritesOneBlockPerQueueAndOneMarker) {
+TEST_P(ConsumerTest, OneReceiveAcrossQueuesWritesOneBlockPerQueueAndNoTimerMessage) {
   for (int i = 0; i < 4; ++i) Send("orders", i, "o" + std::to_string(i));
   auto got = Recv("g", "orders", 16, 30'000);
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(KeysWithPrefix(db_.get(), "group/g/b/").size(), 4u);
   EXPECT_TRUE(KeysWithPrefix(db_.get(), "group/g/l/").empty());
-  const int64_t markers_before = store()->MaxQueueOffset(kLeaseTopic, 0);
-  Advance(30'000);
-  // One marker expired all four leases.
-  EXPECT_EQ(store()->MaxQueueOffset(kLeaseTopic, 0) - markers_before, 1) << markers_before;
+  Advance(29'999);
+  EXPECT_EQ(svc_->InFlight("g"), 4);  // not a millisecond early
+  Advance(1);
   EXPECT_EQ(svc_->InFlight("g"), 0);
+  // Lease expiry is the service's own in-memory index: no marker went through the timer store.
+  EXPECT_EQ(store()->MaxQueueOffset(kLeaseTopic, 0), 0);
   EXPECT_TRUE(KeysWithPrefix(db_.get(), "group/g/b/").empty());
   Advance(10'000);
   auto again = Recv("g", "orders", 16);
@@ -82,7 +83,7 @@ TEST_P(ConsumerTest, RenewRewritesOnlyItsLeaseInTheBlock) {
   EXPECT_TRUE(svc_->Ack("g", *renewed).ok());
 }
 
-TEST_P(ConsumerTest, LeaseKeyAndMarkerOfAVersionOneBrokerStillExpire) {
+TEST_P(ConsumerTest, LeaseKeyOfAVersionOneBrokerStillExpires) {
   Send("t", 0, "m0");
   CloseAll();
   {
@@ -100,19 +101,8 @@ TEST_P(ConsumerTest, LeaseKeyAndMarkerOfAVersionOneBrokerStillExpire) {
   OpenAll();
   EXPECT_EQ(svc_->InFlight("g"), 1);
   EXPECT_TRUE(Recv("g", "t").empty());
-  // A version-1 marker (one queue, "offset:epoch" entries) for that lease, already due.
-  Message marker;
-  marker.topic = kLeaseTopic;
-  marker.queue_id = 0;
-  marker.properties[consumer::kMarkGroup] = "g";
-  marker.properties[consumer::kMarkTopic] = "t";
-  marker.properties[consumer::kMarkReadTopic] = "t";
-  marker.properties[consumer::kMarkQueueId] = "0";
-  marker.properties[consumer::kMarkEntries] = "0:1";
-  // Appended to the lease topic now, so it is processed before the marker that open
-  // re-scheduled (which reaches the topic only when the timer store releases it below) and is
-  // the one that ends the lease; the later one finds nothing.
-  ASSERT_TRUE(store()->Put(std::move(marker)).ok());
+  // Open indexed its expiry (the broker that wrote it had its marker in the timer store, which
+  // is no longer read).
   Advance(30'000);
   EXPECT_EQ(svc_->InFlight("g"), 0);
   EXPECT_TRUE(KeysWithPrefix(db_.get(), "group/g/l/").empty());

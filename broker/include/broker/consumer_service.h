@@ -7,8 +7,9 @@
 // it and returns a new receipt handle; the old one stops working. When a lease expires (or the
 // consumer Nacks), the message becomes receivable again with delivery attempt + 1 after a
 // backoff (default 10s, 30s, 1m, 2m, then doubling up to 1h, then hourly); after max_attempts it
-// goes to the DLQ topic "%DLQ%<group>". Expiries are driven by the TimerStore (a lease-expiry
-// timer message per lease), not by scanning.
+// goes to the DLQ topic "%DLQ%<group>". Expiries are driven by an in-memory index of lease
+// deadlines (one entry per queue per Receive, rebuilt from the persisted leases on open), not by
+// scanning; retry copies wait in the TimerStore.
 //
 // FIFO topics (docs/ordering.md "FIFO topics"; the message-group rule of SQS FIFO queues and
 // RocketMQ 5 FIFO topics): messages carrying the same message group (property MSG_GROUP) in a
@@ -22,8 +23,8 @@
 // Durability: group progress and in-flight leases live in RocksDB, written to the WAL before a
 // call returns (so they survive a broker process crash) and fsynced every 50 ms in the
 // background (so a power loss undoes at most the last ~50 ms: re-deliveries / duplicates, see
-// docs/operations.md "Delivery guarantees"). One Receive is one write batch and one
-// lease-expiry marker, whatever the number of queues it takes from.
+// docs/operations.md "Delivery guarantees"). One Receive is one write batch, whatever the
+// number of queues it takes from.
 //
 // Threads: every method may be called from any thread.
 #pragma once
@@ -110,8 +111,7 @@ class ConsumerService {
   // redelivery time. 0 for groups that read no FIFO topic.
   virtual int64_t Parked(const std::string& /*group*/) const { return 0; }
 
-  // The broker fans MessageStore dispatch notifications out to this (wakes long polls, and
-  // handles lease-expiry timer messages delivered into kLeaseTopic).
+  // The broker fans MessageStore dispatch notifications out to this (wakes long polls).
   virtual void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) = 0;
   // Processes due lease expiries / retries that are ready at the current clock time (tests on a
   // ManualClock call this after advancing the clock; Start() does it on a thread).
@@ -120,7 +120,9 @@ class ConsumerService {
   virtual absl::Status Stop() = 0;
 };
 
-// System topic the TimerStore delivers lease-expiry markers into.
+// System topic into which brokers before 2026-11-30 had the TimerStore deliver lease-expiry
+// markers. No longer written or read; markers still pending in an old data directory end up
+// there and are removed by retention.
 inline constexpr char kLeaseTopic[] = "tokimq_sys_lease";
 
 struct ConsumerServiceDeps {

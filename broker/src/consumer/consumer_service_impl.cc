@@ -207,10 +207,9 @@ absl::Status ConsumerServiceImpl::Recover() {
     switch (pk->kind) {
       case ParsedKey::kHandleSecret:
         break;
-      case ParsedKey::kLeaseTopicOffset: {
-        TOKIMQ_ASSIGN_OR_RETURN(lease_topic_offset_, DecodeOffsetValue(key, val));
+      case ParsedKey::kLeaseTopicOffset:
+        // Written by brokers that expired leases through marker messages; unused now.
         break;
-      }
       case ParsedKey::kPolicy: {
         TOKIMQ_ASSIGN_OR_RETURN(GroupPolicy policy, DecodePolicyValue(key, val));
         GetGroup(pk->queue.group)->policy = std::move(policy);
@@ -285,28 +284,22 @@ absl::Status ConsumerServiceImpl::Recover() {
       fix.Put(ProgressKey(p->key), EncodeOffsetValue(ProgressKey(p->key), max));
     }
   }
-  int64_t lmax = store_->MaxQueueOffset(kLeaseTopic, 0);
-  if (lease_topic_offset_ > lmax) {
-    lease_topic_offset_ = lmax;
-    fix.Put(kLeaseTopicOffsetKey, EncodeOffsetValue(kLeaseTopicOffsetKey, lmax));
-  }
   if (fix.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteSynced(&fix));
 
-  // Every live lease gets a fresh expiry marker: the one scheduled before the crash may not have
-  // been durable. Duplicate markers are harmless (the second finds no lease at that epoch).
-  // Parked FIFO entries waiting for a redelivery time get one too (it wakes long polls);
-  // entries parked behind their group need none.
-  std::map<std::tuple<std::string, std::string, int64_t>, std::vector<MarkerEntry>> by_deadline;
+  // The expiry index is in memory: every live lease gets an entry again, one per queue and
+  // deadline covering the offsets that share it (a Receive's leases share one). Parked FIFO
+  // entries waiting for a redelivery time get one too (it wakes long polls); entries parked
+  // behind their group need none.
   for (Progress* p : all) {
+    std::map<int64_t, std::pair<int64_t, int64_t>> ranges;  // deadline -> first, last offset
     for (const auto& [off, lease] : p->leases) {
       if (lease.parked && lease.invisible_until_ms == 0) continue;
-      by_deadline[{p->key.group, p->key.topic, lease.invisible_until_ms}].push_back(
-          EntryOf(p->key, off, lease.epoch));
+      auto [it, fresh] = ranges.try_emplace(lease.invisible_until_ms, off, off);
+      if (!fresh) it->second.second = off;  // offsets ascend
     }
-  }
-  for (const auto& [key, entries] : by_deadline) {
-    TOKIMQ_RETURN_IF_ERROR(
-        ScheduleMarker(std::get<0>(key), std::get<1>(key), entries, std::get<2>(key)));
+    for (const auto& [deadline, range] : ranges) {
+      ScheduleExpiry(deadline, p, range.first, range.second);
+    }
   }
   return absl::OkStatus();
 }
@@ -509,13 +502,11 @@ absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(
   LeaseRecord next = *lease;
   next.epoch += 1;
   next.invisible_until_ms = clock_->NowMs() + invisible_ms;
-  TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(p->key.group, p->key.topic,
-                                        {EntryOf(p->key, r.queue_offset, next.epoch)},
-                                        next.invisible_until_ms));
   rocksdb::WriteBatch batch;
   StageLeases(p, {}, {BlockLease{r.queue_offset, next}}, &batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(&batch));
   *lease = next;
+  ScheduleExpiry(next.invisible_until_ms, p, r.queue_offset, r.queue_offset);
   Receipt out{p->key, r.queue_offset, next.epoch, next.invisible_until_ms};
   return EncodeReceipt(out, secret_);
 }
@@ -543,12 +534,6 @@ void ConsumerServiceImpl::WakeReceivers(const std::string& topic) {
 
 void ConsumerServiceImpl::OnDispatch(const std::string& topic, int32_t queue_id,
                                      int64_t queue_offset) {
-  if (topic == kLeaseTopic) {
-    lease_gen_.fetch_add(1);
-    std::lock_guard<std::mutex> l(wait_mu_);
-    wait_cv_.notify_all();
-    return;
-  }
   // A long poller registers in waiters_ before it scans, so when waiters_ is 0 nobody can be
   // between a scan that missed this message and its wait.
   if (waiters_.load() > 0) {
@@ -576,6 +561,10 @@ absl::Status ConsumerServiceImpl::Stop() {
     std::lock_guard<std::mutex> l(sync_mu_);
     sync_cv_.notify_all();
   }
+  {
+    std::lock_guard<std::mutex> l(expiry_mu_);
+    expiry_cv_.notify_all();
+  }
   if (worker_.joinable()) worker_.join();
   if (syncer_.joinable()) syncer_.join();
   return SyncIfDirty();
@@ -598,13 +587,22 @@ void ConsumerServiceImpl::SyncLoop() {
 
 void ConsumerServiceImpl::WorkerLoop() {
   while (!stopping_.load()) {
-    uint64_t seen = lease_gen_.load();
     absl::Status s = RunUntilIdle();
     if (!s.ok()) TOKIMQ_LOG_ERROR("consumer: lease expiry processing: {}", s.ToString());
-    std::unique_lock<std::mutex> l(wait_mu_);
-    // Markers arrive through OnDispatch; the timeout only bounds retries after an error.
-    wait_cv_.wait_for(l, std::chrono::seconds(1),
-                      [&] { return stopping_.load() || lease_gen_.load() != seen; });
+    const int64_t next = NextExpiryMs();
+    // After an error, retry no sooner than 100 ms (a failing store must not spin this thread).
+    int64_t wait_ms = next == INT64_MAX ? 1000 : std::clamp<int64_t>(next - clock_->NowMs(), 0, 1000);
+    if (!s.ok()) wait_ms = std::max<int64_t>(wait_ms, 100);
+    if (clock_->IsManual()) {
+      // Manual time moves by admin request: wake on it (and at least every 50 ms for new
+      // entries earlier than `next`).
+      clock_->WaitUntilMs(s.ok() ? next : INT64_MAX, std::chrono::milliseconds(50));
+      continue;
+    }
+    std::unique_lock<std::mutex> l(expiry_mu_);
+    expiry_cv_.wait_for(l, std::chrono::milliseconds(wait_ms), [&] {
+      return stopping_.load() || (!expiries_.empty() && expiries_.begin()->first < next);
+    });
   }
 }
 

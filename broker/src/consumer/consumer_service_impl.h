@@ -14,9 +14,10 @@
 // may read from (the retry view and the topic's queues) in address order for the whole call;
 // AckBatch does the same with the ones its handles name; everything else holds at most one.
 // (A Receive first try-locks and skips busy queues; it waits only if that found nothing.)
-// lease_mu_ serialises lease-topic processing (lease_mu_ before any Progress::mu). No lock is
-// held by OnDispatch beyond wait_mu_, so store/timer callbacks on the putting thread cannot
-// deadlock with a Receive that is itself putting (marker Schedule).
+// lease_mu_ serialises expiry processing (lease_mu_ before any Progress::mu); expiry_mu_
+// guards the expiry index only and is never held while taking another lock. No lock is held by
+// OnDispatch beyond wait_mu_, so store/timer callbacks on the putting thread cannot deadlock
+// with a Receive that is itself putting (a TTL move to the DLQ).
 //
 // Durability: group-state writes (leases with their progress, acks, renewals, nacks, expiries)
 // go to the RocksDB WAL without fsync: they survive a process crash (kill -9) as soon as Write
@@ -25,9 +26,17 @@
 // last ~kWalSyncIntervalMs of group-state changes, which at-least-once allows: an undone lease is
 // a re-delivery, an undone ack a duplicate (docs/operations.md "Delivery guarantees"). Policy and
 // handle secret are written synced. One Receive writes one WriteBatch for all queues it took
-// from and schedules one lease-expiry marker; markers are scheduled before the leases are
-// written, and on open every persisted lease gets a fresh marker, so a lease never lacks an
-// expiry even if the timer-topic write was lost.
+// from.
+//
+// Expiry: an in-memory index (expiries_) of (deadline, queue, offset range), one entry per
+// queue per Receive and one per renewal or FIFO redelivery time. It is not persisted: on open
+// every persisted lease gets an entry again, so a lease never lacks an expiry. An entry is a
+// hint, not a fact: when its deadline comes, the leases in its range whose
+// invisible_until_ms has passed expire (a renewed lease has a later time and its own entry; an
+// acked one is gone), so stale entries cost a lookup and nothing else. (Brokers before
+// 2026-11-30 put a lease-expiry marker message through the TimerStore per Receive instead; that
+// was about a tenth of the broker's CPU time in `tokimq-bench --mode lease`. Markers such a
+// broker left in its lease topic are no longer read: recovery covers their leases.)
 #pragma once
 
 #include <atomic>
@@ -51,18 +60,6 @@
 
 namespace tokimq::consumer {
 
-// Marker message properties (kLeaseTopic, queue 0). LEASE_ENTRIES is "offset:epoch[,...]".
-inline constexpr char kMarkGroup[] = "LEASE_GROUP";
-inline constexpr char kMarkTopic[] = "LEASE_TOPIC";
-inline constexpr char kMarkReadTopic[] = "LEASE_READ_TOPIC";
-inline constexpr char kMarkQueueId[] = "LEASE_QID";
-inline constexpr char kMarkEntries[] = "LEASE_ENTRIES";
-// Version 2 markers (one per Receive, any number of queues of one group + topic): no
-// LEASE_READ_TOPIC / LEASE_QID; LEASE_QENTRIES is "<view><qid>:<offset>:<epoch>[,...]" with
-// view 't' (the topic's own queue) or 'r' (the group's retry view, read topic %RETRY%<group>).
-inline constexpr char kMarkQueueEntries[] = "LEASE_QENTRIES";
-// Entries per marker at most (a Receive takes at most kMaxReceiveBatch messages).
-inline constexpr size_t kMaxMarkerEntries = 1024;
 // Group-state WAL sync period of the background syncer.
 inline constexpr int64_t kWalSyncIntervalMs = 50;
 
@@ -132,13 +129,6 @@ class ConsumerServiceImpl final : public ConsumerService {
     void Link(int64_t offset, const LeaseRecord& lease);
     void Unlink(int64_t offset, const LeaseRecord& lease);
   };
-  // One lease in an expiry marker.
-  struct MarkerEntry {
-    bool retry_view = false;  // read topic is %RETRY%<group> (queue 0), else the topic itself
-    int32_t queue_id = 0;
-    int64_t offset = 0;
-    uint32_t epoch = 0;
-  };
   // What ReceiveFrom found in one queue, applied to the Progress after the batch is written.
   struct Taken {
     Progress* p = nullptr;
@@ -187,16 +177,17 @@ class ConsumerServiceImpl final : public ConsumerService {
   // Wakes long polls waiting on `topic` (a FIFO group unblocked without a new message).
   void WakeReceivers(const std::string& topic);
   // One pass over `all` (locked here; with !wait_for_locks only those not busy, *skipped tells
-  // whether any was left out): one marker, one write, then the leases.
+  // whether any was left out): one write, then the leases and their expiry entries.
   absl::Status ReceiveOnce(const std::vector<Progress*>& all, const ReceiveRequest& req,
                            bool topic_fifo, bool wait_for_locks, bool* skipped,
                            std::vector<ReceivedMessage>* out);
   uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
-  // Schedules markers (kMaxMarkerEntries entries each) for leases of `group` reading for
-  // `topic`, all ending at `deliver_ms`.
-  absl::Status ScheduleMarker(const std::string& group, const std::string& topic,
-                              const std::vector<MarkerEntry>& entries, int64_t deliver_ms);
-  static MarkerEntry EntryOf(const QueueKey& k, int64_t offset, uint32_t epoch);
+  // Adds an expiry entry: at `deadline_ms`, the leases of `p` in [first, last] whose time has
+  // come expire (FIFO parked entries due then wake long polls). Any thread, any locks held
+  // (takes only expiry_mu_).
+  void ScheduleExpiry(int64_t deadline_ms, Progress* p, int64_t first, int64_t last);
+  // Time of the earliest expiry entry, INT64_MAX when none.
+  int64_t NextExpiryMs();
 
   // Validates a handle and locks its Progress. On success *lock holds p->mu and *lease points
   // into p->leases.
@@ -220,9 +211,14 @@ class ConsumerServiceImpl final : public ConsumerService {
   // in p->leases) are substituted; p is unchanged.
   static void StageLeases(const Progress* p, const std::vector<int64_t>& drop,
                           const std::vector<BlockLease>& replace, rocksdb::WriteBatch* batch);
-  absl::Status HandleMarker(const Message& marker);
-  // Expires the lease (offset, epoch) of the queue `k` if it is still live at that epoch.
-  absl::Status ExpireEntry(const QueueKey& k, int64_t offset, int64_t epoch);
+  // Processes one due expiry entry: expires the leases of e.p in [e.first, e.last] whose
+  // invisible_until_ms <= now (lease_mu_ held).
+  struct Expiry {
+    Progress* p = nullptr;
+    int64_t first = 0;
+    int64_t last = 0;
+  };
+  absl::Status ExpireRange(const Expiry& e);
   absl::Status WriteSynced(rocksdb::WriteBatch* batch);
   // WAL write without fsync; the syncer makes it durable within kWalSyncIntervalMs.
   absl::Status WriteState(rocksdb::WriteBatch* batch);
@@ -245,14 +241,16 @@ class ConsumerServiceImpl final : public ConsumerService {
   std::map<std::string, std::unique_ptr<GroupState>> groups_;
 
   std::mutex lease_mu_;
-  int64_t lease_topic_offset_ = 0;  // guarded by lease_mu_
+  // Expiry index (class comment): deadline ms -> entry.
+  std::mutex expiry_mu_;
+  std::condition_variable expiry_cv_;  // an entry earlier than all others arrived, or Stop()
+  std::multimap<int64_t, Expiry> expiries_;
 
   // Long-poll and worker wake-ups.
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;
   std::map<std::string, uint64_t> topic_gen_;  // guarded by wait_mu_; bumped while waiters_ > 0
   std::atomic<int> waiters_{0};
-  std::atomic<uint64_t> lease_gen_{0};
   std::atomic<bool> stopping_{false};
   std::thread worker_;
 

@@ -33,7 +33,7 @@ struct QueueKey {
 };
 
 // A live lease on one queue offset. epoch starts at 1 and grows by one per renewal; a receipt
-// handle or lease-expiry marker carrying another epoch is stale.
+// handle carrying another epoch is stale.
 struct LeaseRecord {
   uint32_t epoch = 1;
   uint32_t attempt = 1;             // delivery attempt of this delivery (1 = first)

@@ -1,5 +1,4 @@
-// ConsumerServiceImpl: lease expiry (markers delivered by the TimerStore into kLeaseTopic),
-// retry copies and the DLQ.
+// ConsumerServiceImpl: lease expiry (the in-memory expiry index), retry copies and the DLQ.
 #include <algorithm>
 #include <charconv>
 
@@ -13,7 +12,6 @@ namespace {
 
 // Marks retry copies with the store time of the first copy so TTL counts from the original.
 constexpr char kFirstStoreMs[] = "FIRST_STORE_MS";
-constexpr int kMarkerChunk = 64;
 
 bool ParseI64(std::string_view s, int64_t* out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -87,13 +85,10 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
       const int64_t delay =
           delay_ms ? *delay_ms : BackoffMs(policy, static_cast<int>(lease.attempt));
       parked.invisible_until_ms = now + delay;
-      if (delay > 0) {
-        // Wakes long polls when the redelivery is due (ExpireEntry on a parked entry).
-        TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(k.group, k.topic, {EntryOf(k, offset, parked.epoch)},
-                                              parked.invisible_until_ms));
-      }
       StageLeases(p, {}, {BlockLease{offset, parked}}, batch);
       TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
+      // Wakes long polls when the redelivery is due (ExpireRange on a parked entry).
+      if (delay > 0) ScheduleExpiry(parked.invisible_until_ms, p, offset, offset);
       p->SetLease(offset, std::move(parked));
       GetGroup(k.group)->in_flight.fetch_sub(1);
       if (delay == 0) WakeReceivers(k.topic);
@@ -115,122 +110,41 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   return absl::OkStatus();
 }
 
-ConsumerServiceImpl::MarkerEntry ConsumerServiceImpl::EntryOf(const QueueKey& k, int64_t offset,
-                                                              uint32_t epoch) {
-  return MarkerEntry{k.read_topic != k.topic, k.queue_id, offset, epoch};
+void ConsumerServiceImpl::ScheduleExpiry(int64_t deadline_ms, Progress* p, int64_t first,
+                                         int64_t last) {
+  std::lock_guard<std::mutex> l(expiry_mu_);
+  const bool earliest = expiries_.empty() || deadline_ms < expiries_.begin()->first;
+  expiries_.emplace(deadline_ms, Expiry{p, first, last});
+  if (earliest) expiry_cv_.notify_one();
 }
 
-absl::Status ConsumerServiceImpl::ScheduleMarker(const std::string& group,
-                                                 const std::string& topic,
-                                                 const std::vector<MarkerEntry>& entries,
-                                                 int64_t deliver_ms) {
-  for (size_t first = 0; first < entries.size(); first += kMaxMarkerEntries) {
-    const size_t last = std::min(entries.size(), first + kMaxMarkerEntries);
-    Message marker;
-    marker.topic = kLeaseTopic;
-    marker.queue_id = 0;
-    marker.born_ms = clock_->NowMs();
-    marker.properties[kMarkGroup] = group;
-    marker.properties[kMarkTopic] = topic;
-    std::string list;
-    list.reserve((last - first) * 16);
-    for (size_t i = first; i < last; ++i) {
-      const MarkerEntry& e = entries[i];
-      if (i != first) list.push_back(',');
-      list.push_back(e.retry_view ? 'r' : 't');
-      list += std::to_string(e.queue_id);
-      list.push_back(':');
-      list += std::to_string(e.offset);
-      list.push_back(':');
-      list += std::to_string(e.epoch);
-    }
-    marker.properties[kMarkQueueEntries] = std::move(list);
-    TOKIMQ_RETURN_IF_ERROR(timers_->Schedule(std::move(marker), deliver_ms).status());
-  }
-  return absl::OkStatus();
+int64_t ConsumerServiceImpl::NextExpiryMs() {
+  std::lock_guard<std::mutex> l(expiry_mu_);
+  return expiries_.empty() ? INT64_MAX : expiries_.begin()->first;
 }
 
-absl::Status ConsumerServiceImpl::ExpireEntry(const QueueKey& k, int64_t offset, int64_t epoch) {
-  Progress* p = FindProgress(k);
-  if (p == nullptr) return absl::OkStatus();
+absl::Status ConsumerServiceImpl::ExpireRange(const Expiry& e) {
+  Progress* p = e.p;
   std::lock_guard<std::mutex> lock(p->mu);
-  auto it = p->leases.find(offset);
-  if (it == p->leases.end() || static_cast<int64_t>(it->second.epoch) != epoch) {
-    return absl::OkStatus();
-  }
-  if (it->second.parked && it->second.invisible_until_ms <= clock_->NowMs()) {
-    // A parked FIFO entry's redelivery time: nothing expires, receivers may take it now.
-    WakeReceivers(k.topic);
-    return absl::OkStatus();
-  }
-  if (it->second.invisible_until_ms > clock_->NowMs()) {
-    // Cannot happen with a correct timer store (never early); keep the lease covered.
-    return ScheduleMarker(k.group, k.topic, {EntryOf(k, offset, it->second.epoch)},
-                          it->second.invisible_until_ms);
-  }
-  rocksdb::WriteBatch batch;
-  return EndLease(p, offset, std::nullopt, &batch);
-}
-
-absl::Status ConsumerServiceImpl::HandleMarker(const Message& marker) {
-  const std::string* group = FindProp(marker, kMarkGroup);
-  const std::string* topic = FindProp(marker, kMarkTopic);
-  auto malformed = [&] {
-    TOKIMQ_LOG_WARN("consumer: malformed lease marker at {}@{}; skipped", kLeaseTopic,
-                    marker.queue_offset);
-    return absl::OkStatus();
-  };
-  if (!group || !topic) return malformed();
-  auto split = [](std::string_view* rest) {
-    size_t comma = rest->find(',');
-    std::string_view entry = rest->substr(0, comma);
-    *rest = comma == std::string_view::npos ? std::string_view() : rest->substr(comma + 1);
-    return entry;
-  };
-
-  if (const std::string* qentries = FindProp(marker, kMarkQueueEntries)) {
-    // Version 2: "<t|r><qid>:<offset>:<epoch>,...".
-    QueueKey k{*group, *topic, *topic, 0};
-    const std::string retry = RetryTopic(*group);
-    std::string_view rest = *qentries;
-    while (!rest.empty()) {
-      std::string_view entry = split(&rest);
-      size_t c1 = entry.find(':');
-      size_t c2 = c1 == std::string_view::npos ? c1 : entry.find(':', c1 + 1);
-      int64_t qid = 0, offset = 0, epoch = 0;
-      if (entry.size() < 2 || (entry[0] != 't' && entry[0] != 'r') ||
-          c2 == std::string_view::npos || !ParseI64(entry.substr(1, c1 - 1), &qid) ||
-          qid < 0 || qid > INT32_MAX || !ParseI64(entry.substr(c1 + 1, c2 - c1 - 1), &offset) ||
-          !ParseI64(entry.substr(c2 + 1), &epoch)) {
-        malformed().IgnoreError();
-        continue;
-      }
-      k.read_topic = entry[0] == 'r' ? retry : *topic;
-      k.queue_id = static_cast<int32_t>(qid);
-      TOKIMQ_RETURN_IF_ERROR(ExpireEntry(k, offset, epoch));
-    }
-    return absl::OkStatus();
-  }
-
-  // Version 1 (one queue per marker), still accepted from data written by older brokers.
-  const std::string* read = FindProp(marker, kMarkReadTopic);
-  const std::string* qid_s = FindProp(marker, kMarkQueueId);
-  const std::string* entries = FindProp(marker, kMarkEntries);
-  int64_t qid = 0;
-  if (!read || !qid_s || !entries || !ParseI64(*qid_s, &qid) || qid < 0 || qid > INT32_MAX) {
-    return malformed();
-  }
-  const QueueKey k{*group, *topic, *read, static_cast<int32_t>(qid)};
-  std::string_view rest = *entries;
-  while (!rest.empty()) {
-    std::string_view entry = split(&rest);
-    size_t colon = entry.find(':');
-    int64_t offset = 0, epoch = 0;
-    if (colon == std::string_view::npos || !ParseI64(entry.substr(0, colon), &offset) ||
-        !ParseI64(entry.substr(colon + 1), &epoch)) {
+  const int64_t now = clock_->NowMs();
+  std::vector<int64_t> due;
+  bool wake = false;
+  for (auto it = p->leases.lower_bound(e.first); it != p->leases.end() && it->first <= e.last;
+       ++it) {
+    const LeaseRecord& lease = it->second;
+    if (lease.invisible_until_ms > now) continue;  // renewed (its own entry), or not yet
+    if (lease.parked) {
+      // A parked FIFO entry's redelivery time: nothing expires, receivers may take it now.
+      // (Entries parked behind their group have time 0 and need no wake-up, but one is harmless.)
+      wake = wake || lease.invisible_until_ms > 0;
       continue;
     }
-    TOKIMQ_RETURN_IF_ERROR(ExpireEntry(k, offset, epoch));
+    due.push_back(it->first);
+  }
+  if (wake) WakeReceivers(p->key.topic);
+  for (int64_t offset : due) {
+    rocksdb::WriteBatch batch;
+    TOKIMQ_RETURN_IF_ERROR(EndLease(p, offset, std::nullopt, &batch));
   }
   return absl::OkStatus();
 }
@@ -238,29 +152,24 @@ absl::Status ConsumerServiceImpl::HandleMarker(const Message& marker) {
 absl::Status ConsumerServiceImpl::RunUntilIdle() {
   std::lock_guard<std::mutex> lock(lease_mu_);
   while (true) {
-    const int64_t min = store_->MinQueueOffset(kLeaseTopic, 0);
-    const int64_t max = store_->MaxQueueOffset(kLeaseTopic, 0);
-    if (lease_topic_offset_ < min) {
-      TOKIMQ_LOG_WARN("consumer: lease markers {}..{} were removed before processing",
-                      lease_topic_offset_, min);
-      lease_topic_offset_ = min;
+    Expiry e;
+    int64_t deadline;
+    {
+      std::lock_guard<std::mutex> l(expiry_mu_);
+      if (expiries_.empty() || expiries_.begin()->first > clock_->NowMs()) {
+        return absl::OkStatus();
+      }
+      deadline = expiries_.begin()->first;
+      e = expiries_.begin()->second;
+      expiries_.erase(expiries_.begin());
     }
-    if (lease_topic_offset_ >= max) return absl::OkStatus();
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> markers,
-                            store_->ReadQueue(kLeaseTopic, 0, lease_topic_offset_, kMarkerChunk));
-    int64_t next = markers.empty() ? std::min(lease_topic_offset_ + kMarkerChunk, max)
-                                   : lease_topic_offset_;
-    for (const Message& m : markers) {
-      TOKIMQ_RETURN_IF_ERROR(HandleMarker(m));
-      next = m.queue_offset + 1;
-      lease_topic_offset_ = next;
+    absl::Status s = ExpireRange(e);
+    if (!s.ok()) {
+      // Keep the entry: the leases not yet expired are tried again.
+      std::lock_guard<std::mutex> l(expiry_mu_);
+      expiries_.emplace(deadline, e);
+      return s;
     }
-    lease_topic_offset_ = next;
-    // Not synced: reprocessing a marker after a crash is harmless (its leases are gone).
-    rocksdb::WriteBatch batch;
-    batch.Put(kLeaseTopicOffsetKey, EncodeOffsetValue(kLeaseTopicOffsetKey, next));
-    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
-    if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
   }
 }
 

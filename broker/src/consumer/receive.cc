@@ -251,19 +251,6 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   }
   if (count == 0 && !scan_error.ok()) return scan_error;
 
-  // Marker first: a lease written without its marker would not expire before a restart. (Open
-  // re-schedules markers for every recovered lease.) A failure here changes nothing.
-  if (count > 0) {
-    std::vector<MarkerEntry> entries;
-    entries.reserve(static_cast<size_t>(count));
-    for (const Taken& t : taken) {
-      for (size_t i = 0; i < t.messages.size(); ++i) {
-        entries.push_back(EntryOf(t.p->key, t.messages[i].queue_offset, t.leases[i].epoch));
-      }
-    }
-    TOKIMQ_RETURN_IF_ERROR(ScheduleMarker(req.group, req.topic, entries, until));
-  }
-
   // One batch for every queue; WAL without fsync (see the class comment for what a crash does).
   rocksdb::WriteBatch batch;
   for (Taken& t : taken) {
@@ -306,6 +293,16 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   for (Taken& t : taken) {
     Progress* p = t.p;
     p->consume_offset = t.next;
+    if (!t.messages.empty()) {
+      // One expiry entry per queue covers this call's leases there (FIFO redeliveries of
+      // parked entries may lie below the new ones).
+      int64_t first = INT64_MAX, last = INT64_MIN;
+      for (const Message& m : t.messages) {
+        first = std::min(first, m.queue_offset);
+        last = std::max(last, m.queue_offset);
+      }
+      ScheduleExpiry(until, p, first, last);
+    }
     if (p->fifo) {
       for (auto& [offset, lease] : t.replaced) p->SetLease(offset, std::move(lease));
       for (int64_t offset : t.dropped) p->EraseLease(offset);

@@ -121,8 +121,9 @@ class MessageStore {
   virtual int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
   virtual int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
 
-  // Called after each dispatched record (from the putting thread, outside internal locks):
-  // lets the timer store and long-polling receivers wake up. One listener; set before use.
+  // Called after records are dispatched (from the putting thread, outside internal locks):
+  // once per Put, and once per destination queue of a PutBatch with the last offset put there.
+  // Lets long-polling receivers wake up. One listener; set before use.
   using DispatchListener =
       std::function<void(const std::string& topic, int32_t queue_id, int64_t queue_offset)>;
   virtual void SetDispatchListener(DispatchListener listener) = 0;
