@@ -5,6 +5,7 @@
 #include "commitlog/message_store.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "fmt/format.h"
 #include "proto/duration.h"
@@ -397,9 +398,17 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   timer->set_rolled(tm.rolled.Value());
   timer->set_recalled(tm.recalled.Value());
   timer->set_dropped(tm.dropped.Value());
-  timer->set_lateness_p50_ms(tm.lateness_ms.Percentile(0.5));
-  timer->set_lateness_p99_ms(tm.lateness_ms.Percentile(0.99));
-  timer->set_lateness_max_ms(tm.lateness_ms.Max());
+  // Percentiles, max and buckets from one copy, so a client's figures agree with ours.
+  HistogramSnapshot lateness = tm.lateness_ms.Snapshot();
+  timer->set_lateness_p50_ms(lateness.Percentile(0.5));
+  timer->set_lateness_p99_ms(lateness.Percentile(0.99));
+  timer->set_lateness_max_ms(lateness.max);
+  for (const HistogramBucket& b : lateness.buckets) {
+    proto::LatenessBucket* pb = timer->add_lateness_buckets();
+    pb->set_upper_ms(b.upper_bound);
+    pb->set_count(b.count);
+  }
+  timer->set_lateness_count(lateness.count);
   {
     std::lock_guard<std::mutex> lock(subs_mu_);
     for (const auto& [group, topics] : subscriptions_) {

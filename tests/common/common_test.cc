@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/coding.h"
@@ -76,6 +77,84 @@ TEST(HistogramTest, PercentilesWithinBucketError) {
   EXPECT_EQ(h.Percentile(1.0), 1000);
   h.Record(3);
   EXPECT_EQ(h.Percentile(0.0), 1);
+}
+
+TEST(HistogramTest, SnapshotListsNonEmptyBucketsWithTheirUpperBounds) {
+  Histogram h;
+  h.Record(3);
+  h.Record(3);
+  h.Record(70);    // 16 sub-buckets of 4 between 64 and 127: 68..71
+  h.Record(1000);  // 32 wide between 512 and 1023: 992..1023
+  HistogramSnapshot s = h.Snapshot();
+  EXPECT_EQ(s.buckets, (std::vector<HistogramBucket>{{3, 2}, {71, 1}, {1023, 1}}));
+  EXPECT_EQ(s.count, 4);
+  EXPECT_EQ(s.max, 1000);
+  EXPECT_EQ(Histogram::UpperBound(0), 0);
+  EXPECT_EQ(Histogram::UpperBound(63), 63);
+  EXPECT_EQ(Histogram::UpperBound(64), 67);
+}
+
+TEST(HistogramTest, SnapshotPercentilesEqualTheLiveHistogram) {
+  Histogram h;
+  for (int i = 1; i <= 1000; ++i) h.Record(i);
+  HistogramSnapshot s = h.Snapshot();
+  for (double q : {0.0, 0.25, 0.5, 0.9, 0.99, 1.0}) {
+    EXPECT_EQ(s.Percentile(q), h.Percentile(q)) << "q=" << q;
+  }
+  EXPECT_EQ(HistogramSnapshot{}.Percentile(0.99), 0);
+}
+
+TEST(HistogramTest, DeltaHoldsOnlyWhatWasRecordedBetweenSnapshots) {
+  Histogram h;
+  for (int i = 0; i < 10; ++i) h.Record(5);
+  h.Record(5000);
+  HistogramSnapshot before = h.Snapshot();
+  h.Record(5);
+  h.Record(5);
+  for (int i = 0; i < 3; ++i) h.Record(40);
+  h.Record(900);  // 32 wide between 512 and 1023: 896..927
+  auto d = HistogramSnapshot::Delta(before, h.Snapshot());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->buckets, (std::vector<HistogramBucket>{{5, 2}, {40, 3}, {927, 1}}));
+  EXPECT_EQ(d->count, 6);
+  // The window's max is the highest bucket's bound: the earlier 5000 does not leak in.
+  EXPECT_EQ(d->max, 927);
+  EXPECT_EQ(d->Percentile(0.5), 40);  // rank 3 of 6
+  EXPECT_EQ(d->Percentile(0.99), 927);
+}
+
+TEST(HistogramTest, DeltaMaxIsCappedByTheLaterSnapshotsExactMax) {
+  Histogram h;
+  h.Record(10);
+  HistogramSnapshot before = h.Snapshot();
+  h.Record(900);
+  auto d = HistogramSnapshot::Delta(before, h.Snapshot());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->max, 900);
+  EXPECT_EQ(d->Percentile(1.0), 900);
+  auto none = HistogramSnapshot::Delta(h.Snapshot(), h.Snapshot());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->buckets.empty());
+  EXPECT_EQ(none->count, 0);
+  EXPECT_EQ(none->max, 0);
+}
+
+TEST(HistogramTest, DeltaAcrossAResetIsRefused) {
+  Histogram h;
+  h.Record(7);
+  h.Record(7);
+  HistogramSnapshot before = h.Snapshot();
+  h.Reset();
+  h.Record(7);
+  EXPECT_EQ(HistogramSnapshot::Delta(before, h.Snapshot()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  h.Reset();
+  h.Record(8);  // bucket 7 vanished, bucket 8 appeared
+  EXPECT_EQ(HistogramSnapshot::Delta(before, h.Snapshot()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  h.Reset();
+  EXPECT_EQ(HistogramSnapshot::Delta(before, h.Snapshot()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(GaugeTest, NeverGoesBelowZeroAndCountsUnderflow) {

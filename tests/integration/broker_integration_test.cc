@@ -204,6 +204,23 @@ TEST_F(BrokerIntegrationTest, DelayIsHonouredAndNeverEarly) {
   EXPECT_EQ(got[0].body, "cancel order 7");
   EXPECT_GE(got[0].deliver_ms, sent.deliver_at_ms);
   EXPECT_GE(BrokerNow(), sent.deliver_at_ms);
+  // Stats exports the release-lateness histogram: non-empty buckets, ascending, summing to the
+  // count, agreeing with the percentile fields.
+  auto st = admin_->Stats();
+  ASSERT_TRUE(st.ok()) << st.status();
+  const proto::TimerStats& tm = st->timer();
+  ASSERT_GE(tm.lateness_count(), 1);
+  ASSERT_GE(tm.lateness_buckets_size(), 1);
+  int64_t sum = 0, previous_upper = -1;
+  for (const proto::LatenessBucket& b : tm.lateness_buckets()) {
+    EXPECT_GT(b.count(), 0);
+    EXPECT_GT(b.upper_ms(), previous_upper);
+    previous_upper = b.upper_ms();
+    sum += b.count();
+  }
+  EXPECT_EQ(sum, tm.lateness_count());
+  EXPECT_GE(previous_upper, tm.lateness_max_ms());
+  EXPECT_LE(tm.lateness_p99_ms(), tm.lateness_max_ms());
 }
 
 TEST_F(BrokerIntegrationTest, DeliverAtInThePastGoesStraightThrough) {

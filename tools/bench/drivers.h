@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
 
 namespace tokimq::bench {
 
@@ -50,6 +51,14 @@ class ConsumerSession {
   virtual absl::Status Ack(const std::vector<Received>& msgs) = 0;
 };
 
+// The broker's own view of its timer releases (tokimq only): what the dequeue service has put
+// into the queue's topic, as opposed to what consumers received.
+struct ReleaseSnapshot {
+  int64_t taken_ms = 0;        // bench clock when the answer arrived
+  int64_t topic_messages = 0;  // messages ever put into the queue's topic (sum of max offsets)
+  HistogramSnapshot lateness;  // release lateness (put time - deliver time, ms), since start
+};
+
 struct DriverOptions {
   std::string system;       // tokimq | redis | beanstalkd
   std::string addr;         // host:port
@@ -68,6 +77,12 @@ class Driver {
   virtual absl::StatusOr<std::unique_ptr<ConsumerSession>> NewConsumer() = 0;
   // One cheap request: OK when the system serves (used to time restarts).
   virtual absl::Status Ping() = 0;
+  // The broker's timer release figures, cumulative since it started. kUnimplemented for systems
+  // without a release moment separate from the consumer's receive (redis, beanstalkd). One
+  // thread at a time.
+  virtual absl::StatusOr<ReleaseSnapshot> SnapshotRelease() {
+    return absl::UnimplementedError("no broker-side release figures");
+  }
 };
 
 absl::StatusOr<std::unique_ptr<Driver>> NewTokimqDriver(const DriverOptions& o);

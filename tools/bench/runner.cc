@@ -4,6 +4,7 @@
 #include <atomic>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -69,6 +70,56 @@ double Pct(const std::vector<int64_t>& sorted_us, double p) {
   return static_cast<double>(sorted_us[std::min(i, sorted_us.size() - 1)]) / 1000.0;
 }
 
+// Polls the broker's release figures every kReleasePollMs until the run's topic holds
+// `expected` more messages than at `before`, or until stopped. Records the first poll that saw
+// them all, relative to `hot_start_ms`, and the poll before it.
+class ReleasePoller {
+ public:
+  ReleasePoller(Driver* driver, const ReleaseSnapshot& before, uint64_t expected,
+                int64_t hot_start_ms)
+      : driver_(driver),
+        before_(before),
+        expected_(static_cast<int64_t>(expected)),
+        hot_start_ms_(hot_start_ms),
+        thread_([this] { Loop(); }) {}
+  ~ReleasePoller() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // After Stop: -1 when never seen.
+  int64_t released_ms() const { return released_ms_; }
+  int64_t poll_before_ms() const { return poll_before_ms_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  void Loop() {
+    Clock& clock = *SystemClock::Default();
+    int64_t previous_ms = -1;
+    while (!stop_) {
+      auto snap = driver_->SnapshotRelease();
+      if (!snap.ok()) {
+        if (error_.empty()) error_ = snap.status().ToString();
+      } else if (snap->topic_messages - before_.topic_messages >= expected_) {
+        released_ms_ = snap->taken_ms - hot_start_ms_;
+        poll_before_ms_ = previous_ms;
+        return;
+      } else {
+        previous_ms = snap->taken_ms - hot_start_ms_;
+      }
+      clock.WaitUntilMs(clock.NowMs() + kReleasePollMs, std::chrono::milliseconds(kReleasePollMs));
+    }
+  }
+  Driver* driver_;
+  ReleaseSnapshot before_;
+  int64_t expected_;
+  int64_t hot_start_ms_;
+  std::atomic<bool> stop_{false};
+  int64_t released_ms_ = -1, poll_before_ms_ = -1;  // written by the thread, read after Stop
+  std::string error_;
+  std::thread thread_;  // last: starts after the fields above are set
+};
+
 }  // namespace
 
 Result Run(Driver* driver, const Workload& w) {
@@ -82,14 +133,29 @@ Result Run(Driver* driver, const Workload& w) {
   };
   const bool consume = w.mode != "enqueue";
   const bool consume_after = w.mode == "lease";
+  // Broker-side release figures: a snapshot before anything is sent and one after the consumers
+  // finished; systems without them answer kUnimplemented.
+  std::optional<ReleaseSnapshot> release_before;
+  if (w.mode == "e2e" && w.delay != DelayKind::kNow) {
+    auto snap = driver->SnapshotRelease();
+    if (snap.ok()) {
+      release_before = std::move(*snap);
+    } else if (!absl::IsUnimplemented(snap.status())) {
+      res.release_error = snap.status().ToString();
+    }
+  }
   const int64_t t0 = clock.NowMs();
   const int64_t hot_start = (t0 + w.hot_lead_ms) / 1000 * 1000 + 1000;
   const int64_t give_up = t0 + w.max_run_ms;
+  std::optional<ReleasePoller> poller;
+  if (release_before && w.delay == DelayKind::kHot) {
+    poller.emplace(driver, *release_before, w.messages, hot_start);
+  }
 
   RssSampler rss(w.rss_pid, &res);
   std::vector<std::atomic<uint8_t>> seen(w.messages);
   std::atomic<uint64_t> next{0}, sent{0}, received{0}, dups{0}, early{0};
-  std::atomic<int64_t> first_deliver{INT64_MAX}, last_recv{0}, enqueue_end{0};
+  std::atomic<int64_t> first_deliver{INT64_MAX}, last_deliver{0}, last_recv{0}, enqueue_end{0};
   std::atomic<bool> stop_consumers{false};
   std::vector<std::vector<int64_t>> lateness(static_cast<size_t>(std::max(1, w.consumers)));
 
@@ -124,6 +190,9 @@ Result Run(Driver* driver, const Workload& w) {
         }
         int64_t cur = first_deliver.load();
         while (d < cur && !first_deliver.compare_exchange_weak(cur, d)) {
+        }
+        cur = last_deliver.load();
+        while (d > cur && !last_deliver.compare_exchange_weak(cur, d)) {
         }
         msgs.push_back(BenchMessage{d, MakeBody(d, seq, w.body_size)});
       }
@@ -190,6 +259,25 @@ Result Run(Driver* driver, const Workload& w) {
   }
   for (auto& t : consumers) t.join();
   rss.Stop();
+  if (poller) {
+    poller->Stop();
+    if (res.release_error.empty()) res.release_error = poller->error();
+  }
+  if (release_before) {
+    absl::StatusOr<ReleaseSnapshot> after = driver->SnapshotRelease();
+    absl::StatusOr<HistogramSnapshot> window =
+        after.ok() ? HistogramSnapshot::Delta(release_before->lateness, after->lateness)
+                   : absl::StatusOr<HistogramSnapshot>(after.status());
+    if (window.ok()) {
+      res.release_p50_ms = window->Percentile(0.5);
+      res.release_p99_ms = window->Percentile(0.99);
+      res.release_max_ms = window->max;
+      res.released = window->count;
+      res.released_to_topic = after->topic_messages - release_before->topic_messages;
+    } else if (res.release_error.empty()) {
+      res.release_error = window.status().ToString();
+    }
+  }
 
   res.received = received.load();
   res.duplicates = dups.load();
@@ -208,6 +296,23 @@ Result Run(Driver* driver, const Workload& w) {
     res.consume_rate = span_s > 0 ? res.received / span_s : 0;
   }
   if (w.delay == DelayKind::kHot && res.received > 0) res.hot_drain_ms = last_recv.load() - hot_start;
+  if (poller && poller->released_ms() >= 0) {
+    // The last release lies between the poll before and the first poll that saw every message.
+    res.hot_released_ms = poller->released_ms();
+    res.hot_released_lo_ms = poller->poll_before_ms();
+    // Tighter when every message went through the timer (all sent before the hot second began)
+    // and the window's histogram holds them all: the last release is no earlier than the last
+    // deliver time and no later than it plus the window's largest release lateness.
+    if (enqueue_end.load() < hot_start && res.released >= static_cast<int64_t>(w.messages)) {
+      const int64_t last = last_deliver.load() - hot_start;
+      res.hot_released_ms = std::min(res.hot_released_ms, last + res.release_max_ms);
+      res.hot_released_lo_ms = std::max(res.hot_released_lo_ms, last);
+    }
+    // And no later than the consumers' last receive, once they received every message.
+    if (res.complete && res.hot_drain_ms >= 0) {
+      res.hot_released_ms = std::min(res.hot_released_ms, res.hot_drain_ms);
+    }
+  }
   if (w.rss_pid > 0 && w.messages > 0) {
     res.anon_bytes_per_msg =
         static_cast<double>(res.rss_anon_kb_end - res.rss_anon_kb_before) * 1024.0 / w.messages;

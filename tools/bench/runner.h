@@ -32,11 +32,27 @@ struct Result {
   double consume_rate = 0;       // lease: received / consume time; e2e: received / delivery span
   double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;  // lateness
   int64_t hot_drain_ms = -1;     // hot: last receive - start of the hot second
+  // Broker-side release (tokimq, e2e with delays; -1: not measured): the broker timer's release
+  // lateness (put into the topic - deliver time) over this run, from the difference of its
+  // histogram before and after the run. Bucket upper bounds (within 6.25 %).
+  int64_t release_p50_ms = -1, release_p99_ms = -1, release_max_ms = -1;
+  int64_t released = -1;           // releases the timer recorded in the window (histogram count)
+  int64_t released_to_topic = -1;  // messages put into the run's topic in the window
+  // hot: when the last message of the hot second was released, ms after the second began, as
+  // bounds [hot_released_lo_ms, hot_released_ms]: the topic's message count polled every
+  // kReleasePollMs (the first poll that saw them all and the one before), narrowed by the last
+  // deliver time (+ release_max_ms) when every message went through the timer, and by the
+  // consumers' last receive (hot_drain_ms) when they received them all.
+  int64_t hot_released_ms = -1, hot_released_lo_ms = -1;
+  std::string release_error;  // why release figures are missing, when they were attempted
   int64_t rss_anon_kb_before = 0, rss_anon_kb_max = 0, rss_file_kb_max = 0, rss_anon_kb_end = 0;
   double anon_bytes_per_msg = 0;  // enqueue: (anon after - anon before) / messages
   bool complete = false;
   std::string first_error;
 };
+
+// How often the hot workload polls the broker's topic count for hot_released_ms.
+inline constexpr int64_t kReleasePollMs = 50;
 
 Result Run(Driver* driver, const Workload& w);
 

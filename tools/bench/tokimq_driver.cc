@@ -5,6 +5,7 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "common/clock.h"
 #include "drivers.h"
 
 namespace tokimq::bench {
@@ -130,9 +131,29 @@ class TokimqDriver final : public Driver {
     return admin.ListTopics().status();
   }
 
+  absl::StatusOr<ReleaseSnapshot> SnapshotRelease() override {
+    if (!stats_admin_) stats_admin_ = std::make_unique<client::AdminClient>(client_);
+    auto st = stats_admin_->Stats();
+    if (!st.ok()) return st.status();
+    ReleaseSnapshot r;
+    r.taken_ms = SystemClock::Default()->NowMs();
+    for (const proto::TopicStats& t : st->topics()) {
+      if (t.name() != options_.queue) continue;
+      for (const auto& q : t.queues()) r.topic_messages += q.max_offset();
+    }
+    const proto::TimerStats& tm = st->timer();
+    for (const proto::LatenessBucket& b : tm.lateness_buckets()) {
+      r.lateness.buckets.push_back(HistogramBucket{b.upper_ms(), b.count()});
+    }
+    r.lateness.count = tm.lateness_count();
+    r.lateness.max = tm.lateness_max_ms();
+    return r;
+  }
+
  private:
   DriverOptions options_;
   client::ClientOptions client_;
+  std::unique_ptr<client::AdminClient> stats_admin_;  // one connection for all snapshots
 };
 
 }  // namespace

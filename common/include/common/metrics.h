@@ -1,10 +1,14 @@
 // In-process metrics: counters, gauges and a latency histogram. Lock-free, thread-safe, no
-// allocation after construction. Exported by the broker's Stats request.
+// allocation after construction (Histogram::Snapshot allocates its copy). Exported by the
+// broker's Stats request.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace tokimq {
 
@@ -43,6 +47,35 @@ class Gauge {
   std::atomic<int64_t> underflows_{0};
 };
 
+// One bucket of a Histogram: the values v with previous bucket's upper_bound < v <= upper_bound.
+struct HistogramBucket {
+  int64_t upper_bound = 0;
+  int64_t count = 0;
+
+  bool operator==(const HistogramBucket&) const = default;
+};
+
+// A copy of a Histogram's buckets at one moment, or the difference of two such copies (what was
+// recorded between them). A plain value: no locking, any thread that owns it.
+struct HistogramSnapshot {
+  std::vector<HistogramBucket> buckets;  // non-empty only, ascending by upper_bound
+  int64_t count = 0;                     // sum of the bucket counts
+  // Largest value recorded: exact in a snapshot of a Histogram; in a Delta, the upper bound of
+  // the highest non-empty bucket, lowered to the later snapshot's max (never below the true max
+  // of the window, at most 6.25 % above it).
+  int64_t max = 0;
+
+  // Upper bound of the bucket holding the q-quantile (q in [0, 1]), at most `max`; the same rule
+  // as Histogram::Percentile. 0 when empty.
+  int64_t Percentile(double q) const;
+
+  // What was recorded between `before` and `after`, two snapshots of the same Histogram taken in
+  // that order. Error kFailedPrecondition when a bucket count went down (the histogram was reset
+  // or the snapshots come from different histograms, e.g. the broker restarted in between).
+  static absl::StatusOr<HistogramSnapshot> Delta(const HistogramSnapshot& before,
+                                                 const HistogramSnapshot& after);
+};
+
 // Histogram of non-negative integer values (ms) in log-linear buckets: exact below 64, then 16
 // sub-buckets per power of two (relative error under 6.25 %). Percentile(q) returns the upper
 // bound of the bucket holding the q-quantile; Max() is exact.
@@ -56,11 +89,18 @@ class Histogram {
   int64_t Max() const { return max_.load(std::memory_order_relaxed); }
   // q in [0, 1]. 0 when empty.
   int64_t Percentile(double q) const;
+  // The non-empty buckets, their sum and the max. Any thread, concurrently with Record: each
+  // bucket is read once, so a Record racing with the copy is either in it or not (count is the
+  // sum of the copied buckets, so it may differ from Count() read at another moment); every
+  // value counted in the copy is <= its max. Allocates; not for the Record path.
+  HistogramSnapshot Snapshot() const;
   void Reset();
+
+  // Inclusive upper bound of bucket `bucket` (0 <= bucket < kBuckets).
+  static int64_t UpperBound(int bucket);
 
  private:
   static int BucketOf(int64_t v);
-  static int64_t UpperBound(int bucket);
   std::array<std::atomic<int64_t>, kBuckets> buckets_{};
   std::atomic<int64_t> count_{0};
   std::atomic<int64_t> max_{0};
