@@ -225,6 +225,29 @@ absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::st
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string_view> CommitLogImpl::ReadSpan(
+    int64_t physical_offset, size_t len, std::string* scratch,
+    std::shared_ptr<const Segment>* keep) const {
+  auto seg = FindSegment(physical_offset);
+  if (seg == nullptr || physical_offset < MinOffset()) {
+    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
+  }
+  const int64_t rel = physical_offset - seg->base;
+  if (rel + static_cast<int64_t>(len) > segment_size() ||
+      physical_offset + static_cast<int64_t>(len) > MaxOffset()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range at ", physical_offset, " of ", len, " bytes is outside the log"));
+  }
+  // Below MaxOffset means written to the file (appends reach the page cache before MaxOffset
+  // moves), so the mapped bytes exist.
+  if (const char* map = seg->file->MapForRead(static_cast<uint64_t>(segment_size()))) {
+    *keep = seg;
+    return std::string_view(map + rel, len);
+  }
+  TOKIMQ_RETURN_IF_ERROR(ReadRaw(physical_offset, len, scratch));
+  return std::string_view(*scratch);
+}
+
 // Gives a decode failure its place (kDataLoss naming offset and segment file) and checks that
 // a record really starts at `physical_offset`. Shared by DecodeAt and DecodeViewAt.
 absl::Status CommitLogImpl::CheckDecoded(absl::Status decoded, int64_t stored_offset,

@@ -55,6 +55,14 @@ class CommitLogImpl final : public CommitLog {
   // Reads `len` bytes at `physical_offset` (all inside one segment and below MaxOffset) into
   // `out`. Used by MessageStore to read runs of adjacent records with one pread.
   absl::Status ReadRaw(int64_t physical_offset, size_t len, std::string* out) const;
+  // The same bytes without a system call or a copy where the file system can map files: a view
+  // into the segment's read mapping, with *keep holding the segment (and so the mapping) alive
+  // while the view is used; else they are read into *scratch and the view points there. Errors
+  // as ReadRaw. (RocketMQ reads its CommitLog through mapped files too; a pread per run of
+  // records was the largest single cost of timer dequeue and consumption under load.)
+  absl::StatusOr<std::string_view> ReadSpan(int64_t physical_offset, size_t len,
+                                            std::string* scratch,
+                                            std::shared_ptr<const Segment>* keep) const;
   // Decodes a record read by ReadRaw and checks it starts at `physical_offset`.
   absl::Status DecodeAt(std::string_view rec, int64_t physical_offset, Message* out) const;
   // The same for a view (record::DecodeView) into `rec`.

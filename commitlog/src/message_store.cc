@@ -239,17 +239,18 @@ class MessageStoreImpl final : public MessageStore {
         end = std::max(end, r_end);
         ++j;
       }
-      bool run_ok = start >= 0 && first.size >= record::kMinMessageSize &&
-                    end - start <= static_cast<int64_t>(kMaxReadRun) &&
-                    log_->ReadRaw(start, static_cast<size_t>(end - start), &buf).ok();
+      std::shared_ptr<const Segment> keep;
+      absl::StatusOr<std::string_view> run = absl::NotFoundError("");
+      if (start >= 0 && first.size >= record::kMinMessageSize &&
+          end - start <= static_cast<int64_t>(kMaxReadRun)) {
+        run = log_->ReadSpan(start, static_cast<size_t>(end - start), &buf, &keep);
+      }
       for (size_t k = i; k < j; ++k) {
         const ReadRequest& r = reqs[order[k]];
-        if (run_ok && r.size >= record::kMinMessageSize && r.physical_offset + r.size <= end) {
+        if (run.ok() && r.size >= record::kMinMessageSize && r.physical_offset + r.size <= end) {
           record::RecordView view;
           const auto rel = static_cast<size_t>(r.physical_offset - start);
-          if (log_->DecodeViewAt(std::string_view(buf).substr(rel, r.size), r.physical_offset,
-                                 &view)
-                  .ok()) {
+          if (log_->DecodeViewAt(run->substr(rel, r.size), r.physical_offset, &view).ok()) {
             visit(order[k], view);
             continue;
           }
@@ -319,17 +320,19 @@ class MessageStoreImpl final : public MessageStore {
         end = entries[j].physical_offset + entries[j].size;
         ++j;
       }
-      absl::Status s = log_->ReadRaw(run_start, static_cast<size_t>(end - run_start), &buf);
-      if (absl::IsNotFound(s)) {  // deleted by retention meanwhile
+      std::shared_ptr<const Segment> keep;
+      absl::StatusOr<std::string_view> run =
+          log_->ReadSpan(run_start, static_cast<size_t>(end - run_start), &buf, &keep);
+      if (absl::IsNotFound(run.status())) {  // deleted by retention meanwhile
         i = j;
         continue;
       }
-      TOKIMQ_RETURN_IF_ERROR(s);
+      TOKIMQ_RETURN_IF_ERROR(run.status());
       for (size_t k = i; k < j; ++k) {
         record::RecordView v;
         const auto pos = static_cast<size_t>(entries[k].physical_offset - run_start);
-        TOKIMQ_RETURN_IF_ERROR(log_->DecodeViewAt(
-            std::string_view(buf).substr(pos, entries[k].size), entries[k].physical_offset, &v));
+        TOKIMQ_RETURN_IF_ERROR(log_->DecodeViewAt(run->substr(pos, entries[k].size),
+                                                  entries[k].physical_offset, &v));
         const int64_t qo = start + static_cast<int64_t>(k);
         if (v.topic != topic || v.queue_id != queue_id || v.queue_offset != qo) {
           return absl::DataLossError(absl::StrCat(

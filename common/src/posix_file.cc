@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
@@ -27,7 +29,31 @@ absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err) 
 class PosixFile final : public File {
  public:
   PosixFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
-  ~PosixFile() override { ::close(fd_); }
+  ~PosixFile() override {
+    if (const char* m = map_.load(std::memory_order_acquire)) {
+      ::munmap(const_cast<char*>(m), map_len_);
+    }
+    ::close(fd_);
+  }
+
+  const char* MapForRead(uint64_t len) const override {
+    const char* m = map_.load(std::memory_order_acquire);
+    if (m == nullptr) {
+      std::lock_guard<std::mutex> l(map_mu_);
+      m = map_.load(std::memory_order_relaxed);
+      if (m == nullptr && !map_failed_ && len > 0) {
+        void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
+        if (p == MAP_FAILED) {
+          map_failed_ = true;  // e.g. a write-only descriptor: PRead it is, for good
+          return nullptr;
+        }
+        map_len_ = len;
+        m = static_cast<const char*>(p);
+        map_.store(m, std::memory_order_release);
+      }
+    }
+    return m != nullptr && len <= map_len_ ? m : nullptr;
+  }
 
   absl::Status Append(std::string_view data) override {
     return PWrite(size_.load(std::memory_order_relaxed), data);
@@ -90,6 +116,11 @@ class PosixFile final : public File {
   std::string path_;
   int fd_;
   std::atomic<uint64_t> size_;
+  // MapForRead: set once under map_mu_, then read without it.
+  mutable std::mutex map_mu_;
+  mutable std::atomic<const char*> map_{nullptr};
+  mutable uint64_t map_len_ = 0;
+  mutable bool map_failed_ = false;
 };
 
 class PosixFileSystem final : public FileSystem {

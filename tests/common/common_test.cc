@@ -165,11 +165,33 @@ TEST(GaugeTest, NeverGoesBelowZeroAndCountsUnderflow) {
   EXPECT_EQ(g.underflows(), 1);
 }
 
+TEST(PosixFileTest, ReadMappingSeesLaterAppendsAndIsOnePerFile) {
+  tokimq::testing::TempDir dir;
+  auto f = FileSystem::Default()->Open(dir.Join("seg"), OpenMode::kTruncate).value();
+  ASSERT_TRUE(f->Append("first").ok());
+  // Mapped for the size the file will reach, like a CommitLog segment.
+  const char* m = f->MapForRead(1 << 16);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(std::string(m, 5), "first");
+  ASSERT_TRUE(f->Append("+second").ok());
+  EXPECT_EQ(std::string(m, 12), "first+second");  // one page cache: appends show at once
+  ASSERT_TRUE(f->PWrite(0, "FIRST").ok());
+  EXPECT_EQ(std::string(m, 5), "FIRST");
+  EXPECT_EQ(f->MapForRead(1 << 12), m);        // smaller: the same mapping
+  EXPECT_EQ(f->MapForRead(1 << 17), nullptr);  // larger than mapped: read with PRead
+}
+
 class FaultInjectionFsTest : public ::testing::Test {
  protected:
   tokimq::testing::TempDir dir_;
   FaultInjectionFileSystem fs_;
 };
+
+TEST_F(FaultInjectionFsTest, FilesAreNotMappedSoEveryReadSeesInjectedFaults) {
+  auto f = fs_.Open(dir_.Join("f"), OpenMode::kReadWrite).value();
+  ASSERT_TRUE(f->Append("data").ok());
+  EXPECT_EQ(f->MapForRead(1 << 16), nullptr);
+}
 
 TEST_F(FaultInjectionFsTest, DropUnsyncedDataKeepsSyncedPrefix) {
   std::string path = dir_.Join("f");

@@ -36,6 +36,13 @@ class File {
   // Current size in bytes, including appended but unsynced data.
   virtual uint64_t Size() const = 0;
   virtual const std::string& path() const = 0;
+  // A read-only shared mapping of the file's first `len` bytes (which may extend past the
+  // current end: a file that is appended to can be mapped once for its final size), for reading
+  // without a system call or a copy. nullptr when this File cannot map (the default; callers
+  // then use PRead). Valid until the File is destroyed. Only bytes below Size() may be read
+  // through it (past the end of the file, a read is SIGBUS). Thread-safe: the first call maps,
+  // later ones return the same mapping, or nullptr if they ask for more than it covers.
+  virtual const char* MapForRead(uint64_t /*len*/) const { return nullptr; }
 };
 
 enum class OpenMode {
