@@ -243,8 +243,7 @@ section="$work/section.md"
   rel_a=$(get tokimq a released); top_a=$(get tokimq a released_topic)
   if [[ -n "$rel_a" ]]; then
     echo "Timer releases in a's window: $rel_a, of which $top_a into a's topic (a difference is other"
-    echo "timer traffic in the window, e.g. the broker's lease-expiry markers while the timer store"
-    echo "carries them)."
+    echo "timer traffic in the window, e.g. retry copies)."
   fi
   echo "<!-- compare.sh:end -->"
 } >"$section"

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(r.released_to_topic), d.queue.c_str());
     if (r.released != r.released_to_topic) {
       std::printf("            (the timer's figures also hold its other releases in the window, "
-                  "e.g. lease-expiry markers)\n");
+                  "e.g. retry copies, or lease-expiry markers of brokers before 2026-11-30)\n");
     }
   }
   if (r.hot_drain_ms >= 0) {

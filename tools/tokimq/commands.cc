@@ -364,8 +364,6 @@ absl::Status Stats(const ClientOptions& o) {
               static_cast<long long>(tm.lateness_p50_ms()),
               static_cast<long long>(tm.lateness_p99_ms()),
               static_cast<long long>(tm.lateness_max_ms()));
-  std::printf("  (timer counts include the broker's lease-expiry markers: one per receive, due "
-              "when its lease ends)\n");
   const char* buckets[] = {"<=5s", "<=1m", "<=5m", "<=15m", "<=1h", "<=4h", "<=8h", "<=1d", ">1d"};
   std::printf("  pending by remaining delay:");
   for (int i = 0; i < tm.pending_by_bucket_size() && i < 9; ++i) {
