@@ -84,6 +84,7 @@ absl::Status Broker::OpenStores() {
   TimerStoreOptions timer_options;
   timer_options.dir = dir + "/timer";
   timer_options.precision_ms = options_.timer_precision_ms;
+  timer_options.service_nice = options_.timer_thread_nice;
   timer_options.window_ms = options_.timer_window_ms;
   TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
 

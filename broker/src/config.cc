@@ -120,6 +120,8 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetInt(node, key, &b.max_message_size, 1, int64_t{64} << 20);
     } else if (key == "timer_precision") {
       s = GetDuration(node, key, &b.timer_precision_ms);
+    } else if (key == "timer_thread_nice") {
+      s = GetInt(node, key, &b.timer_thread_nice, -20, 19);
     } else if (key == "timer_window") {
       s = GetDuration(node, key, &b.timer_window_ms);
     } else if (key == "retention") {

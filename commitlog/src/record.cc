@@ -118,6 +118,7 @@ absl::Status DecodeView(std::string_view rec, RecordView* out) {
       return absl::DataLossError("malformed record properties");
     }
   }
+  out->bytes = rec;
   out->size = pre.total_size;
   out->flags = flags;
   out->queue_id = static_cast<int32_t>(qid);

@@ -2,6 +2,10 @@
 // one contiguous CommitLog write, all-or-nothing on validation errors, crash and fault cases.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,34 @@ TEST_F(TimerScheduleBatchTest, AcknowledgedBatchSurvivesCrashWithoutDuplicates) 
   env_.Crash();
   env_.AdvanceTo(now + 5000);
   env_.CheckHistory(env_.sent());
+}
+
+// Nice values of this process's threads (/proc/self/task/*/stat, field 19).
+std::multiset<int> ThreadNiceValues() {
+  std::multiset<int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Fields after the ")" that closes the thread name: state is field 3, nice field 19.
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i < 19 && rest >> field; ++i) {
+    }
+    int nice = 0;
+    if (rest >> nice) out.insert(nice);
+  }
+  return out;
+}
+
+TEST(TimerServiceNiceTest, EnqueueAndDequeueThreadsRunAtTheConfiguredNiceValue) {
+  TimerEnv env(1000);
+  env.topts().service_nice = 7;  // lowering a thread's priority needs no privilege
+  env.Open();
+  const size_t before = ThreadNiceValues().count(7);
+  ASSERT_TRUE(env.ts().Start().ok());  // returns once its threads have their priority
+  // Enqueue, dequeue read, dequeue put; not the checkpointer.
+  EXPECT_EQ(ThreadNiceValues().count(7), before + 3);
+  ASSERT_TRUE(env.ts().Stop().ok());
 }
 
 // A TimerStore that only implements Schedule: the default ScheduleBatch calls it per item.

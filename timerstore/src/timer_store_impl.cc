@@ -1,7 +1,13 @@
 #include "timer_store_impl.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <latch>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -438,13 +444,31 @@ void TimerStoreImpl::WorkerLoop(int which) {
   }
 }
 
+void TimerStoreImpl::SetThreadNice(int nice, bool report) {
+  errno = 0;
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0 && report) {
+    TOKIMQ_LOG_WARN("timerstore: cannot set the timer threads' nice value to {} ({}); they run "
+                    "at the process's priority",
+                    nice, std::strerror(errno));
+  }
+}
+
 absl::Status TimerStoreImpl::Start() {
   std::lock_guard<std::mutex> l(run_mu_);
   if (!threads_.empty()) return absl::FailedPreconditionError("timerstore: already started");
   stopping_ = false;
   // Dequeue read and dequeue put on threads of their own: decoding/rewriting loaded copies
   // overlaps with encoding/appending them to the real topics (a hot second is CPU-bound).
-  for (int i = 0; i < 3; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
+  // Start returns once the service threads have their priority (service_nice).
+  std::latch ready(3);
+  for (int i = 0; i < 3; ++i) {
+    threads_.emplace_back([this, i, &ready] {
+      if (options_.service_nice != 0) SetThreadNice(options_.service_nice, i == 0);
+      ready.count_down();
+      WorkerLoop(i);
+    });
+  }
+  ready.wait();
   // Checkpoints (fsyncs) on their own thread so they never hold up delivery.
   threads_.emplace_back([this] { CheckpointLoop(); });
   return absl::OkStatus();

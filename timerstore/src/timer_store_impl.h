@@ -108,6 +108,9 @@ class TimerStoreImpl final : public TimerStore {
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
   // 0: enqueue get + put; 1: dequeue get + read; 2: dequeue put.
   void WorkerLoop(int which);
+  // Sets the calling thread's nice value (TimerStoreOptions::service_nice); logs a failure when
+  // `report`.
+  static void SetThreadNice(int nice, bool report);
   void CheckpointLoop();
 
   FileSystem* fs_;

@@ -58,6 +58,9 @@ struct BrokerOptions {
   uint32_t max_message_size = 4u << 20;         // bytes of body
   int64_t timer_precision_ms = 1000;
   int64_t timer_window_ms = 7LL * 24 * 3600 * 1000;
+  // TimerStoreOptions::service_nice: the timer's enqueue/dequeue threads run at this nice value
+  // so that releases keep their millisecond when request handling saturates the CPU.
+  int timer_thread_nice = -5;
   // Retention age of topics created without one. The CommitLog is shared, so the age applied
   // is the largest of this and every topic's retention (docs/operations.md "Retention").
   int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;

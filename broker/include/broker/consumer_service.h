@@ -63,10 +63,17 @@ struct ReceiveRequest {
   int64_t invisible_ms = 30'000;
   int64_t long_poll_ms = 0;     // wait up to this long for a message when none is ready
   std::string tag_filter;       // "" or "*": all; else "a||b"
+  // Hand out each message as its stored record bytes (ReceivedMessage::record) instead of a
+  // decoded Message: one copy instead of a Message with a property map, for callers that
+  // re-encode it anyway (the broker's handlers build the wire response from the record).
+  bool raw_records = false;
 };
 
 struct ReceivedMessage {
-  Message message;              // as stored in the topic (queue_offset set)
+  Message message;              // as stored in the topic (queue_offset set); empty when raw
+  // ReceiveRequest::raw_records: the record exactly as stored (commitlog/record.h format,
+  // docs/formats/commitlog.md; record::DecodeView reads it), and `message` is left empty.
+  std::string record;
   std::string receipt_handle;   // opaque, printable
   int delivery_attempt = 1;
   int64_t deliver_ms = 0;       // when it became visible in the topic

@@ -129,12 +129,19 @@ class ConsumerServiceImpl final : public ConsumerService {
     void Link(int64_t offset, const LeaseRecord& lease);
     void Unlink(int64_t offset, const LeaseRecord& lease);
   };
+  // A message handed out by a Receive: decoded, or (ReceiveRequest::raw_records) its record.
+  struct TakenMessage {
+    int64_t queue_offset = 0;
+    int64_t deliver_ms = 0;  // DELIVER_MS, else its store time
+    Message message;
+    std::string record;
+  };
   // What ReceiveFrom found in one queue, applied to the Progress after the batch is written.
   struct Taken {
     Progress* p = nullptr;
     int64_t from = 0;  // first offset scanned
     int64_t next = 0;  // new consume offset
-    std::vector<Message> messages;
+    std::vector<TakenMessage> messages;
     std::vector<LeaseRecord> leases;  // parallel to messages
     // FIFO only (else messages/leases are the new entries). New entries at/after `from`,
     // handed out or parked, in offset order; parked entries handed out again (new lease);
@@ -162,11 +169,14 @@ class ConsumerServiceImpl final : public ConsumerService {
   // Starts *t for a scan of `p` (p->mu held): from = the consume offset, or the earliest
   // retained message when that is later. Returns the queue's end offset.
   int64_t BeginScan(Progress* p, Taken* t) const;
-  // Reads k's queue from `from` (below `max`) in chunks, calling visit(m) on each message while
-  // want_more(); returns the offset after the last message visited (retention gaps skipped).
+  // Reads k's queue from `from` (below `max`) in chunks of at most room() records (the number
+  // still wanted), calling visit(v) on each record while room() > 0; returns the offset after
+  // the last record visited (retention gaps skipped).
+  using RecordVisit = std::function<absl::Status(const record::RecordView&)>;
   absl::StatusOr<int64_t> ScanQueue(const QueueKey& k, int64_t from, int64_t max,
-                                    const std::function<bool()>& want_more,
-                                    const std::function<absl::Status(Message&)>& visit);
+                                    const std::function<int()>& room, const RecordVisit& visit);
+  // A TakenMessage of `v` (decoded, or its record bytes when `raw`).
+  static TakenMessage Take(const record::RecordView& v, bool raw);
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
   absl::Status ReceiveFrom(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                            int64_t now, int want, Taken* t);
@@ -206,6 +216,7 @@ class ConsumerServiceImpl final : public ConsumerService {
                        int64_t deliver_ms);
   // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
   static int64_t FirstStoreMs(const Message& m);
+  static int64_t FirstStoreMs(const record::RecordView& v);
   // Stages in `batch` the records holding leases of `p` (p->mu held) as they will be once the
   // leases at `drop` (sorted) are gone and those in `replace` (sorted by offset, each already
   // in p->leases) are substituted; p is unchanged.

@@ -31,6 +31,13 @@ int64_t ConsumerServiceImpl::FirstStoreMs(const Message& m) {
   return first_store;
 }
 
+int64_t ConsumerServiceImpl::FirstStoreMs(const record::RecordView& v) {
+  int64_t first_store = v.store_ms;
+  std::string_view s;
+  if (v.FindProperty(kFirstStoreMs, &s)) ParseI64(s, &first_store);
+  return first_store;
+}
+
 absl::Status ConsumerServiceImpl::PutCopy(const QueueKey& k, Message copy, uint32_t attempt,
                                           bool to_dlq, int64_t deliver_ms) {
   const int64_t first_store = FirstStoreMs(copy);

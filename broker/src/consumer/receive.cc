@@ -12,13 +12,13 @@
 namespace tokimq::consumer {
 namespace {
 
-// A view into m's property `name` ("" when absent); valid while m is unchanged.
-std::string_view Prop(const Message& m, const char* name) {
-  auto it = m.properties.find(name);
-  return it == m.properties.end() ? std::string_view() : std::string_view(it->second);
+// A view into r's property `name` ("" when absent); valid as long as r's bytes.
+std::string_view Prop(const record::RecordView& r, const char* name) {
+  std::string_view v;
+  return r.FindProperty(name, &v) ? v : std::string_view();
 }
 
-int64_t PropInt(const Message& m, const char* name, int64_t fallback) {
+int64_t PropInt(const record::RecordView& m, const char* name, int64_t fallback) {
   std::string_view v = Prop(m, name);
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
@@ -58,25 +58,45 @@ int64_t ConsumerServiceImpl::BeginScan(Progress* p, Taken* t) const {
   return store_->MaxQueueOffset(k.read_topic, k.queue_id);
 }
 
-absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(
-    const QueueKey& k, int64_t from, int64_t max, const std::function<bool()>& want_more,
-    const std::function<absl::Status(Message&)>& visit) {
+absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(const QueueKey& k, int64_t from,
+                                                       int64_t max,
+                                                       const std::function<int()>& room,
+                                                       const RecordVisit& visit) {
   int64_t next = from;
-  while (want_more() && next < max) {
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
-                            store_->ReadQueue(k.read_topic, k.queue_id, next, kScanChunk));
-    if (msgs.empty()) {
+  for (int want = room(); want > 0 && next < max; want = room()) {
+    // Records are decoded (and checksummed) as they are read: read no more than are wanted.
+    const int chunk = std::min(want, kScanChunk);
+    bool full = false;
+    TOKIMQ_ASSIGN_OR_RETURN(
+        size_t n, store_->VisitQueue(k.read_topic, k.queue_id, next, chunk,
+                                     [&](const record::RecordView& v) -> absl::Status {
+                                       if (full || room() <= 0) {
+                                         full = true;  // read, not visited: next call's
+                                         return absl::OkStatus();
+                                       }
+                                       next = v.queue_offset + 1;
+                                       return visit(v);
+                                     }));
+    if (n == 0) {
       // Everything in this range was removed by retention.
-      next = std::min(next + kScanChunk, max);
-      continue;
+      next = std::min(next + chunk, max);
     }
-    for (Message& m : msgs) {
-      if (!want_more()) break;
-      next = m.queue_offset + 1;
-      TOKIMQ_RETURN_IF_ERROR(visit(m));
-    }
+    if (full) break;
   }
   return next;
+}
+
+ConsumerServiceImpl::TakenMessage ConsumerServiceImpl::Take(const record::RecordView& v,
+                                                            bool raw) {
+  TakenMessage t;
+  t.queue_offset = v.queue_offset;
+  t.deliver_ms = PropInt(v, prop::kDeliverMs, v.store_ms);
+  if (raw) {
+    t.record.assign(v.bytes.data(), v.bytes.size());
+  } else {
+    record::MessageFromView(v, &t.message);
+  }
+  return t;
 }
 
 absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest& req,
@@ -88,8 +108,8 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   if (from >= max) return absl::OkStatus();
 
   const bool retry_view = k.read_topic != k.topic;
-  auto want_more = [&] { return static_cast<int>(t->messages.size()) < want; };
-  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, want_more, [&](Message& m) {
+  auto room = [&] { return want - static_cast<int>(t->messages.size()); };
+  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, [&](const record::RecordView& m) {
     // The retry topic is shared by every topic of the group: this view takes only its own.
     if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) return absl::OkStatus();
     // Filtered-out messages count as consumed for the group (RocketMQ semantics).
@@ -98,8 +118,10 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
       // Waited past the group's TTL before anyone received it: DLQ, not a delivery. A crash
       // before the progress write repeats this move (a duplicate in the DLQ).
-      return PutCopy(k, std::move(m), static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)),
-                     true, now);
+      Message copy;
+      record::MessageFromView(m, &copy);
+      return PutCopy(k, std::move(copy),
+                     static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)), true, now);
     }
     LeaseRecord lease;
     lease.epoch = 1;
@@ -107,7 +129,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     lease.invisible_until_ms = now + req.invisible_ms;
     lease.received_ms = now;
     t->leases.push_back(lease);
-    t->messages.push_back(std::move(m));
+    t->messages.push_back(Take(m, req.raw_records));
     return absl::OkStatus();
   }));
   return absl::OkStatus();
@@ -119,13 +141,13 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   const QueueKey& k = p->key;
   const int64_t max = BeginScan(p, t);
   const int64_t from = t->from;
-  auto take = [&](Message m, LeaseRecord lease) {
+  auto take = [&](const record::RecordView& m, LeaseRecord lease) {
     lease.parked = false;
     lease.epoch += 1;
     lease.invisible_until_ms = now + req.invisible_ms;
     lease.received_ms = now;
     t->leases.push_back(lease);
-    t->messages.push_back(std::move(m));
+    t->messages.push_back(Take(m, req.raw_records));
     return lease;
   };
 
@@ -139,23 +161,33 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     const LeaseRecord& lease = p->leases.at(offset);
     if (lease.invisible_until_ms > now) continue;  // redelivery backoff not over
     // A due head: hand it out again (or for the first time, if it was parked behind its group).
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
-                            store_->ReadQueue(k.read_topic, k.queue_id, offset, 1));
+    bool found = false;
+    TOKIMQ_RETURN_IF_ERROR(
+        store_
+            ->VisitQueue(k.read_topic, k.queue_id, offset, 1,
+                         [&](const record::RecordView& m) -> absl::Status {
+                           if (m.queue_offset != offset) return absl::OkStatus();
+                           found = true;
+                           if (lease.epoch == 0 && policy.ttl_ms > 0 &&
+                               now - FirstStoreMs(m) >= policy.ttl_ms) {
+                             // Waited past the TTL behind its group without a delivery: DLQ
+                             // (the group stays blocked for this call; its next message goes
+                             // out on the next one).
+                             Message copy;
+                             record::MessageFromView(m, &copy);
+                             t->dropped.push_back(offset);
+                             return PutCopy(k, std::move(copy), 0, true, now);
+                           }
+                           t->replaced.emplace_back(offset, take(m, lease));
+                           return absl::OkStatus();
+                         })
+            .status());
     --parked;
-    if (msgs.empty() || msgs[0].queue_offset != offset) {
+    if (!found) {
       TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
                       k.read_topic, k.queue_id, offset);
       t->dropped.push_back(offset);
-      continue;
     }
-    if (lease.epoch == 0 && policy.ttl_ms > 0 && now - FirstStoreMs(msgs[0]) >= policy.ttl_ms) {
-      // Waited past the TTL behind its group without a delivery: DLQ (the group stays blocked
-      // for this call; its next message goes out on the next one).
-      TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(msgs[0]), 0, true, now));
-      t->dropped.push_back(offset);
-      continue;
-    }
-    t->replaced.emplace_back(offset, take(std::move(msgs[0]), lease));
   }
   auto blocked = [&](const std::string& group) {
     return p->groups.contains(group) || taken.contains(group);
@@ -163,10 +195,10 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
 
   // New messages: a blocked group's message is parked (bounded: kMaxFifoParked), any other is
   // handed out and blocks its group.
-  auto want_more = [&] {
-    return static_cast<int>(t->messages.size()) < want && parked < kMaxFifoParked;
+  auto room = [&] {
+    return parked < kMaxFifoParked ? want - static_cast<int>(t->messages.size()) : 0;
   };
-  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, want_more, [&](Message& m) {
+  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, [&](const record::RecordView& m) {
     const int64_t offset = m.queue_offset;
     if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
     std::string group(Prop(m, prop::kMessageGroup));
@@ -181,14 +213,16 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
       return absl::OkStatus();
     }
     if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
-      return PutCopy(k, std::move(m), 0, true, now);
+      Message copy;
+      record::MessageFromView(m, &copy);
+      return PutCopy(k, std::move(copy), 0, true, now);
     }
     if (!group.empty()) taken.insert(group);
     LeaseRecord lease;
     lease.epoch = 0;  // take() makes it 1
     lease.attempt = 1;
     lease.msg_group = std::move(group);
-    t->fresh.emplace_back(offset, take(std::move(m), std::move(lease)));
+    t->fresh.emplace_back(offset, take(m, std::move(lease)));
     return absl::OkStatus();
   }));
   return absl::OkStatus();
@@ -297,7 +331,7 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
       // One expiry entry per queue covers this call's leases there (FIFO redeliveries of
       // parked entries may lie below the new ones).
       int64_t first = INT64_MAX, last = INT64_MIN;
-      for (const Message& m : t.messages) {
+      for (const TakenMessage& m : t.messages) {
         first = std::min(first, m.queue_offset);
         last = std::max(last, m.queue_offset);
       }
@@ -309,16 +343,17 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
       for (auto& [offset, lease] : t.fresh) p->SetLease(offset, std::move(lease));
     }
     for (size_t i = 0; i < t.messages.size(); ++i) {
-      Message& m = t.messages[i];
+      TakenMessage& m = t.messages[i];
       const int64_t offset = m.queue_offset;
       if (!p->fifo) p->leases.emplace_hint(p->leases.end(), offset, t.leases[i]);
       ReceivedMessage rm;
       rm.delivery_attempt = static_cast<int>(t.leases[i].attempt);
-      rm.deliver_ms = PropInt(m, prop::kDeliverMs, m.store_ms);
+      rm.deliver_ms = m.deliver_ms;
       rm.invisible_until_ms = until;
       rm.receipt_handle =
           EncodeReceipt(Receipt{p->key, offset, t.leases[i].epoch, until}, secret_);
-      rm.message = std::move(m);
+      rm.message = std::move(m.message);
+      rm.record = std::move(m.record);
       out->push_back(std::move(rm));
     }
   }

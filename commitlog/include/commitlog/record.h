@@ -64,6 +64,7 @@ absl::Status Decode(std::string_view rec, Message* out);
 // and are valid only as long as they are. No allocation. `properties` is the raw property block
 // (u32 key length, key, u32 value length, value, repeated); FindProperty searches it.
 struct RecordView {
+  std::string_view bytes;  // the whole record (size bytes), as given to DecodeView
   uint32_t size = 0;  // total record bytes
   uint32_t flags = 0;
   int32_t queue_id = 0;
