@@ -343,7 +343,7 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
   for (ReceivedMessage& rm : got) {
     record::RecordView m;
     // Read and checksummed by the store a moment ago; a failure here is a bug, not bad data.
-    TOKIMQ_RETURN_IF_ERROR(record::DecodeView(rm.record, &m));
+    TOKIMQ_RETURN_IF_ERROR(record::DecodeCopiedView(rm.record, &m));
     proto::ReceivedMessage* out = resp->add_messages();
     std::string_view id, key, tag;
     m.FindProperty(prop::kMessageId, &id);
@@ -359,8 +359,7 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
     Decoder pd(m.properties);
     std::string_view k, v;
     while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
-      std::string key(k);
-      if (props->count(key) == 0) (*props)[std::move(key)] = std::string(v);  // first one wins
+      props->insert({std::string(k), std::string(v)});  // one lookup; the first one wins
     }
     out->set_born_ms(m.born_ms);
     out->set_receipt_handle(std::move(rm.receipt_handle));

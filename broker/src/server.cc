@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -109,8 +110,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       TOKIMQ_LOG_WARN("closing {}: {}", peer(), len.status().ToString());
       return FailAndClose(len.status());
     }
-    body_.assign(*len, '\0');  // bounded by the frame limit, checked above
-    asio::async_read(socket_, asio::buffer(body_.data(), body_.size()),
+    // Bounded by the frame limit, checked above; not zero-filled (the read overwrites it all).
+    body_ = std::make_unique_for_overwrite<char[]>(*len);
+    body_len_ = *len;
+    asio::async_read(socket_, asio::buffer(body_.get(), body_len_),
                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
                        self->OnBody(ec);
                      });
@@ -122,9 +125,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // strings, property maps) are arena allocations, freed at once with the call.
     auto call = std::make_shared<Call>();
     proto::Request* req = call->request;
-    absl::Status parsed = wire::DecodeFrameBody(body_, req);
-    body_.clear();
-    body_.shrink_to_fit();
+    absl::Status parsed = wire::DecodeFrameBody(std::string_view(body_.get(), body_len_), req);
+    body_.reset();
+    body_len_ = 0;
     if (!parsed.ok()) {
       TOKIMQ_LOG_WARN("closing {}: {}", peer(), parsed.ToString());
       return FailAndClose(parsed);
@@ -257,7 +260,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Server::Impl* server_;
   tcp::socket socket_;
   char header_[wire::kFrameHeaderBytes] = {};
-  std::string body_;
+  std::unique_ptr<char[]> body_;  // the frame body being read
+  size_t body_len_ = 0;
   std::deque<std::string> out_;
   bool writing_ = false;
   bool close_after_write_ = false;

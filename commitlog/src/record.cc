@@ -94,12 +94,14 @@ bool VerifyMessage(std::string_view rec) {
   return pre.magic == kMessageMagicV1 && pre.total_size == rec.size() && pre.crc == RecordCrc(rec);
 }
 
-absl::Status DecodeView(std::string_view rec, RecordView* out) {
+static absl::Status DecodeViewImpl(std::string_view rec, RecordView* out, bool verify_crc) {
   if (rec.size() < kMinMessageSize) return absl::DataLossError("record shorter than its header");
   Prefix pre = DecodePrefix(rec.data());
   if (pre.magic != kMessageMagicV1) return absl::DataLossError("bad record magic");
   if (pre.total_size != rec.size()) return absl::DataLossError("record size mismatch");
-  if (pre.crc != RecordCrc(rec)) return absl::DataLossError("record checksum mismatch");
+  if (verify_crc && pre.crc != RecordCrc(rec)) {
+    return absl::DataLossError("record checksum mismatch");
+  }
   Decoder d(rec.substr(12));
   uint32_t flags = 0, qid = 0, props_len = 0;
   uint64_t qoff = 0, phys = 0, born = 0, store = 0;
@@ -127,6 +129,14 @@ absl::Status DecodeView(std::string_view rec, RecordView* out) {
   out->born_ms = static_cast<int64_t>(born);
   out->store_ms = static_cast<int64_t>(store);
   return absl::OkStatus();
+}
+
+absl::Status DecodeView(std::string_view rec, RecordView* out) {
+  return DecodeViewImpl(rec, out, true);
+}
+
+absl::Status DecodeCopiedView(std::string_view rec, RecordView* out) {
+  return DecodeViewImpl(rec, out, false);
 }
 
 bool RecordView::FindProperty(std::string_view key, std::string_view* value) const {

@@ -78,6 +78,27 @@ TEST(RecordViewTest, DecodeViewRejectsWhatDecodeRejects) {
   EXPECT_EQ(record::DecodeView("short", &v).code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(RecordViewTest, DecodeCopiedViewSkipsOnlyTheChecksum) {
+  std::string rec;
+  record::Encode(Sample(), &rec);
+  record::RecordView v;
+  ASSERT_TRUE(record::DecodeCopiedView(rec, &v).ok());
+  EXPECT_EQ(v.bytes, rec);
+  EXPECT_EQ(v.body, "hello");
+  // A changed body byte: the checksum catches it, the copied-record decode does not look.
+  std::string changed = rec;
+  changed[rec.size() - 1] = 'X';
+  EXPECT_EQ(record::DecodeView(changed, &v).code(), absl::StatusCode::kDataLoss);
+  ASSERT_TRUE(record::DecodeCopiedView(changed, &v).ok());
+  EXPECT_EQ(v.body, "hellX");
+  // Lengths are still checked: a cut record or a wrong size field is refused.
+  EXPECT_EQ(record::DecodeCopiedView(std::string_view(rec).substr(0, rec.size() - 1), &v).code(),
+            absl::StatusCode::kDataLoss);
+  std::string bad_size = rec;
+  bad_size[4] = static_cast<char>(bad_size[4] + 1);  // total_size, after the 4-byte magic
+  EXPECT_EQ(record::DecodeCopiedView(bad_size, &v).code(), absl::StatusCode::kDataLoss);
+}
+
 class VisitQueueTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -165,6 +165,26 @@ TEST(GroupStateValues, OffsetAndPolicyRoundTrip) {
   EXPECT_EQ(d->backoff_ms, (std::vector<int64_t>{1, 2, 3}));
 }
 
+TEST(ReceiptHandle, MatchesTheDocumentedExample) {
+  // docs/formats/group-state.md "Receipt handle", byte for byte.
+  Receipt r{QueueKey{"g", "t", "t", 0}, 5, 1, 1'700'000'030'000};
+  EXPECT_EQ(EncodeReceipt(r, 0x0123456789abcdefull),
+            "01" "01000000" "67" "01000000" "74" "01000000" "74" "00000000" "0500000000000000"
+            "01000000" "30dde5cf8b010000" "eab8631f");
+  auto d = DecodeReceipt(EncodeReceipt(r, 0x0123456789abcdefull), 0x0123456789abcdefull);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->queue_offset, 5);
+  EXPECT_EQ(d->invisible_until_ms, 1'700'000'030'000);
+  // An upper-case or non-hex digit anywhere is refused.
+  std::string h = EncodeReceipt(r, 0x0123456789abcdefull);
+  for (size_t i = 0; i < h.size(); ++i) {
+    std::string bad = h;
+    bad[i] = 'G';
+    EXPECT_EQ(DecodeReceipt(bad, 0x0123456789abcdefull).status().code(),
+              absl::StatusCode::kInvalidArgument) << i;
+  }
+}
+
 TEST(ReceiptHandle, RoundTripsAndRejectsOtherSecrets) {
   Receipt r{Q(), 99, 4, 1'700'000'030'000};
   std::string h = EncodeReceipt(r, 0xfeed);

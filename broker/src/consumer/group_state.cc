@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 #include "common/coding.h"
 #include "common/crc32c.h"
@@ -303,38 +304,55 @@ uint32_t ReceiptCheck(std::string_view payload, uint64_t secret) {
   return crc32c::Extend(crc, payload.data(), payload.size());
 }
 constexpr char kHex[] = "0123456789abcdef";
-// Hex digit value, or -1.
-constexpr std::array<int8_t, 256> kHexVal = [] {
-  std::array<int8_t, 256> t{};
-  for (auto& v : t) v = -1;
-  for (int i = 0; i < 10; ++i) t['0' + i] = static_cast<int8_t>(i);
-  for (int i = 0; i < 6; ++i) t['a' + i] = static_cast<int8_t>(10 + i);
+// The two hex digits of each byte value (one copy per byte when expanding a handle).
+constexpr std::array<std::array<char, 2>, 256> kHexPair = [] {
+  std::array<std::array<char, 2>, 256> t{};
+  for (int i = 0; i < 256; ++i) t[static_cast<size_t>(i)] = {kHex[i >> 4], kHex[i & 15]};
   return t;
 }();
+// Hex digit value, or 0x100 (bit 8 set: not a digit; OR-ed over a handle, checked once).
+constexpr std::array<uint16_t, 256> kHexVal = [] {
+  std::array<uint16_t, 256> t{};
+  for (auto& v : t) v = 0x100;
+  for (int i = 0; i < 10; ++i) t['0' + i] = static_cast<uint16_t>(i);
+  for (int i = 0; i < 6; ++i) t['a' + i] = static_cast<uint16_t>(10 + i);
+  return t;
+}();
+// Appends `n` bytes at `src` to `dst` (stack buffer with room, checked by the caller).
+char* Put(char* dst, const void* src, size_t n) {
+  std::memcpy(dst, src, n);
+  return dst + n;
+}
 }  // namespace
 
 std::string EncodeReceipt(const Receipt& r, uint64_t secret) {
-  // Binary form built in place, then hex-expanded from the back of the same string (the hex
-  // digits of byte i land at 2i and 2i+1, never over a byte not yet expanded).
-  const size_t bin_size = 1 + 3 * 4 + r.queue.group.size() + r.queue.topic.size() +
-                          r.queue.read_topic.size() + 4 + 8 + 4 + 8 + 4;
-  std::string out;
-  out.reserve(bin_size * 2);
-  out.push_back(static_cast<char>(kReceiptVersion));
-  PutLengthPrefixed(&out, r.queue.group);
-  PutLengthPrefixed(&out, r.queue.topic);
-  PutLengthPrefixed(&out, r.queue.read_topic);
-  PutFixed32(&out, static_cast<uint32_t>(r.queue.queue_id));
-  PutFixed64(&out, static_cast<uint64_t>(r.queue_offset));
-  PutFixed32(&out, r.epoch);
-  PutFixed64(&out, static_cast<uint64_t>(r.invisible_until_ms));
-  PutFixed32(&out, ReceiptCheck(out, secret));
-  const size_t n = out.size();
-  out.resize(n * 2);
-  for (size_t i = n; i-- > 0;) {
-    const auto c = static_cast<unsigned char>(out[i]);
-    out[2 * i] = kHex[c >> 4];
-    out[2 * i + 1] = kHex[c & 15];
+  // Binary form on the stack (names are at most 255 bytes each, so it fits), then expanded to
+  // hex two digits at a time. A receive encodes one handle per message: this is on its path.
+  char bin[1 + 3 * (4 + 255 + 16) + 4 + 8 + 4 + 8 + 4];
+  const size_t names = r.queue.group.size() + r.queue.topic.size() + r.queue.read_topic.size();
+  if (names > 3 * (255 + 16)) return std::string();  // never: names are validated before
+  char* p = bin;
+  *p++ = static_cast<char>(kReceiptVersion);
+  for (const std::string* s : {&r.queue.group, &r.queue.topic, &r.queue.read_topic}) {
+    char len[4];
+    EncodeFixed32(len, static_cast<uint32_t>(s->size()));
+    p = Put(p, len, 4);
+    p = Put(p, s->data(), s->size());
+  }
+  char tail[4 + 8 + 4 + 8];
+  EncodeFixed32(tail, static_cast<uint32_t>(r.queue.queue_id));
+  EncodeFixed64(tail + 4, static_cast<uint64_t>(r.queue_offset));
+  EncodeFixed32(tail + 12, r.epoch);
+  EncodeFixed64(tail + 16, static_cast<uint64_t>(r.invisible_until_ms));
+  p = Put(p, tail, sizeof(tail));
+  char check[4];
+  EncodeFixed32(check, ReceiptCheck(std::string_view(bin, static_cast<size_t>(p - bin)), secret));
+  p = Put(p, check, 4);
+  const auto n = static_cast<size_t>(p - bin);
+  std::string out(n * 2, '\0');
+  char* o = out.data();
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(o + 2 * i, kHexPair[static_cast<unsigned char>(bin[i])].data(), 2);
   }
   return out;
 }
@@ -348,12 +366,14 @@ absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret) 
   }
   char bin[kMaxHandleChars / 2];
   const size_t n = handle.size() / 2;
+  unsigned invalid = 0;  // bit 8 of any digit's value: checked once, after the loop
   for (size_t i = 0; i < n; ++i) {
-    const int hi = kHexVal[static_cast<unsigned char>(handle[2 * i])];
-    const int lo = kHexVal[static_cast<unsigned char>(handle[2 * i + 1])];
-    if (hi < 0 || lo < 0) return bad("not hex");
+    const unsigned hi = kHexVal[static_cast<unsigned char>(handle[2 * i])];
+    const unsigned lo = kHexVal[static_cast<unsigned char>(handle[2 * i + 1])];
+    invalid |= hi | lo;
     bin[i] = static_cast<char>(hi << 4 | lo);
   }
+  if (invalid & 0x100) return bad("not hex");
   if (n < 5) return bad("length");
   std::string_view payload(bin, n - 4);
   if (ReceiptCheck(payload, secret) != DecodeFixed32(bin + n - 4)) {

@@ -83,6 +83,10 @@ struct RecordView {
 // Same checks and errors as Decode (magic, size, checksum, every field and property well
 // formed), without building a Message.
 absl::Status DecodeView(std::string_view rec, RecordView* out);
+// DecodeView without the checksum, for an in-memory copy of a record that DecodeView already
+// accepted when it was read (e.g. ReceivedMessage::record): every length is still checked
+// against `rec`, so a bad copy is an error, never an out-of-bounds read.
+absl::Status DecodeCopiedView(std::string_view rec, RecordView* out);
 // Copies a view (from DecodeView) into `out`.
 void MessageFromView(const RecordView& view, Message* out);
 
