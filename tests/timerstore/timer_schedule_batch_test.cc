@@ -217,8 +217,8 @@ TEST(TimerServiceNiceTest, EnqueueAndDequeueThreadsRunAtTheConfiguredNiceValue) 
   env.Open();
   const size_t before = ThreadNiceValues().count(7);
   ASSERT_TRUE(env.ts().Start().ok());  // returns once its threads have their priority
-  // Enqueue, dequeue read, dequeue put; not the checkpointer.
-  EXPECT_EQ(ThreadNiceValues().count(7), before + 3);
+  // Enqueue, dequeue get, dequeue read, dequeue put; not the checkpointer.
+  EXPECT_EQ(ThreadNiceValues().count(7), before + 4);
   ASSERT_TRUE(env.ts().Stop().ok());
 }
 

@@ -410,10 +410,16 @@ void TimerStoreImpl::WorkerLoop(int which) {
       run(EnqueuePutStep());
       wake_ms = clock_->NowMs() + 10;
     } else if (which == 1) {
+      // Dequeue get: walking a busy slot reads one TimerLog unit per message (100k+ for a
+      // busy second); on a thread of its own it never holds up the releases of the current
+      // second (it used to share a thread with dequeue read).
       run(DequeueGetStep());
+      std::lock_guard<std::mutex> l(mu_);
+      wake_ms = (next_walk_tick_ - 1) * options_.precision_ms;
+    } else if (which == 3) {
       run(DequeueReadStep());
       std::lock_guard<std::mutex> l(mu_);
-      wake_ms = std::min(fine_.NextDueMs(), (next_walk_tick_ - 1) * options_.precision_ms);
+      wake_ms = fine_.NextDueMs();
       put_queue_full = put_queue_.size() >= kPutQueueCap;
       if (!put_queue_.empty()) put_cv_.notify_all();
     } else {
@@ -429,6 +435,9 @@ void TimerStoreImpl::WorkerLoop(int which) {
     if (which == 0) {
       std::unique_lock<std::mutex> l(run_mu_);
       run_cv_.wait_for(l, std::chrono::milliseconds(10));
+    } else if (which == 1) {
+      // Slots are walked a tick ahead: a few ms late costs nothing.
+      clock_->WaitUntilMs(wake_ms, std::chrono::milliseconds(5));
     } else if (which == 2 || put_queue_full) {
       // Dequeue put waits for loaded copies; dequeue read, with put_queue_ full, for room.
       // Short real-time cap so Stop() is noticed quickly.
@@ -460,8 +469,9 @@ absl::Status TimerStoreImpl::Start() {
   // Dequeue read and dequeue put on threads of their own: decoding/rewriting loaded copies
   // overlaps with encoding/appending them to the real topics (a hot second is CPU-bound).
   // Start returns once the service threads have their priority (service_nice).
-  std::latch ready(3);
-  for (int i = 0; i < 3; ++i) {
+  // 0 enqueue (get + put), 1 dequeue get (slot walks), 2 dequeue put, 3 dequeue read.
+  std::latch ready(4);
+  for (int i = 0; i < 4; ++i) {
     threads_.emplace_back([this, i, &ready] {
       if (options_.service_nice != 0) SetThreadNice(options_.service_nice, i == 0);
       ready.count_down();
