@@ -338,6 +338,10 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
   r.tag_filter = req.tag_filter();
   // Stored records straight into the response: no decoded Message in between.
   r.raw_records = true;
+  // A response must fit a frame (16 MiB by default on both sides): several near-maximum
+  // messages in one response used to exceed it, and the client refused every such response
+  // while the messages stayed leased. Half the default frame leaves room for the fields.
+  r.max_bytes = kMaxReceiveResponseBytes;
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, consumers_->Receive(r));
   resp->mutable_messages()->Reserve(static_cast<int>(got.size()));
   for (ReceivedMessage& rm : got) {

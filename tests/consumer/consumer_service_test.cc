@@ -29,6 +29,42 @@ TEST_P(ConsumerTest, ReceiveThenAckRemovesTheMessageForGood) {
   EXPECT_EQ(svc_->DlqDepth("g"), 0);
 }
 
+TEST_P(ConsumerTest, ReceiveStopsAtTheByteBudgetButAlwaysHandsOutOneMessage) {
+  for (int i = 0; i < 5; ++i) Send("t", 0, std::string(1000, static_cast<char>('a' + i)));
+  for (int i = 0; i < 3; ++i) SendToGroup("f", 0, "g" + std::to_string(i), std::string(1000, 'f'));
+  ReceiveRequest req;
+  req.group = "g";
+  req.topic = "t";
+  req.max_messages = 16;
+  req.max_bytes = 2500;  // two ~1.1 KB records fit, a third does not
+  std::vector<size_t> sizes;
+  for (int i = 0; i < 3; ++i) {
+    auto r = svc_->Receive(req);
+    ASSERT_TRUE(r.ok()) << r.status();
+    sizes.push_back(r->size());
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 1}));  // nothing skipped, nothing lost
+  EXPECT_EQ(svc_->InFlight("g"), 5);
+  // A budget below one record: one message per Receive, never none.
+  req.group = "h";
+  req.max_bytes = 10;
+  auto one = svc_->Receive(req);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().message.body, std::string(1000, 'a'));
+  // FIFO queues keep the budget too.
+  req.group = "gf";
+  req.topic = "f";
+  req.max_bytes = 2500;
+  auto fifo = svc_->Receive(req);
+  ASSERT_TRUE(fifo.ok());
+  EXPECT_EQ(fifo->size(), 2u);
+  req.max_bytes = 0;  // no limit
+  auto rest = svc_->Receive(req);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->size(), 1u);
+}
+
 TEST_P(ConsumerTest, ExpiredLeaseRedeliversWithAttemptTwoAfterBackoffNotBefore) {
   Send("t", 0, "m0");
   auto first = Recv("g", "t", 1, 30'000);

@@ -83,6 +83,26 @@ TEST_P(ConsumerTest, RenewRewritesOnlyItsLeaseInTheBlock) {
   EXPECT_TRUE(svc_->Ack("g", *renewed).ok());
 }
 
+TEST_P(ConsumerTest, ExpiryIndexStaysBoundedUnderRenewalsAndTheLeaseStillExpires) {
+  Send("t", 0, "m0");
+  auto got = Recv("g", "t", 1, 12LL * 3600 * 1000);
+  ASSERT_EQ(got.size(), 1u);
+  std::string handle = got[0].receipt_handle;
+  for (int i = 0; i < 6000; ++i) {  // each renewal leaves its old deadline in the index
+    auto r = svc_->ChangeInvisibleDuration("g", handle, 12LL * 3600 * 1000 - i);
+    ASSERT_TRUE(r.ok()) << r.status();
+    handle = *r;
+  }
+  EXPECT_GT(svc_->ExpiryIndexEntries(), 6000);
+  ASSERT_TRUE(svc_->RunUntilIdle().ok());  // compacts: one live lease, one entry
+  EXPECT_EQ(svc_->ExpiryIndexEntries(), 1);
+  // The last renewal (12 h - 5999 ms) still ends the lease, not a millisecond early.
+  Advance(12LL * 3600 * 1000 - 6000);
+  EXPECT_EQ(svc_->InFlight("g"), 1);
+  Advance(1);
+  EXPECT_EQ(svc_->InFlight("g"), 0);
+}
+
 TEST_P(ConsumerTest, LeaseKeyOfAVersionOneBrokerStillExpires) {
   Send("t", 0, "m0");
   CloseAll();

@@ -67,7 +67,15 @@ struct ReceiveRequest {
   // decoded Message: one copy instead of a Message with a property map, for callers that
   // re-encode it anyway (the broker's handlers build the wire response from the record).
   bool raw_records = false;
+  // Stop adding messages once their stored records would exceed this many bytes (0: no
+  // limit); the first message of a Receive is handed out whatever its size. Keeps a response
+  // within the wire frame limit: the broker asks for kMaxReceiveResponseBytes.
+  int64_t max_bytes = 0;
 };
+
+// Stored record bytes the broker puts into one Receive response at most (half the default
+// 16 MiB frame limit, docs/protocol.md), beyond the first message.
+inline constexpr int64_t kMaxReceiveResponseBytes = 8LL << 20;
 
 struct ReceivedMessage {
   Message message;              // as stored in the topic (queue_offset set); empty when raw
@@ -117,6 +125,9 @@ class ConsumerService {
   // FIFO queues: entries held by no consumer, waiting behind their message group or for a
   // redelivery time. 0 for groups that read no FIFO topic.
   virtual int64_t Parked(const std::string& /*group*/) const { return 0; }
+  // Entries in the in-memory lease-expiry index (all groups): bounded by a multiple of the
+  // leases in flight (stale entries of acked or renewed leases are compacted away).
+  virtual int64_t ExpiryIndexEntries() const { return 0; }
 
   // The broker fans MessageStore dispatch notifications out to this (wakes long polls).
   virtual void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) = 0;

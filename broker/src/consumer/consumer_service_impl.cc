@@ -286,11 +286,22 @@ absl::Status ConsumerServiceImpl::Recover() {
   }
   if (fix.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteSynced(&fix));
 
-  // The expiry index is in memory: every live lease gets an entry again, one per queue and
-  // deadline covering the offsets that share it (a Receive's leases share one). Parked FIFO
-  // entries waiting for a redelivery time get one too (it wakes long polls); entries parked
-  // behind their group need none.
+  // The expiry index is in memory: every live lease gets an entry again.
+  IndexLiveLeases();
+  return absl::OkStatus();
+}
+
+void ConsumerServiceImpl::IndexLiveLeases() {
+  // One entry per queue and deadline, covering the offsets that share it (a Receive's leases
+  // share one). Parked FIFO entries waiting for a redelivery time get one too (it wakes long
+  // polls); entries parked behind their group need none.
+  std::vector<Progress*> all;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (auto& [k, p] : progress_) all.push_back(p.get());
+  }
   for (Progress* p : all) {
+    std::lock_guard<std::mutex> l(p->mu);
     std::map<int64_t, std::pair<int64_t, int64_t>> ranges;  // deadline -> first, last offset
     for (const auto& [off, lease] : p->leases) {
       if (lease.parked && lease.invisible_until_ms == 0) continue;
@@ -301,7 +312,36 @@ absl::Status ConsumerServiceImpl::Recover() {
       ScheduleExpiry(deadline, p, range.first, range.second);
     }
   }
-  return absl::OkStatus();
+}
+
+void ConsumerServiceImpl::MaybeCompactExpiries() {
+  // Entries outlive the leases they were made for (an acked or renewed lease keeps its entry
+  // until the deadline, up to 12 h): with frequent renewals of long leases the index would
+  // grow with calls, not with leases. Past a bound, it is rebuilt from the live leases.
+  int64_t live = 0;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (const auto& [name, g] : groups_) live += g->in_flight.load();
+  }
+  size_t entries;
+  {
+    std::lock_guard<std::mutex> l(expiry_mu_);
+    entries = expiries_.size();
+    const size_t bound = std::max<size_t>(4 * static_cast<size_t>(std::max<int64_t>(live, 0) + 1024),
+                                          2 * expiries_after_compaction_);
+    if (entries <= bound) return;
+  }
+  std::lock_guard<std::mutex> lease_lock(lease_mu_);  // no expiry runs meanwhile
+  std::multimap<int64_t, Expiry> old;
+  {
+    std::lock_guard<std::mutex> l(expiry_mu_);
+    old.swap(expiries_);  // entries added from here on stay; the old ones are rebuilt below
+  }
+  IndexLiveLeases();
+  std::lock_guard<std::mutex> l(expiry_mu_);
+  expiries_after_compaction_ = expiries_.size();
+  TOKIMQ_LOG_INFO("consumer: lease expiry index rebuilt: {} entries -> {}", old.size(),
+                  expiries_.size());
 }
 
 ConsumerServiceImpl::Progress* ConsumerServiceImpl::GetProgress(const QueueKey& key) {

@@ -91,6 +91,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   int64_t Parked(const std::string& group) const override;
   void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) override;
   absl::Status RunUntilIdle() override;
+  int64_t ExpiryIndexEntries() const override;
   absl::Status Start() override;
   absl::Status Stop() override;
 
@@ -142,6 +143,15 @@ class ConsumerServiceImpl final : public ConsumerService {
     int64_t from = 0;  // first offset scanned
     int64_t next = 0;  // new consume offset
     std::vector<TakenMessage> messages;
+    // Stored record bytes this queue may still add (ReceiveRequest::max_bytes), and whether
+    // its first message may exceed that (nothing taken yet by the whole Receive).
+    int64_t byte_budget = INT64_MAX;
+    bool oversize_first_ok = true;
+    int64_t bytes = 0;  // stored record bytes of `messages`
+    // Whether a record of `size` bytes may be taken within the budget.
+    bool Fits(uint32_t size) const {
+      return (messages.empty() && oversize_first_ok) || bytes + size <= byte_budget;
+    }
     std::vector<LeaseRecord> leases;  // parallel to messages
     // FIFO only (else messages/leases are the new entries). New entries at/after `from`,
     // handed out or parked, in offset order; parked entries handed out again (new lease);
@@ -173,8 +183,12 @@ class ConsumerServiceImpl final : public ConsumerService {
   // still wanted), calling visit(v) on each record while room() > 0; returns the offset after
   // the last record visited (retention gaps skipped).
   using RecordVisit = std::function<absl::Status(const record::RecordView&)>;
+  // `fits`: whether the scan may go on to this record (false stops it before the record, which
+  // the next Receive reads again), e.g. Taken::Fits for the byte budget.
   absl::StatusOr<int64_t> ScanQueue(const QueueKey& k, int64_t from, int64_t max,
-                                    const std::function<int()>& room, const RecordVisit& visit);
+                                    const std::function<int()>& room,
+                                    const std::function<bool(const record::RecordView&)>& fits,
+                                    const RecordVisit& visit);
   // A TakenMessage of `v` (decoded, or its record bytes when `raw`).
   static TakenMessage Take(const record::RecordView& v, bool raw);
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.
@@ -198,6 +212,14 @@ class ConsumerServiceImpl final : public ConsumerService {
   void ScheduleExpiry(int64_t deadline_ms, Progress* p, int64_t first, int64_t last);
   // Time of the earliest expiry entry, INT64_MAX when none.
   int64_t NextExpiryMs();
+  // Adds entries for every live lease (open; compaction). Takes each Progress::mu in turn.
+  void IndexLiveLeases();
+  // Rebuilds the index from the live leases when stale entries (acked or renewed leases)
+  // outnumber them by far: more than 4 x (in flight + 1024) and twice the size after the last
+  // rebuild. Worker thread.
+  void MaybeCompactExpiries();
+  // RunUntilIdle without the compaction: expires what is due.
+  absl::Status RunDueExpiries();
 
   // Validates a handle and locks its Progress. On success *lock holds p->mu and *lease points
   // into p->leases.
@@ -253,9 +275,10 @@ class ConsumerServiceImpl final : public ConsumerService {
 
   std::mutex lease_mu_;
   // Expiry index (class comment): deadline ms -> entry.
-  std::mutex expiry_mu_;
+  mutable std::mutex expiry_mu_;
   std::condition_variable expiry_cv_;  // an entry earlier than all others arrived, or Stop()
   std::multimap<int64_t, Expiry> expiries_;
+  size_t expiries_after_compaction_ = 0;  // guarded by expiry_mu_
 
   // Long-poll and worker wake-ups.
   std::mutex wait_mu_;

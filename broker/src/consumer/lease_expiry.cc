@@ -157,6 +157,17 @@ absl::Status ConsumerServiceImpl::ExpireRange(const Expiry& e) {
 }
 
 absl::Status ConsumerServiceImpl::RunUntilIdle() {
+  absl::Status s = RunDueExpiries();
+  MaybeCompactExpiries();
+  return s;
+}
+
+int64_t ConsumerServiceImpl::ExpiryIndexEntries() const {
+  std::lock_guard<std::mutex> l(expiry_mu_);
+  return static_cast<int64_t>(expiries_.size());
+}
+
+absl::Status ConsumerServiceImpl::RunDueExpiries() {
   std::lock_guard<std::mutex> lock(lease_mu_);
   while (true) {
     Expiry e;

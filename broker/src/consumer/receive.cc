@@ -58,10 +58,9 @@ int64_t ConsumerServiceImpl::BeginScan(Progress* p, Taken* t) const {
   return store_->MaxQueueOffset(k.read_topic, k.queue_id);
 }
 
-absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(const QueueKey& k, int64_t from,
-                                                       int64_t max,
-                                                       const std::function<int()>& room,
-                                                       const RecordVisit& visit) {
+absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(
+    const QueueKey& k, int64_t from, int64_t max, const std::function<int()>& room,
+    const std::function<bool(const record::RecordView&)>& fits, const RecordVisit& visit) {
   int64_t next = from;
   for (int want = room(); want > 0 && next < max; want = room()) {
     // Records are decoded (and checksummed) as they are read: read no more than are wanted.
@@ -70,7 +69,7 @@ absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(const QueueKey& k, int64_
     TOKIMQ_ASSIGN_OR_RETURN(
         size_t n, store_->VisitQueue(k.read_topic, k.queue_id, next, chunk,
                                      [&](const record::RecordView& v) -> absl::Status {
-                                       if (full || room() <= 0) {
+                                       if (full || room() <= 0 || !fits(v)) {
                                          full = true;  // read, not visited: next call's
                                          return absl::OkStatus();
                                        }
@@ -109,7 +108,9 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
 
   const bool retry_view = k.read_topic != k.topic;
   auto room = [&] { return want - static_cast<int>(t->messages.size()); };
-  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, [&](const record::RecordView& m) {
+  auto fits = [&](const record::RecordView& v) { return t->Fits(v.size); };
+  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
+                                             [&](const record::RecordView& m) {
     // The retry topic is shared by every topic of the group: this view takes only its own.
     if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) return absl::OkStatus();
     // Filtered-out messages count as consumed for the group (RocketMQ semantics).
@@ -130,6 +131,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     lease.received_ms = now;
     t->leases.push_back(lease);
     t->messages.push_back(Take(m, req.raw_records));
+    t->bytes += m.size;
     return absl::OkStatus();
   }));
   return absl::OkStatus();
@@ -148,6 +150,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     lease.received_ms = now;
     t->leases.push_back(lease);
     t->messages.push_back(Take(m, req.raw_records));
+    t->bytes += m.size;
     return lease;
   };
 
@@ -162,12 +165,17 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     if (lease.invisible_until_ms > now) continue;  // redelivery backoff not over
     // A due head: hand it out again (or for the first time, if it was parked behind its group).
     bool found = false;
+    bool over_budget = false;
     TOKIMQ_RETURN_IF_ERROR(
         store_
             ->VisitQueue(k.read_topic, k.queue_id, offset, 1,
                          [&](const record::RecordView& m) -> absl::Status {
                            if (m.queue_offset != offset) return absl::OkStatus();
                            found = true;
+                           if (!t->Fits(m.size)) {
+                             over_budget = true;  // stays parked; the next Receive takes it
+                             return absl::OkStatus();
+                           }
                            if (lease.epoch == 0 && policy.ttl_ms > 0 &&
                                now - FirstStoreMs(m) >= policy.ttl_ms) {
                              // Waited past the TTL behind its group without a delivery: DLQ
@@ -182,6 +190,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
                            return absl::OkStatus();
                          })
             .status());
+    if (over_budget) break;
     --parked;
     if (!found) {
       TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
@@ -198,7 +207,13 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   auto room = [&] {
     return parked < kMaxFifoParked ? want - static_cast<int>(t->messages.size()) : 0;
   };
-  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, [&](const record::RecordView& m) {
+  // A parked (blocked) message adds nothing to the response; only one handed out must fit.
+  auto fits = [&](const record::RecordView& v) {
+    std::string_view g = Prop(v, prop::kMessageGroup);
+    return (!g.empty() && blocked(std::string(g))) || t->Fits(v.size);
+  };
+  TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
+                                             [&](const record::RecordView& m) {
     const int64_t offset = m.queue_offset;
     if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
     std::string group(Prop(m, prop::kMessageGroup));
@@ -265,12 +280,17 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   std::vector<Taken> taken;
   absl::Status scan_error;
   int count = 0;
+  int64_t bytes = 0;  // stored record bytes taken (ReceiveRequest::max_bytes)
   for (Progress* p : sources) {
     const int want = req.max_messages - count;
-    if (want <= 0) break;
+    if (want <= 0 || (req.max_bytes > 0 && bytes >= req.max_bytes)) break;
     // The topic may have been deleted and re-created with another type since p was made.
     if (p->key.read_topic == p->key.topic) p->SetFifo(topic_fifo);
     Taken t;
+    if (req.max_bytes > 0) {
+      t.byte_budget = req.max_bytes - bytes;
+      t.oversize_first_ok = count == 0;
+    }
     absl::Status s = p->fifo ? ReceiveFromFifo(p, req, policy, now, want, &t)
                              : ReceiveFrom(p, req, policy, now, want, &t);
     if (!s.ok()) {
@@ -281,6 +301,7 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
     // Nothing new in this queue.
     if (t.next == t.from && t.replaced.empty() && t.dropped.empty()) continue;
     count += static_cast<int>(t.messages.size());
+    bytes += t.bytes;
     taken.push_back(std::move(t));
   }
   if (count == 0 && !scan_error.ok()) return scan_error;
