@@ -66,6 +66,13 @@ absl::Status Broker::OpenStores() {
     }
     manual_clock_ = std::make_unique<ManualClock>(start);
     clock_ = manual_clock_.get();
+    // Persisted at once, not only on advance: a broker started at a given time and restarted
+    // before any advance went back to the system time (found by a break-it pass).
+    std::string v;
+    PutFixed64(&v, static_cast<uint64_t>(start));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    TOKIMQ_RETURN_IF_ERROR(FromRocks(db_->Put(wo, kManualClockKey, v), "persist manual clock"));
     TOKIMQ_LOG_INFO("manual clock at {} ms", start);
   } else {
     clock_ = SystemClock::Default();

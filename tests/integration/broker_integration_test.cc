@@ -416,6 +416,16 @@ TEST_P(RestartTest, RestartKeepsGroupProgressAndPendingTimers) {
 INSTANTIATE_TEST_SUITE_P(CleanAndCrash, RestartTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Kill9" : "Sigterm"; });
 
+TEST_F(BrokerIntegrationTest, ManualClockStartSurvivesARestartWithoutAnyAdvance) {
+  StartBroker({"--manual-clock", "--manual-clock-start-ms", "1800000000000"});
+  broker_->Kill();
+  StartBroker({"--manual-clock"});  // no start time: the persisted one, never the system time
+  auto st = admin_->Stats();
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_GE(st->now_ms(), 1'800'000'000'000);
+  EXPECT_LT(st->now_ms(), 1'800'000'001'000);
+}
+
 TEST_F(BrokerIntegrationTest, AdvanceClockRefusedWithoutManualClockFlag) {
   StartBroker({});
   auto r = admin_->AdvanceClock(kDay);
