@@ -16,7 +16,13 @@ int64_t SystemClock::NowMicros() const {
 }
 
 void SystemClock::WaitUntilMs(int64_t deadline_ms, std::chrono::milliseconds timeout) const {
-  int64_t wait_us = deadline_ms * 1000 - NowMicros();
+  // A far deadline (INT64_MAX: "nothing due") waits the timeout; no overflow in ms -> us.
+  const int64_t now_us = NowMicros();
+  if (deadline_ms >= (INT64_MAX - now_us) / 1000) {
+    std::this_thread::sleep_for(timeout);
+    return;
+  }
+  int64_t wait_us = deadline_ms * 1000 - now_us;
   if (wait_us <= 0) return;
   auto wait = std::min<std::chrono::microseconds>(std::chrono::microseconds(wait_us), timeout);
   std::this_thread::sleep_for(wait);

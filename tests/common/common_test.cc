@@ -66,6 +66,13 @@ TEST(ManualClockTest, MovesOnlyWhenAdvanced) {
   EXPECT_TRUE(clock.IsManual());
 }
 
+TEST(SystemClockTest, WaitUntilAFarDeadlineWaitsOnlyTheTimeout) {
+  // INT64_MAX means "nothing due": no ms -> us overflow (UBSan stops the test if there is).
+  SystemClock::Default()->WaitUntilMs(INT64_MAX, std::chrono::milliseconds(0));
+  SystemClock::Default()->WaitUntilMs(INT64_MAX / 1000 + 1, std::chrono::milliseconds(0));
+  SUCCEED();
+}
+
 TEST(HistogramTest, PercentilesWithinBucketError) {
   Histogram h;
   for (int i = 1; i <= 1000; ++i) h.Record(i);

@@ -20,7 +20,7 @@ class Clock {
   int64_t NowMs() const { return NowMicros() / 1000; }
 
   // Blocks the calling thread until NowMs() >= deadline_ms, or until `timeout` of real time has
-  // passed, whichever is first. SystemClock sleeps; ManualClock wakes on AdvanceMs/SetMs. Used by
+  // passed, whichever is first (any deadline_ms, up to INT64_MAX for "none"). SystemClock sleeps; ManualClock wakes on AdvanceMs/SetMs. Used by
   // service threads so that no service busy-spins and manual-clock brokers still react at once.
   virtual void WaitUntilMs(int64_t deadline_ms, std::chrono::milliseconds timeout) const = 0;
 
