@@ -205,7 +205,8 @@ struct RawRecord {
 };
 }  // namespace
 
-absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::string* out) const {
+absl::StatusOr<std::shared_ptr<Segment>> CommitLogImpl::SegmentForRange(int64_t physical_offset,
+                                                                      size_t len) const {
   auto seg = FindSegment(physical_offset);
   if (seg == nullptr || physical_offset < MinOffset()) {
     return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
@@ -216,6 +217,12 @@ absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::st
     return absl::InvalidArgumentError(
         absl::StrCat("range at ", physical_offset, " of ", len, " bytes is outside the log"));
   }
+  return seg;
+}
+
+absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::string* out) const {
+  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(physical_offset, len));
+  const int64_t rel = physical_offset - seg->base;
   out->resize(len);
   TOKIMQ_ASSIGN_OR_RETURN(size_t n, seg->file->PRead(static_cast<uint64_t>(rel), len, out->data()));
   if (n != len) {
@@ -228,16 +235,8 @@ absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::st
 absl::StatusOr<std::string_view> CommitLogImpl::ReadSpan(
     int64_t physical_offset, size_t len, std::string* scratch,
     std::shared_ptr<const Segment>* keep) const {
-  auto seg = FindSegment(physical_offset);
-  if (seg == nullptr || physical_offset < MinOffset()) {
-    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
-  }
+  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(physical_offset, len));
   const int64_t rel = physical_offset - seg->base;
-  if (rel + static_cast<int64_t>(len) > segment_size() ||
-      physical_offset + static_cast<int64_t>(len) > MaxOffset()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("range at ", physical_offset, " of ", len, " bytes is outside the log"));
-  }
   // Below MaxOffset means written to the file (appends reach the page cache before MaxOffset
   // moves), so the mapped bytes exist.
   if (const char* map = seg->file->MapForRead(static_cast<uint64_t>(segment_size()))) {

@@ -99,6 +99,10 @@ class CommitLogImpl final : public CommitLog {
   absl::Status SyncTo(int64_t target);
   absl::Status SyncRange(int64_t from, int64_t to);
   std::shared_ptr<Segment> FindSegment(int64_t offset) const;
+  // The segment holding [physical_offset, +len): kNotFound when deleted, kInvalidArgument when
+  // the range leaves its segment or passes MaxOffset. ReadRaw and ReadSpan.
+  absl::StatusOr<std::shared_ptr<Segment>> SegmentForRange(int64_t physical_offset,
+                                                           size_t len) const;
   absl::StatusOr<std::shared_ptr<Segment>> CreateSegment(int64_t base);
   absl::StatusOr<int64_t> FirstStoreMs(const Segment& seg) const;
   void FlusherLoop();
