@@ -33,7 +33,7 @@ ttl = "1h"
   EXPECT_EQ(c.broker.flush_mode, FlushMode::kSync);
   EXPECT_EQ(c.broker.timer_precision_ms, 100);
   EXPECT_EQ(c.broker.timer_thread_nice, -3);
-  EXPECT_EQ(BrokerConfig().broker.timer_thread_nice, 0);  // the default
+  EXPECT_EQ(BrokerConfig().broker.timer_thread_nice, -10);  // the default
   EXPECT_EQ(c.broker.default_retention_ms, 7LL * 24 * 3600 * 1000);
   EXPECT_EQ(c.broker.retention_interval_ms, 5 * 60 * 1000);
   EXPECT_EQ(c.broker.commitlog_segment_size, 4096u);

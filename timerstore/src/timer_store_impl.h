@@ -106,7 +106,7 @@ class TimerStoreImpl final : public TimerStore {
   void RefreshGaugesLocked(int64_t now);
   int64_t PinLocked() const;
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
-  // 0: enqueue get + put; 1: dequeue get + read; 2: dequeue put.
+  // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
   void WorkerLoop(int which);
   // Sets the calling thread's nice value (TimerStoreOptions::service_nice); logs a failure when
   // `report`.

@@ -58,11 +58,14 @@ struct BrokerOptions {
   uint32_t max_message_size = 4u << 20;         // bytes of body
   int64_t timer_precision_ms = 1000;
   int64_t timer_window_ms = 7LL * 24 * 3600 * 1000;
-  // TimerStoreOptions::service_nice: the timer's enqueue/dequeue threads run at this nice value.
-  // 0 (as the process) by default: on the 2-core benchmark machine -5 showed no consistent
-  // gain (two paired runs, release p99 83 vs 367 ms and 543 vs 33 ms) and cost enqueue rate in
-  // both (335k vs 278k, 344k vs 307k msg/s).
-  int timer_thread_nice = 0;
+  // TimerStoreOptions::service_nice: the timer's enqueue/dequeue threads run at this nice value
+  // (-20..19). -10 by default: when request handling saturates the CPUs (a send burst), the
+  // releases of due messages come first. 2-core benchmark machine, 1M messages due 1-10 s after
+  // a ~330k msg/s send burst, release lateness p99 (two runs each): nice 0 103/175 ms, -5 17/26
+  // ms, -10 8/13 ms, enqueue rate unchanged within noise (docs/performance.md). Needs
+  // CAP_SYS_NICE or RLIMIT_NICE; without it a warning is logged and the threads run at the
+  // process's priority.
+  int timer_thread_nice = -10;
   // Retention age of topics created without one. The CommitLog is shared, so the age applied
   // is the largest of this and every topic's retention (docs/operations.md "Retention").
   int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;
