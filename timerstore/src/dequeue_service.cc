@@ -143,7 +143,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
       } else if (delivered_phys_.contains(unit.phys_offset)) {
         FinishUnitLocked(su, /*pending_decrement=*/true);  // delivered before the crash
       } else {
-        fine_.Add(su);
+        AddFineLocked(su);
       }
     }
     ++progressed;
@@ -237,7 +237,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeuePutStep() {
   std::lock_guard<std::mutex> l(mu_);
   if (!put.ok()) {
     // Nothing reported appended: back to the millisecond stage for a retry.
-    for (LoadedCopy& c : batch) fine_.Add(std::move(c.su));
+    for (LoadedCopy& c : batch) AddFineLocked(std::move(c.su));
     return put.status();
   }
   int64_t now = clock_->NowMs();

@@ -109,7 +109,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   if (slot < next_walk_tick_) {
     // The slot was already walked: hand the unit to the millisecond stage directly.
     InflightLocked(slot).outstanding++;
-    fine_.Add(ScheduledUnit{pos, u, slot});
+    AddFineLocked(ScheduledUnit{pos, u, slot});
   } else if (early) {
     // The walk of `slot` may come up to two ticks after the unit's deliver time. Hand it to
     // the millisecond stage now, accounted to that slot (the checkpoint's read tick and
@@ -119,7 +119,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
     // deduplicates it.
     InflightLocked(slot).outstanding++;
     handed_early_.insert(pos);
-    fine_.Add(ScheduledUnit{pos, u, slot});
+    AddFineLocked(ScheduledUnit{pos, u, slot});
   }
   return pos;
 }
@@ -419,7 +419,6 @@ void TimerStoreImpl::WorkerLoop(int which) {
     } else if (which == 3) {
       run(DequeueReadStep());
       std::lock_guard<std::mutex> l(mu_);
-      wake_ms = fine_.NextDueMs();
       put_queue_full = put_queue_.size() >= kPutQueueCap;
       if (!put_queue_.empty()) put_cv_.notify_all();
     } else {
@@ -436,21 +435,49 @@ void TimerStoreImpl::WorkerLoop(int which) {
       std::unique_lock<std::mutex> l(run_mu_);
       run_cv_.wait_for(l, std::chrono::milliseconds(10));
     } else if (which == 1) {
-      // Slots are walked a tick ahead: a few ms late costs nothing.
-      clock_->WaitUntilMs(wake_ms, std::chrono::milliseconds(5));
+      // Slots are walked a tick ahead: a few ms late costs nothing. Nothing else moves the
+      // next walk earlier, so the cap is only for Stop (a manual clock wakes it on advances).
+      clock_->WaitUntilMs(wake_ms, std::chrono::milliseconds(20));
     } else if (which == 2 || put_queue_full) {
       // Dequeue put waits for loaded copies; dequeue read, with put_queue_ full, for room.
       // Short real-time cap so Stop() is noticed quickly.
       std::unique_lock<std::mutex> l(mu_);
-      put_cv_.wait_for(l, std::chrono::milliseconds(which == 2 ? 10 : 1), [&] {
+      put_cv_.wait_for(l, std::chrono::milliseconds(which == 2 ? 20 : 1), [&] {
         return which == 2 ? !put_queue_.empty() : put_queue_.size() < kPutQueueCap;
       });
     } else {
-      // Short real-time cap: units handed over by enqueue for an already-walked tick may be
-      // due sooner than the wake time computed above.
-      clock_->WaitUntilMs(wake_ms, std::chrono::milliseconds(1));
+      std::unique_lock<std::mutex> l(mu_);
+      WaitForDueLocked(l);
     }
   }
+}
+
+void TimerStoreImpl::AddFineLocked(ScheduledUnit su) {
+  const bool wake = su.unit.deliver_ms < read_wake_ms_;
+  fine_.Add(std::move(su));
+  if (wake) read_cv_.notify_one();
+}
+
+void TimerStoreImpl::WaitForDueLocked(std::unique_lock<std::mutex>& l) {
+  const int64_t due = fine_.NextDueMs();
+  if (clock_->IsManual()) {
+    // Manual clock: its own wait wakes on every advance; the 1 ms real-time cap covers units
+    // loaded meanwhile.
+    l.unlock();
+    clock_->WaitUntilMs(due, std::chrono::milliseconds(1));
+    l.lock();
+    return;
+  }
+  // No polling while idle: it used to wake every millisecond (~1000 context switches a
+  // second, ~7 % of broker CPU under a lease-only load, perf).
+  constexpr int64_t kCapUs = 100'000;
+  const int64_t now_us = clock_->NowMicros();
+  int64_t wait_us = kCapUs;
+  if (due < (INT64_MAX - kCapUs) / 1000) wait_us = std::min(kCapUs, due * 1000 - now_us);
+  if (wait_us <= 0) return;
+  read_wake_ms_ = due;
+  read_cv_.wait_for(l, std::chrono::microseconds(wait_us));
+  read_wake_ms_ = INT64_MIN;
 }
 
 void TimerStoreImpl::SetThreadNice(int nice, bool report) {
@@ -491,6 +518,7 @@ absl::Status TimerStoreImpl::Stop() {
   }
   run_cv_.notify_all();
   put_cv_.notify_all();
+  read_cv_.notify_all();
   for (auto& t : threads_) t.join();
   threads_.clear();
   TOKIMQ_RETURN_IF_ERROR(Checkpoint());

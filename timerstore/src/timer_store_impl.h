@@ -103,6 +103,11 @@ class TimerStoreImpl final : public TimerStore {
   // A unit reached its end (delivered, dropped, deduplicated, recalled).
   void FinishUnitLocked(const ScheduledUnit& su, bool pending_decrement);
   void MaybeCompleteTicksLocked();
+  // fine_.Add, waking dequeue read when `su` is due before the time it sleeps until.
+  void AddFineLocked(ScheduledUnit su);
+  // Dequeue read's idle wait (l holds mu_): until the earliest loaded unit is due, an earlier
+  // one is loaded, or a 100 ms cap (Stop). Manual clock: Clock::WaitUntilMs with a 1 ms cap.
+  void WaitForDueLocked(std::unique_lock<std::mutex>& l);
   void RefreshGaugesLocked(int64_t now);
   int64_t PinLocked() const;
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
@@ -142,6 +147,11 @@ class TimerStoreImpl final : public TimerStore {
   std::deque<LoadedCopy> put_queue_;
   // With Start(): signalled (with mu_) when put_queue_ gains copies or room.
   std::condition_variable put_cv_;
+  // With Start() on a system clock: dequeue read sleeps on read_cv_ (with mu_) until
+  // read_wake_ms_, the earliest loaded deliver time when it went to sleep; AddFineLocked
+  // signals it when a unit due before that is loaded. INT64_MIN while it is not sleeping.
+  std::condition_variable read_cv_;
+  int64_t read_wake_ms_ = INT64_MIN;
 
   struct PinCell {
     std::mutex mu;
