@@ -1,5 +1,6 @@
 #include "client/simple_consumer.h"
 
+#include "common/coding.h"
 #include "proto/status.h"
 
 namespace tokimq::client {
@@ -17,21 +18,34 @@ absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::
   r->set_invisible_ms(o.invisible_ms);
   r->set_long_poll_ms(o.long_poll_ms);
   r->set_tag_filter(o.tag_filter);
+  r->set_encoded_properties(true);
   auto resp = conn_.Call(std::move(req), o.long_poll_ms);
   if (!resp.ok()) return resp.status();
   std::vector<ReceivedMessage> out;
-  for (proto::ReceivedMessage& m : *resp->mutable_receive()->mutable_messages()) {
+  auto& got = *resp->mutable_receive()->mutable_messages();
+  out.reserve(static_cast<size_t>(got.size()));
+  for (proto::ReceivedMessage& m : got) {
     ReceivedMessage rm;
-    rm.message_id = m.message_id();
-    rm.topic = m.topic();
+    rm.message_id = std::move(*m.mutable_message_id());
+    rm.topic = std::move(*m.mutable_topic());
     rm.queue_id = m.queue_id();
     rm.queue_offset = m.queue_offset();
     rm.body = std::move(*m.mutable_body());
-    rm.key = m.key();
-    rm.tag = m.tag();
+    rm.key = std::move(*m.mutable_key());
+    rm.tag = std::move(*m.mutable_tag());
+    // Encoded (ReceiveRequest.encoded_properties), or the map from a broker that predates it.
+    Decoder pd(m.properties_encoded());
+    std::string_view k, v;
+    while (pd.GetLengthPrefixed(&k)) {
+      if (!pd.GetLengthPrefixed(&v)) break;
+      rm.properties.emplace(std::string(k), std::string(v));  // the first of a key counts
+    }
+    if (pd.remaining() != 0) {
+      return absl::DataLossError("broker sent malformed encoded properties");
+    }
     rm.properties.insert(m.properties().begin(), m.properties().end());
     rm.born_ms = m.born_ms();
-    rm.receipt_handle = m.receipt_handle();
+    rm.receipt_handle = std::move(*m.mutable_receipt_handle());
     rm.delivery_attempt = m.delivery_attempt();
     rm.deliver_ms = m.deliver_ms();
     rm.invisible_until_ms = m.invisible_until_ms();

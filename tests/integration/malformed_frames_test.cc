@@ -13,6 +13,7 @@
 #include "broker_process.h"
 #include "client/admin.h"
 #include "client/producer.h"
+#include "client/simple_consumer.h"
 #include "proto/framing.h"
 #include "proto/tokimq.pb.h"
 #include "test_util.h"
@@ -239,6 +240,101 @@ TEST_F(MalformedFramesTest, PipelinedRequestsAllAnswered) {
     ids.insert(r->message_id);
   }
   EXPECT_EQ(ids.size(), 500u);
+}
+
+// ReceiveRequest.encoded_properties: without it (an older client) the properties come as the
+// map; with it as the record's property bytes, the map empty. Same properties either way, and
+// the C++ client (which sets it) gives them back as a map.
+TEST_F(MalformedFramesTest, ReceiveCarriesPropertiesAsMapOrEncoded) {
+  proto::TopicConfig t;
+  t.set_name("one");  // one queue: receives come in send order
+  t.set_type(proto::NORMAL);
+  t.set_queues(1);
+  ASSERT_TRUE(admin_->CreateTopic(t).ok());
+  for (int i = 0; i < 3; ++i) {
+    client::OutgoingMessage m;
+    m.topic = "one";
+    m.body = absl::StrCat("p", i);
+    m.key = "k1";
+    m.properties = {{"zeta", "last"}, {"alpha", ""}, {"bin", std::string("a\0b", 3)}};
+    auto r = producer_->Send(m);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  const std::map<std::string, std::string> user = {
+      {"zeta", "last"}, {"alpha", ""}, {"bin", std::string("a\0b", 3)}};
+  auto expect_user_props = [&](const std::map<std::string, std::string>& got) {
+    for (const auto& [k, v] : user) {
+      auto it = got.find(k);
+      ASSERT_NE(it, got.end()) << k;
+      EXPECT_EQ(it->second, v) << k;
+    }
+    EXPECT_EQ(got.at("KEYS"), "k1");
+    EXPECT_EQ(got.at("UNIQ_KEY").size(), 28u);
+  };
+  RawConnection raw(broker_->port());
+  ASSERT_TRUE(raw.connected());
+  raw.Handshake();
+  auto receive = [&](int64_t id, bool encoded) {
+    proto::Request req;
+    req.set_id(id);
+    proto::ReceiveRequest* r = req.mutable_receive();
+    r->set_group("g");
+    r->set_topic("one");
+    r->set_max_messages(1);
+    r->set_encoded_properties(encoded);
+    EXPECT_TRUE(raw.Write(*wire::EncodeFrame(req)));
+    return raw.ReadResponse();
+  };
+  auto as_map = receive(3, false);
+  ASSERT_TRUE(as_map.has_value());
+  ASSERT_EQ(as_map->receive().messages_size(), 1);
+  const proto::ReceivedMessage& a = as_map->receive().messages(0);
+  EXPECT_EQ(a.body(), "p0");
+  EXPECT_TRUE(a.properties_encoded().empty());
+  expect_user_props(std::map<std::string, std::string>(a.properties().begin(),
+                                                       a.properties().end()));
+
+  auto encoded = receive(4, true);
+  ASSERT_TRUE(encoded.has_value());
+  ASSERT_EQ(encoded->receive().messages_size(), 1);
+  const proto::ReceivedMessage& b = encoded->receive().messages(0);
+  EXPECT_EQ(b.body(), "p1");
+  EXPECT_TRUE(b.properties().empty());
+  // Decoded by hand from the documented layout: (u32 LE len, key, u32 LE len, value)*,
+  // keys ascending.
+  std::map<std::string, std::string> decoded;
+  std::string_view in = b.properties_encoded();
+  std::string prev_key;
+  auto u32 = [&](std::string_view s) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(s[0])) |
+           static_cast<uint32_t>(static_cast<unsigned char>(s[1])) << 8 |
+           static_cast<uint32_t>(static_cast<unsigned char>(s[2])) << 16 |
+           static_cast<uint32_t>(static_cast<unsigned char>(s[3])) << 24;
+  };
+  while (!in.empty()) {
+    ASSERT_GE(in.size(), 4u);
+    const uint32_t kn = u32(in);
+    ASSERT_GE(in.size(), 8u + kn);
+    std::string key(in.substr(4, kn));
+    const uint32_t vn = u32(in.substr(4 + kn));
+    ASSERT_GE(in.size(), 8u + kn + vn);
+    EXPECT_LT(prev_key, key);
+    prev_key = key;
+    decoded.emplace(key, std::string(in.substr(8 + kn, vn)));
+    in.remove_prefix(8 + kn + vn);
+  }
+  expect_user_props(decoded);
+
+  // The client library asks for the encoded form and hands back the same map.
+  client::SimpleConsumer consumer(broker_->Options(), "g");
+  client::ReceiveOptions ro;
+  ro.max_messages = 1;
+  auto got = consumer.Receive("one", ro);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].body, "p2");
+  EXPECT_EQ((*got)[0].key, "k1");
+  expect_user_props((*got)[0].properties);
 }
 
 }  // namespace
