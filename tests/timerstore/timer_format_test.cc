@@ -3,6 +3,8 @@
 // byte, reopen for append.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -318,6 +320,47 @@ TEST(FineSchedulerTest, ReleasesInDeliverOrderNeverEarly) {
   EXPECT_EQ(f.PopDue(2000, 100, &out), 4u);
   ASSERT_EQ(out.size(), 9u);
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].unit.deliver_ms, 1000 + int64_t(i));
+}
+
+// Runs (whole walked slots, pre-sorted) merge with single units and with each other: PopDue
+// still gives deliver order (ties by TimerLog position), never early, and Remove and size()
+// see units in runs.
+TEST(FineSchedulerTest, RunsMergeWithSingleUnitsInOrder) {
+  auto unit = [](int64_t pos, int64_t deliver) {
+    ScheduledUnit su;
+    su.pos = pos;
+    su.unit.deliver_ms = deliver;
+    su.unit.phys_offset = pos * 10;
+    return su;
+  };
+  FineScheduler f;
+  // Run A: 1000, 1002, 1002 (pos 5 before pos 9), 1010. Run B: 1001, 1002 (pos 7), 1003.
+  std::vector<ScheduledUnit> a = {unit(5, 1002), unit(1, 1000), unit(9, 1002), unit(3, 1010)};
+  std::sort(a.begin(), a.end(), FineScheduler::RunOrder);
+  f.AddRun(std::move(a));
+  f.AddRun({unit(2, 1001), unit(7, 1002), unit(8, 1003)});
+  f.AddRun({});  // nothing
+  f.Add(unit(4, 999));
+  f.Add(unit(6, 1002));
+  EXPECT_EQ(f.size(), 9u);
+  EXPECT_EQ(f.NextDueMs(), 999);
+  EXPECT_TRUE(f.Remove(80));  // pos 8 (deliver 1003), from run B
+  EXPECT_FALSE(f.Remove(80));
+  EXPECT_EQ(f.size(), 8u);
+  std::vector<ScheduledUnit> out;
+  EXPECT_EQ(f.PopDue(998, 100, &out), 0u);
+  EXPECT_EQ(f.PopDue(1002, 3, &out), 3u);  // max_count respected
+  EXPECT_EQ(f.PopDue(1002, 100, &out), 4u);
+  EXPECT_EQ(f.NextDueMs(), 1010);
+  EXPECT_EQ(f.PopDue(1009, 100, &out), 0u);
+  EXPECT_EQ(f.PopDue(5000, 100, &out), 1u);
+  EXPECT_EQ(f.size(), 0u);
+  EXPECT_EQ(f.NextDueMs(), INT64_MAX);
+  std::vector<std::pair<int64_t, int64_t>> got;
+  for (const ScheduledUnit& su : out) got.emplace_back(su.unit.deliver_ms, su.pos);
+  const std::vector<std::pair<int64_t, int64_t>> want = {
+      {999, 4}, {1000, 1}, {1001, 2}, {1002, 5}, {1002, 6}, {1002, 7}, {1002, 9}, {1010, 3}};
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

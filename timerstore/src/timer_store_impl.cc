@@ -458,6 +458,12 @@ void TimerStoreImpl::AddFineLocked(ScheduledUnit su) {
   if (wake) read_cv_.notify_one();
 }
 
+void TimerStoreImpl::AddRunLocked(std::vector<ScheduledUnit> run) {
+  const bool wake = !run.empty() && run.front().unit.deliver_ms < read_wake_ms_;
+  fine_.AddRun(std::move(run));
+  if (wake) read_cv_.notify_one();
+}
+
 void TimerStoreImpl::WaitForDueLocked(std::unique_lock<std::mutex>& l) {
   const int64_t due = fine_.NextDueMs();
   if (clock_->IsManual()) {

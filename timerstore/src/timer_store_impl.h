@@ -105,6 +105,8 @@ class TimerStoreImpl final : public TimerStore {
   void MaybeCompleteTicksLocked();
   // fine_.Add, waking dequeue read when `su` is due before the time it sleeps until.
   void AddFineLocked(ScheduledUnit su);
+  // fine_.AddRun (run sorted by FineScheduler::RunOrder), waking dequeue read likewise.
+  void AddRunLocked(std::vector<ScheduledUnit> run);
   // Dequeue read's idle wait (l holds mu_): until the earliest loaded unit is due, an earlier
   // one is loaded, or a 100 ms cap (Stop). Manual clock: Clock::WaitUntilMs with a 1 ms cap.
   void WaitForDueLocked(std::unique_lock<std::mutex>& l);
