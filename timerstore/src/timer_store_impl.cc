@@ -512,8 +512,13 @@ absl::Status TimerStoreImpl::Start() {
     });
   }
   ready.wait();
-  // Checkpoints (fsyncs) on their own thread so they never hold up delivery.
-  threads_.emplace_back([this] { CheckpointLoop(); });
+  // Checkpoints (fsyncs) on their own thread so they never hold up delivery. Same nice value:
+  // it takes mu_ for its snapshot, and a holder preempted by request handling would hold up
+  // the dequeue threads.
+  threads_.emplace_back([this] {
+    if (options_.service_nice != 0) SetThreadNice(options_.service_nice, false);
+    CheckpointLoop();
+  });
   return absl::OkStatus();
 }
 
