@@ -40,7 +40,7 @@ struct TimerStoreOptions {
   int64_t window_ms = 7LL * 24 * 3600 * 1000;        // wheel window; slots = window / P
   uint64_t timerlog_segment_size = uint64_t{64} << 20;  // bytes
   int64_t checkpoint_interval_ms = 1000;             // Start() mode only
-  // Nice value (Linux, per thread) of the enqueue and dequeue service threads started by
+  // Nice value (Linux, per thread) of the enqueue, dequeue and checkpoint threads started by
   // Start(); 0 leaves them as the process. Negative gives the timer path a larger CPU share
   // than request handling when the machine is saturated, so releases stay on time while
   // consumers fall behind (needs CAP_SYS_NICE or a matching RLIMIT_NICE; without it a warning
