@@ -61,7 +61,9 @@ class Connection {
   void FailAll(const absl::Status& s);
   void ExpireDeadlines();
   // Reads exactly n bytes, polling so that deadlines keep being checked. False on EOF/error.
-  bool ReadFull(char* buf, size_t n, absl::Status* error);
+  // Reads what is available (at least 1 byte, at most `cap`) into `buf`, waiting for it; false
+  // with *error when the connection fails or is closed. Expires deadlines while waiting.
+  bool ReadSome(char* buf, size_t cap, size_t* got, absl::Status* error);
 
   struct Pending {
     ResponseCallback done;
@@ -73,6 +75,7 @@ class Connection {
   proto::HandshakeResponse handshake_;
   std::atomic<bool> broken_{false};
   std::atomic<bool> stopping_{false};
+  std::chrono::steady_clock::time_point last_expire_;  // reader thread only
   std::atomic<uint64_t> next_id_{1};
   std::mutex write_mu_;
   std::mutex pending_mu_;
