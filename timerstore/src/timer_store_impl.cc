@@ -501,9 +501,9 @@ absl::Status TimerStoreImpl::Start() {
   stopping_ = false;
   // Dequeue read and dequeue put on threads of their own: decoding/rewriting loaded copies
   // overlaps with encoding/appending them to the real topics (a hot second is CPU-bound).
-  // Start returns once the service threads have their priority (service_nice).
+  // Start returns once the service threads (and the checkpointer) have their priority.
   // 0 enqueue (get + put), 1 dequeue get (slot walks), 2 dequeue put, 3 dequeue read.
-  std::latch ready(4);
+  std::latch ready(5);
   for (int i = 0; i < 4; ++i) {
     threads_.emplace_back([this, i, &ready] {
       if (options_.service_nice != 0) SetThreadNice(options_.service_nice, i == 0);
@@ -511,14 +511,15 @@ absl::Status TimerStoreImpl::Start() {
       WorkerLoop(i);
     });
   }
-  ready.wait();
   // Checkpoints (fsyncs) on their own thread so they never hold up delivery. Same nice value:
   // it takes mu_ for its snapshot, and a holder preempted by request handling would hold up
   // the dequeue threads.
-  threads_.emplace_back([this] {
+  threads_.emplace_back([this, &ready] {
     if (options_.service_nice != 0) SetThreadNice(options_.service_nice, false);
+    ready.count_down();
     CheckpointLoop();
   });
+  ready.wait();
   return absl::OkStatus();
 }
 
