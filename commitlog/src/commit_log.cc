@@ -114,6 +114,9 @@ absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool i
     if (m->topic.size() > record::kMaxTopicSize) {
       return absl::InvalidArgumentError("topic name too long");
     }
+    if (!m->encoded_properties.empty() && !m->properties.empty()) {
+      return absl::InvalidArgumentError("message has both properties and encoded_properties");
+    }
     const size_t size = m->EncodedSize();
     if (size > opt_.segment_size) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -20,7 +20,7 @@
 
 namespace tokimq {
 
-uint64_t TagHash(const std::string& tag) {
+uint64_t TagHash(std::string_view tag) {
   if (tag.empty()) return 0;
   uint64_t h = 14695981039346656037ull;  // FNV-1a 64
   for (unsigned char c : tag) {
@@ -95,6 +95,10 @@ bool SameDestination(const Message& a, const Message& b) {
 }
 
 uint64_t TagHashOf(const Message& m) {
+  if (!m.encoded_properties.empty()) {
+    std::string_view tag;
+    return record::FindProperty(m.encoded_properties, prop::kTag, &tag) ? TagHash(tag) : 0;
+  }
   auto it = m.properties.find(prop::kTag);
   return it == m.properties.end() ? 0 : TagHash(it->second);
 }

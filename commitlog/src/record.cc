@@ -1,6 +1,7 @@
 #include "commitlog/record.h"
 
 #include <cstring>
+#include <tuple>
 
 #include "common/coding.h"
 #include "common/crc32c.h"
@@ -21,6 +22,7 @@ uint32_t RecordCrc(std::string_view rec) {
 }
 
 size_t PropertiesSize(const Message& msg) {
+  if (!msg.encoded_properties.empty()) return msg.encoded_properties.size();
   size_t n = 0;
   for (const auto& [k, v] : msg.properties) n += 8 + k.size() + v.size();
   return n;
@@ -29,6 +31,13 @@ size_t PropertiesSize(const Message& msg) {
 char* PutBytes(char* p, std::string_view s) {
   if (!s.empty()) std::memcpy(p, s.data(), s.size());
   return p + s.size();
+}
+
+char* PutProperty(char* p, std::string_view k, std::string_view v) {
+  EncodeFixed32(p, static_cast<uint32_t>(k.size()));
+  p = PutBytes(p + 4, k);
+  EncodeFixed32(p, static_cast<uint32_t>(v.size()));
+  return PutBytes(p + 4, v);
 }
 
 }  // namespace
@@ -54,11 +63,10 @@ void EncodeTo(const Message& msg, size_t encoded_size, char* dst) {
   char* p = PutBytes(dst + kTopicLenPos + 2, msg.topic);
   EncodeFixed32(p, static_cast<uint32_t>(props));
   p += 4;
-  for (const auto& [k, v] : msg.properties) {
-    EncodeFixed32(p, static_cast<uint32_t>(k.size()));
-    p = PutBytes(p + 4, k);
-    EncodeFixed32(p, static_cast<uint32_t>(v.size()));
-    p = PutBytes(p + 4, v);
+  if (!msg.encoded_properties.empty()) {
+    p = PutBytes(p, msg.encoded_properties);  // already the section's bytes
+  } else {
+    for (const auto& [k, v] : msg.properties) p = PutProperty(p, k, v);
   }
   EncodeFixed32(p, static_cast<uint32_t>(msg.body.size()));
   PutBytes(p + 4, msg.body);
@@ -140,7 +148,11 @@ absl::Status DecodeCopiedView(std::string_view rec, RecordView* out) {
 }
 
 bool RecordView::FindProperty(std::string_view key, std::string_view* value) const {
-  Decoder pd(properties);
+  return record::FindProperty(properties, key, value);
+}
+
+bool FindProperty(std::string_view props, std::string_view key, std::string_view* value) {
+  Decoder pd(props);
   std::string_view k, v;
   while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
     if (k == key) {
@@ -149,6 +161,65 @@ bool RecordView::FindProperty(std::string_view key, std::string_view* value) con
     }
   }
   return false;
+}
+
+bool DecodeProperties(std::string_view props, std::map<std::string, std::string>* out) {
+  out->clear();
+  Decoder pd(props);
+  while (pd.remaining() > 0) {
+    std::string_view k, v;
+    if (!pd.GetLengthPrefixed(&k) || !pd.GetLengthPrefixed(&v)) return false;
+    // Ascending input (our encoder) appends at the end: the hint makes each insert O(1).
+    // An existing key is kept: the first of duplicates wins.
+    out->emplace_hint(out->end(), std::piecewise_construct,
+                      std::forward_as_tuple(k.data(), k.size()),
+                      std::forward_as_tuple(v.data(), v.size()));
+  }
+  return true;
+}
+
+bool EditProperties(std::string_view props, std::span<const PropertyEdit> edits, std::string* out) {
+  size_t cap = props.size();  // dropping only shrinks; each set adds at most its own bytes
+  for (size_t i = 0; i < edits.size(); ++i) {
+    if (i > 0 && edits[i - 1].key >= edits[i].key) return false;
+    if (edits[i].value) cap += 8 + edits[i].key.size() + edits[i].value->size();
+  }
+  out->resize(cap);
+  char* const begin = out->data();
+  char* p = begin;
+  size_t e = 0;  // next edit not yet written or passed
+  std::string_view prev;
+  bool have_prev = false;
+  Decoder pd(props);
+  while (pd.remaining() > 0) {
+    std::string_view k, v;
+    if (!pd.GetLengthPrefixed(&k) || !pd.GetLengthPrefixed(&v)) return false;
+    if (have_prev) {
+      const int c = k.compare(prev);
+      if (c < 0) return false;  // not in our encoder's order: the caller takes the map path
+      if (c == 0) continue;     // duplicate: the first one was kept (or dropped, if edited)
+    }
+    prev = k;
+    have_prev = true;
+    bool edited = false;
+    // Edits ordered before k go first; an edit of k itself replaces it (its value, if any, is
+    // written when a later key or the end passes it).
+    for (; e < edits.size(); ++e) {
+      const int c = edits[e].key.compare(k);
+      if (c > 0) break;
+      if (c == 0) {
+        edited = true;
+        break;
+      }
+      if (edits[e].value) p = PutProperty(p, edits[e].key, *edits[e].value);
+    }
+    if (!edited) p = PutProperty(p, k, v);
+  }
+  for (; e < edits.size(); ++e) {
+    if (edits[e].value) p = PutProperty(p, edits[e].key, *edits[e].value);
+  }
+  out->resize(static_cast<size_t>(p - begin));
+  return true;
 }
 
 absl::Status Decode(std::string_view rec, Message* out) {
@@ -166,12 +237,8 @@ void MessageFromView(const RecordView& view, Message* out) {
   out->born_ms = view.born_ms;
   out->store_ms = view.store_ms;
   out->topic.assign(view.topic.data(), view.topic.size());
-  out->properties.clear();
-  Decoder pd(view.properties);
-  std::string_view k, v;
-  while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
-    out->properties.emplace_hint(out->properties.end(), std::string(k), std::string(v));
-  }
+  (void)DecodeProperties(view.properties, &out->properties);  // DecodeView checked them
+  out->encoded_properties.clear();
   out->body.assign(view.body.data(), view.body.size());
 }
 

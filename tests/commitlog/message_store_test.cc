@@ -5,6 +5,7 @@
 #include <map>
 
 #include "commitlog/consume_queue.h"
+#include "common/coding.h"
 #include "common/fault_injection_fs.h"
 #include "test_util.h"
 
@@ -104,6 +105,54 @@ TEST_F(MessageStoreTest, InvalidTopicAndOversizeBodyAreRefused) {
   EXPECT_TRUE(absl::IsInvalidArgument(store->Put(Msg("t", 0, 0, 2000)).status()));
   EXPECT_EQ(store->MaxQueueOffset("t", 0), 0);
   EXPECT_TRUE(store->Put(Msg("%DLQ%group-1", 0, 0)).ok());
+}
+
+// Properties section bytes of `props` (what Message::encoded_properties holds).
+std::string Section(const std::map<std::string, std::string>& props) {
+  std::string out;
+  for (const auto& [k, v] : props) {
+    PutLengthPrefixed(&out, k);
+    PutLengthPrefixed(&out, v);
+  }
+  return out;
+}
+
+TEST_F(MessageStoreTest, EncodedPropertiesAreIndexedByTagAndReadBackAsTheMap) {
+  auto store = OpenStore(Options());
+  Message tagged = Msg("t", 0, 0);  // TAGS "even", in the map
+  Message tagged_bytes = tagged;
+  tagged_bytes.encoded_properties = Section(tagged_bytes.properties);
+  tagged_bytes.properties.clear();
+  Message untagged_bytes = Msg("t", 0, 1);
+  untagged_bytes.properties.clear();
+  untagged_bytes.encoded_properties = Section({{"KEYS", "k"}, {"TAGSX", "not the tag"}});
+  std::vector<Message> batch = {tagged, tagged_bytes, untagged_bytes};
+  auto r = store->PutBatch(std::move(batch));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].size, (*r)[1].size);
+  auto snap = Entries(store.get(), {{"t", 0}});
+  const std::vector<ConsumeQueueEntry>& entries = snap[std::make_pair(std::string("t"), 0)];
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].tag_hash, TagHash("even"));
+  EXPECT_EQ(entries[1].tag_hash, TagHash("even"));
+  EXPECT_EQ(entries[2].tag_hash, 0u);
+  auto msgs = store->ReadQueue("t", 0, 0, 10);
+  ASSERT_TRUE(msgs.ok()) << msgs.status();
+  ASSERT_EQ(msgs->size(), 3u);
+  EXPECT_EQ((*msgs)[1].properties, tagged.properties);
+  EXPECT_TRUE((*msgs)[1].encoded_properties.empty());
+  EXPECT_EQ((*msgs)[2].properties,
+            (std::map<std::string, std::string>{{"KEYS", "k"}, {"TAGSX", "not the tag"}}));
+}
+
+TEST_F(MessageStoreTest, MessageWithBothPropertyFormsIsRefused) {
+  auto store = OpenStore(Options());
+  Message both = Msg("t", 0, 0);
+  both.encoded_properties = Section({{"KEYS", "k"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(store->Put(both).status()));
+  std::vector<Message> batch = {Msg("t", 0, 1), both};
+  EXPECT_TRUE(absl::IsInvalidArgument(store->PutBatch(std::move(batch)).status()));
+  EXPECT_EQ(store->MaxQueueOffset("t", 0), 0);
 }
 
 TEST_F(MessageStoreTest, PutBatchAssignsConsecutiveOffsetsPerQueue) {

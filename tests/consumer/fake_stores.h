@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commitlog/message_store.h"
+#include "commitlog/record.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::testing {
@@ -18,6 +19,17 @@ class FakeMessageStore final : public MessageStore {
   explicit FakeMessageStore(Clock* clock) : clock_(clock) {}
 
   absl::StatusOr<PutResult> Put(Message msg) override {
+    if (!msg.encoded_properties.empty()) {
+      // As the real store: both forms set is refused; the stored message reads back with the
+      // map, as a decoded record does.
+      if (!msg.properties.empty()) {
+        return absl::InvalidArgumentError("message has both properties and encoded_properties");
+      }
+      if (!record::DecodeProperties(msg.encoded_properties, &msg.properties)) {
+        return absl::InvalidArgumentError("malformed encoded_properties");
+      }
+      msg.encoded_properties.clear();
+    }
     PutResult r;
     std::string topic = msg.topic;
     int32_t qid = msg.queue_id;

@@ -283,6 +283,34 @@ TEST(TimerDeliveredCopy, KeepsUserPropertiesAndCarriesTimerProperties) {
   EXPECT_GE(std::stoll(p.at(prop::kTimerUnitPos)), 0);
 }
 
+// The copy's properties reach the store as record bytes: its tag must still be indexed in the
+// real topic's ConsumeQueue (tag filters), as for a message sent there directly.
+TEST(TimerDeliveredCopy, TagOfTheCopyIsInTheConsumeQueueEntry) {
+  TimerEnv env(100);
+  env.Open();
+  const int64_t deliver = env.clock().NowMs() + 300;
+  for (const std::string tag : {"TagA", ""}) {
+    Message m;
+    m.topic = "t";
+    m.queue_id = 0;
+    m.body = "tag " + tag;
+    if (!tag.empty()) m.properties[prop::kTag] = tag;
+    ASSERT_TRUE(env.ts().Schedule(std::move(m), deliver).ok());
+  }
+  env.Run();
+  env.AdvanceTo(deliver);
+  ASSERT_EQ(env.Delivered().size(), 2u);
+  for (int64_t qo : {0, 1}) {
+    auto e = env.ms().GetEntry("t", 0, qo);
+    ASSERT_TRUE(e.ok() && e->has_value());
+    auto d = env.ms().Read((*e)->physical_offset);
+    ASSERT_TRUE(d.ok()) << d.status();
+    const auto tag = d->properties.find(prop::kTag);
+    EXPECT_EQ((*e)->tag_hash, tag == d->properties.end() ? 0 : TagHash(tag->second)) << d->body;
+    EXPECT_EQ(d->body == "tag TagA", (*e)->tag_hash == TagHash("TagA"));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Precision, TimerCasesTest, ::testing::Values(1000, 100),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 

@@ -1,73 +1,17 @@
 // Dequeue services: due wheel slots -> FineScheduler -> loaded copies -> real topics.
 #include <algorithm>
-#include <charconv>
 #include <optional>
-#include <string_view>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "common/coding.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "prop_keys.h"
+#include "delivered_copy.h"
 #include "timer_store_impl.h"
 
 namespace tokimq {
 namespace {
 
 constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
-
-bool GetInt(const record::RecordView& v, const std::string& key, int64_t* out) {
-  std::string_view s;
-  if (!v.FindProperty(key, &s)) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-// The copy of timer-topic record `rec` that unit `su` delivers at `now` to its real topic:
-// topic and queue from REAL_TOPIC / REAL_QID (dropped from the properties), the other
-// properties kept (the first of duplicates, as record::Decode keeps), the TIMER_* delivery
-// properties set. std::nullopt when the record is not the one the unit points to.
-std::optional<Message> DeliveredCopy(const record::RecordView& rec, const ScheduledUnit& su,
-                                     int64_t now) {
-  int64_t deliver = 0, qid = 0;
-  std::string_view real_topic;
-  if (rec.topic != kTimerTopic || !GetInt(rec, timer_keys::DeliverMs(), &deliver) ||
-      deliver != su.unit.deliver_ms || !rec.FindProperty(timer_keys::RealTopic(), &real_topic) ||
-      !GetInt(rec, timer_keys::RealQueueId(), &qid)) {
-    return std::nullopt;
-  }
-  const bool set_roll = su.unit.roll_count > 0;
-  std::optional<Message> out(std::in_place);
-  Message& m = *out;
-  m.topic.assign(real_topic.data(), real_topic.size());
-  m.queue_id = static_cast<int32_t>(qid);
-  m.born_ms = rec.born_ms;
-  m.store_ms = rec.store_ms;
-  m.flags = rec.flags;
-  Decoder pd(rec.properties);
-  std::string_view k, v;
-  while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
-    if (k == timer_keys::RealTopic() || k == timer_keys::RealQueueId() ||
-        k == timer_keys::EnqueueMs() || k == timer_keys::DequeueMs() ||
-        k == timer_keys::UnitPos() || k == timer_keys::SourceOffset() ||
-        (set_roll && k == timer_keys::RollCount())) {
-      continue;  // replaced below
-    }
-    m.properties.emplace_hint(m.properties.end(), std::piecewise_construct,
-                              std::forward_as_tuple(k.data(), k.size()),
-                              std::forward_as_tuple(v.data(), v.size()));
-  }
-  m.properties.insert_or_assign(timer_keys::EnqueueMs(), std::to_string(su.unit.write_ms));
-  m.properties.insert_or_assign(timer_keys::DequeueMs(), std::to_string(now));
-  m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos));
-  m.properties.insert_or_assign(timer_keys::SourceOffset(), std::to_string(su.unit.phys_offset));
-  if (set_roll) {
-    m.properties.insert_or_assign(timer_keys::RollCount(), std::to_string(su.unit.roll_count));
-  }
-  m.body.assign(rec.body.data(), rec.body.size());
-  return out;
-}
 
 }  // namespace
 
@@ -209,7 +153,8 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
   std::vector<ScheduledUnit> dropped;
   int64_t now = clock_->NowMs();
   // One batched read: records enqueued close together share a pread. Each delivered copy is
-  // built straight from the record view (no decoded timer-topic Message to rewrite).
+  // built straight from the record view (no decoded timer-topic Message to rewrite), with its
+  // properties as record bytes (DeliveredCopy: no map built, PutBatch copies them verbatim).
   std::vector<ReadRequest> reqs;
   reqs.reserve(due.size());
   for (const ScheduledUnit& su : due) reqs.push_back({su.unit.phys_offset, su.unit.msg_size});

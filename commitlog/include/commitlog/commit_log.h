@@ -64,7 +64,8 @@ class CommitLog {
   virtual ~CommitLog() = default;
 
   // Appends one record; sets msg->physical_offset and msg->store_ms. Errors:
-  // kInvalidArgument (body > max_message_size, or encoded record > segment size),
+  // kInvalidArgument (body > max_message_size, encoded record > segment size, or both
+  // properties and encoded_properties set),
   // kResourceExhausted (disk full), kInternal (I/O, or the log already failed).
   virtual absl::StatusOr<int64_t> Append(Message* msg) = 0;
   // Appends several records contiguously (may roll segments between them). All-or-nothing from

@@ -28,6 +28,18 @@ struct Message {
   int64_t store_ms = 0;          // assigned by CommitLog::Append from its Clock
   uint32_t flags = kFlagNone;
   std::map<std::string, std::string> properties;
+  // The properties already in record encoding, for a producer that has them as bytes and would
+  // otherwise build `properties` only to have it re-encoded (the timer's delivered copies).
+  // Shape: exactly the properties section of a CommitLog record (docs/formats/commitlog.md):
+  // repeated { u32 key length, key, u32 value length, value }, keys strictly ascending in
+  // byte order (as std::map orders std::string), lengths in bytes, little-endian. Empty means
+  // "not set": `properties` is then used. When set, `properties` must be empty (CommitLog
+  // append refuses a message with both, kInvalidArgument); record::EncodedSize/EncodeTo copy
+  // the bytes verbatim, so the record is the one `properties` holding the same pairs would
+  // give. Set only by the producer of a Message (timerstore's DeliveredCopy); decoders
+  // (record::Decode, MessageFromView, every read) never set it and clear it. Readers on the
+  // put path use record::FindProperty on it when set. Thread-safety: as the rest of Message.
+  std::string encoded_properties;
   std::string body;
 
   // Bytes this message occupies as a CommitLog record (see docs/formats/commitlog.md).

@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -66,7 +67,7 @@ struct ReadRequest {
 };
 
 // Hash of a tag as stored in ConsumeQueue entries (0 for no tag). Stable across versions.
-uint64_t TagHash(const std::string& tag);
+uint64_t TagHash(std::string_view tag);
 
 class MessageStore {
  public:

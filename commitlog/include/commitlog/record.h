@@ -11,6 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -29,7 +32,8 @@ inline constexpr size_t kBlankSize = kPrefixSize;
 inline constexpr size_t kMinMessageSize = 62;
 inline constexpr size_t kMaxTopicSize = 0xFFFF;
 
-// Bytes `msg` occupies as a record.
+// Bytes `msg` occupies as a record. The properties section is msg.encoded_properties when that
+// is set (copied verbatim), else msg.properties encoded in key order.
 size_t EncodedSize(const Message& msg);
 
 // Writes the record of `msg` into dst[0, EncodedSize(msg)); dst must have room for it.
@@ -92,5 +96,35 @@ void MessageFromView(const RecordView& view, Message* out);
 
 // True when `rec` (exactly total_size bytes) is a message record whose checksum verifies.
 bool VerifyMessage(std::string_view rec);
+
+// The properties section of a record (RecordView::properties, Message::encoded_properties):
+// repeated { u32 key length, key, u32 value length, value }.
+
+// Value of the first property named `key` in the section `props`; false when absent (or when
+// the section is malformed before it).
+bool FindProperty(std::string_view props, std::string_view key, std::string_view* value);
+
+// Replaces *out with the properties of the section `props`, the first of duplicate keys kept
+// (as Decode keeps). False when `props` is malformed; *out then holds the pairs before the bad
+// one.
+bool DecodeProperties(std::string_view props, std::map<std::string, std::string>* out);
+
+// One change for EditProperties: set `key` to `*value`, or remove `key` (value std::nullopt).
+struct PropertyEdit {
+  std::string_view key;
+  std::optional<std::string_view> value;
+};
+
+// Writes to *out (replacing its contents) the section `props` with `edits` applied, in one
+// pass and without building a map: every stored property whose key is edited is dropped, each
+// edit with a value is placed in key order, the rest is copied. The result is byte for byte the
+// section Encode writes for the map that DecodeProperties(props) gives after each edit is
+// applied to it (erase, or insert_or_assign): keys ascending and unique, the first of
+// duplicate stored keys kept.
+// Needs `props` keys in non-descending byte order (our encoder writes them ascending) and
+// `edits` keys strictly ascending. Returns false, *out unspecified, when either does not hold
+// or `props` is malformed; the caller then goes through the map, which gives that result for
+// any input.
+bool EditProperties(std::string_view props, std::span<const PropertyEdit> edits, std::string* out);
 
 }  // namespace tokimq::record
