@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  (*broker)->StopLongPolls();  // else the servers wait for open long polls (up to 20 s)
 #if TOKIMQ_WITH_ROCKETMQ
   if (grpc_endpoint) grpc_endpoint->Shutdown();
 #endif

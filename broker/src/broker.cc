@@ -156,6 +156,13 @@ Broker::~Broker() {
   if (!s.ok()) TOKIMQ_LOG_ERROR("broker close: {}", s.ToString());
 }
 
+void Broker::StopLongPolls() {
+  std::lock_guard<std::mutex> lock(close_mu_);
+  if (closed_ || !consumers_) return;
+  absl::Status s = consumers_->Stop();  // wakes the long polls; Close() calls it again
+  if (!s.ok()) TOKIMQ_LOG_ERROR("shutdown: consumer service stop: {}", s.ToString());
+}
+
 absl::Status Broker::Close() {
   std::lock_guard<std::mutex> lock(close_mu_);
   if (closed_) return absl::OkStatus();

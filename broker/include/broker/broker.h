@@ -83,6 +83,13 @@ class Broker {
   // response. The handshake is answered by the server, but Handle accepts it too.
   void Handle(const proto::Request& req, proto::Response* resp);
 
+  // First step of a shutdown, before the servers stop (they wait for running requests): ends
+  // every waiting long poll now — it answers with what it has, usually nothing — and makes
+  // later receives return without waiting; stops the consumer service's expiry and sync
+  // threads (Close() then syncs again). Without it a SIGTERM waited for open long polls, up to
+  // max_long_poll (20 s). Thread-safe; idempotent.
+  void StopLongPolls();
+
   // Stops the services and closes the stores (see class comment). Idempotent.
   absl::Status Close();
 
