@@ -240,6 +240,16 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
       return where(absl::InvalidArgumentError(fmt::format(
           "property {} is reserved: set the message group instead", prop::kMessageGroup)));
     }
+    // The timer store acts on these: TIMER_DELETE_OF on a delayed message made it a recall
+    // marker (it cancelled the pending message at that offset, and itself was never
+    // delivered); TIMER_SRC_OFFSET on any message made crash recovery take the pending message
+    // at that offset as delivered. Found by a break-it pass.
+    for (const char* reserved : {kTimerDeleteOf, kTimerSourceOffset}) {
+      if (e.properties().count(reserved) > 0) {
+        return where(absl::InvalidArgumentError(
+            fmt::format("property {} is reserved for the timer store", reserved)));
+      }
+    }
     if (topic->type == TopicType::kFifo) {
       const char* what = e.message_group().empty() ? "message group (the key)" : "message group";
       if (group.empty()) {

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "messaging_service.h"
+#include "timerstore/timer_store.h"
 
 namespace tokimq::rocketmq {
 namespace {
@@ -230,6 +231,9 @@ grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
   e->set_born_ms(m->born_ms());
   for (const auto& [k, v] : m->properties()) {
     if (k == prop::kKeys || k == prop::kTag || k == prop::kMessageId) continue;
+    // Timer-internal keys are refused in a send (a delivered timer copy carries
+    // TIMER_SRC_OFFSET; in the DLQ copy it would mean nothing anyway).
+    if (k == kTimerDeleteOf || k == kTimerSourceOffset) continue;
     (*e->mutable_properties())[k] = v;
   }
   (*e->mutable_properties())[prop::kOriginalTopic] = m->topic();

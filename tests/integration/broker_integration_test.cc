@@ -178,6 +178,18 @@ TEST_F(BrokerIntegrationTest, ValidationErrorsStoreNothing) {
   good.body = "ok";
   auto batch = producer_->SendBatch({good, m});
   EXPECT_EQ(batch.status().code(), absl::StatusCode::kNotFound);
+  // Properties the timer store acts on are refused, delayed or not (a TIMER_DELETE_OF used to
+  // cancel another pending message; a TIMER_SRC_OFFSET to make recovery drop one).
+  for (const char* reserved : {"TIMER_DELETE_OF", "TIMER_SRC_OFFSET"}) {
+    for (bool delayed : {true, false}) {
+      OutgoingMessage forged = good;
+      forged.properties[reserved] = "0";
+      if (delayed) forged.delay_ms = 1000;
+      auto f = producer_->Send(forged);
+      EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument) << reserved;
+      EXPECT_NE(f.status().message().find(reserved), absl::string_view::npos) << f.status();
+    }
+  }
   auto st = admin_->Stats();
   ASSERT_TRUE(st.ok());
   ASSERT_EQ(st->topics_size(), 1);

@@ -283,6 +283,38 @@ TEST(TimerDeliveredCopy, KeepsUserPropertiesAndCarriesTimerProperties) {
   EXPECT_GE(std::stoll(p.at(prop::kTimerUnitPos)), 0);
 }
 
+// A scheduled message carrying TIMER_DELETE_OF (which only Recall's markers may carry) is not
+// taken for a recall marker: it does not cancel the message at that offset and is delivered
+// itself, without the property. (A break-it pass found both messages swallowed.)
+TEST(TimerDeliveredCopy, ScheduledMessageWithDeleteOfPropertyIsNotARecall) {
+  TimerEnv env(100);
+  env.Open();
+  const int64_t deliver = env.clock().NowMs() + 300;
+  Message victim;
+  victim.topic = "t";
+  victim.queue_id = 0;
+  victim.body = "victim";
+  auto v = env.ts().Schedule(std::move(victim), deliver);
+  ASSERT_TRUE(v.ok()) << v.status();
+  Message forged;
+  forged.topic = "t";
+  forged.queue_id = 0;
+  forged.body = "forged";
+  forged.properties[kTimerDeleteOf] = std::to_string(v->put.physical_offset);
+  ASSERT_TRUE(env.ts().Schedule(std::move(forged), deliver).ok());
+  env.Run();
+  env.AdvanceTo(deliver);
+  auto got = env.Delivered();
+  ASSERT_EQ(got.size(), 2u);
+  std::set<std::string> bodies;
+  for (const Message& d : got) {
+    bodies.insert(d.body);
+    EXPECT_EQ(d.properties.count(kTimerDeleteOf), 0u) << d.body;
+  }
+  EXPECT_EQ(bodies, (std::set<std::string>{"victim", "forged"}));
+  EXPECT_EQ(env.ts().metrics().recalled.Value(), 0);
+}
+
 // The copy's properties reach the store as record bytes: its tag must still be indexed in the
 // real topic's ConsumeQueue (tag filters), as for a message sent there directly.
 TEST(TimerDeliveredCopy, TagOfTheCopyIsInTheConsumeQueueEntry) {

@@ -194,6 +194,9 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStore::ScheduleBatch(
 bool TimerStoreImpl::RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now) {
   msg->properties.insert_or_assign(timer_keys::DeliverMs(), std::to_string(deliver_ms));
   if (deliver_ms <= now) return true;
+  // Only Recall writes delete markers (straight to the store): a scheduled message carrying
+  // TIMER_DELETE_OF would be taken for one by enqueue and cancel another message.
+  msg->properties.erase(kTimerDeleteOf);
   msg->properties.insert_or_assign(timer_keys::RealTopic(), std::move(msg->topic));
   msg->properties.insert_or_assign(timer_keys::RealQueueId(), std::to_string(msg->queue_id));
   msg->topic = kTimerTopic;
