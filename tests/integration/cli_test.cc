@@ -65,6 +65,14 @@ TEST_F(CliTest, CreateSendAdvanceConsume) {
   r = Run("stats");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("depth=4"), std::string::npos) << r.out;
+  // --props prints the properties, a line each, control bytes escaped.
+  r = Run("send --topic orders.timeout -p color=blue -p \"note=a b\" --body with-props");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = Run("consume --group p --topic orders.timeout --wait 5s --count 5 --ack --props");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\n  prop color=blue\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  prop note=a b\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  prop UNIQ_KEY="), std::string::npos) << r.out;
 }
 
 TEST_F(CliTest, FifoTopicWithMessageGroups) {

@@ -20,6 +20,22 @@
 namespace tokimq::cli {
 namespace {
 
+// `s` with control bytes (and the backslash) written as \xHH: one line, no terminal control
+// bytes, unambiguous. Other bytes as they are (property values are UTF-8: the protocol's
+// strings).
+std::string Printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c != 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out;
+}
+
 using client::AdminClient;
 using client::ClientOptions;
 
@@ -321,6 +337,11 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
           static_cast<long long>(m.queue_offset), m.key.c_str(), group_field.c_str(),
           m.tag.c_str(), FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
           m.body.c_str());
+      if (a.props) {
+        for (const auto& [k, v] : m.properties) {
+          std::printf("  prop %s=%s\n", Printable(k).c_str(), Printable(v).c_str());
+        }
+      }
       if (a.ack) {
         absl::Status s = consumer.Ack(m.receipt_handle);
         if (!s.ok()) return s;

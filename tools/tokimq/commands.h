@@ -40,6 +40,7 @@ struct ConsumeArgs {
   std::string wait = "5s";
   std::string tag_filter;
   bool ack = false;
+  bool props = false;  // also print each message's properties, one per line
   int count = 1;
 };
 

@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
       ->default_val("5s");
   consume->add_option("--tag-filter", cargs.tag_filter, "tags, e.g. a||b");
   consume->add_flag("--ack", cargs.ack, "ACK each message after printing it");
+  consume->add_flag("--props", cargs.props,
+                    "also print each message's properties, one '  prop KEY=VALUE' line each "
+                    "(control bytes and backslash as \\xHH)");
   consume->add_option("--count", cargs.count, "stop after N messages (0: until none ready)")
       ->default_val(1);
   consume->callback([&] { action = [&] { return Consume(opts, cargs); }; });
