@@ -211,7 +211,7 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
     // Deadlines are checked when the socket is quiet and at most every kPollMs otherwise
     // (they are whole milliseconds or more; checking on every response cost a lock and a walk
     // of the pending map per response).
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = RealTimeDeadline(std::chrono::milliseconds(0));
     if (rc == 0 || now - last_expire_ >= std::chrono::milliseconds(kPollMs)) {
       last_expire_ = now;
       ExpireDeadlines();
