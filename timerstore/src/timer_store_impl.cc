@@ -406,12 +406,11 @@ void TimerStoreImpl::WorkerLoop(int which) {
       else if (st.ok())
         st = r.status();
     };
-    int64_t wake_ms = 0;
+    int64_t wake_ms = 0;  // dequeue get: when the next slot is due to be walked
     bool put_queue_full = false;
     if (which == 0) {
       run(EnqueueGetStep());
       run(EnqueuePutStep());
-      wake_ms = clock_->NowMs() + 10;
     } else if (which == 1) {
       // Dequeue get: walking a busy slot reads one TimerLog unit per message (100k+ for a
       // busy second); on a thread of its own it never holds up the releases of the current
