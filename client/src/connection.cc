@@ -1,11 +1,13 @@
 #include "client/connection.h"
 
 #include "common/clock.h"
+#include "common/status.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -94,22 +96,31 @@ absl::StatusOr<int> ConnectTo(const std::string& broker, int64_t timeout_ms) {
 
 }  // namespace
 
-Connection::Connection(int fd, ClientOptions options) : fd_(fd), options_(std::move(options)) {
-  reader_ = std::thread([this] { ReadLoop(); });
+Connection::Connection(int fd, int wake_fd, ClientOptions options)
+    : fd_(fd), options_(std::move(options)), wake_fd_(wake_fd) {
+  background_ = std::thread([this] { BackgroundLoop(); });
 }
 
 Connection::~Connection() {
   stopping_ = true;
-  ::shutdown(fd_, SHUT_RDWR);
-  if (reader_.joinable()) reader_.join();
+  ::shutdown(fd_, SHUT_RDWR);  // a thread holding the read role sees EOF
+  WakeBackground();
+  if (background_.joinable()) background_.join();
   ::close(fd_);
+  ::close(wake_fd_);
   FailAll(absl::CancelledError("connection closed"));
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& options) {
   auto fd = ConnectTo(options.broker, options.connect_timeout_ms);
   if (!fd.ok()) return fd.status();
-  std::unique_ptr<Connection> conn(new Connection(*fd, options));
+  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) {
+    absl::Status s = Unavailable("eventfd");
+    ::close(*fd);
+    return s;
+  }
+  std::unique_ptr<Connection> conn(new Connection(*fd, wake_fd, options));
   proto::Request req;
   req.mutable_handshake()->set_protocol_version(wire::kProtocolVersion);
   req.mutable_handshake()->set_client_id(options.client_id);
@@ -119,26 +130,32 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions
   return conn;
 }
 
-void Connection::CallAsync(proto::Request req, int64_t timeout_ms, ResponseCallback done) {
-  if (broken_) {
-    done(absl::UnavailableError("connection to " + options_.broker + " is broken"));
-    return;
-  }
+void Connection::WakeBackground() {
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  (void)n;  // EAGAIN: the counter is already non-zero, the thread wakes anyway
+}
+
+absl::Status Connection::Start(proto::Request req, int64_t timeout_ms, Pending p) {
+  if (broken_) return absl::UnavailableError("connection to " + options_.broker + " is broken");
   uint64_t id = next_id_.fetch_add(1);
   req.set_id(id);
   absl::StatusOr<std::string> frame = wire::EncodeFrame(req, options_.max_frame_bytes);
-  if (!frame.ok()) {
-    done(frame.status());
-    return;
-  }
+  if (!frame.ok()) return frame.status();
+  p.deadline = RealTimeDeadline(std::chrono::milliseconds(timeout_ms));
+  const bool async = p.sync == nullptr;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
-    pending_[id] = {std::move(done),
-                    RealTimeDeadline(std::chrono::milliseconds(timeout_ms))};
+    pending_.emplace(id, std::move(p));
+    if (async) {
+      async_pending_.fetch_add(1);
+      wake = !reading_;  // nobody reads: the background thread takes the role
+    }
   }
-  if (broken_) {  // the reader may have failed everything just before we registered
+  if (broken_) {  // the connection may have failed everything just before we registered
     FailAll(absl::UnavailableError("connection to " + options_.broker + " is broken"));
-    return;
+    return absl::OkStatus();
   }
   absl::Status write_error;
   {
@@ -155,21 +172,122 @@ void Connection::CallAsync(proto::Request req, int64_t timeout_ms, ResponseCallb
     }
   }
   if (!write_error.ok()) {
-    broken_ = true;
-    ::shutdown(fd_, SHUT_RDWR);  // the reader thread fails everything pending
-    FailAll(write_error);
+    ::shutdown(fd_, SHUT_RDWR);  // a thread holding the read role sees EOF
+    Fail(write_error);
+    return absl::OkStatus();
   }
+  if (wake) WakeBackground();
+  return absl::OkStatus();
+}
+
+void Connection::CallAsync(proto::Request req, int64_t timeout_ms, ResponseCallback done) {
+  Pending p;
+  p.done = done;
+  absl::Status s = Start(std::move(req), timeout_ms, std::move(p));
+  if (!s.ok()) done(s);  // not registered: `done` was copied above, this one is still ours
 }
 
 absl::StatusOr<proto::Response> Connection::Call(proto::Request req, int64_t timeout_ms) {
-  auto promise = std::make_shared<std::promise<absl::StatusOr<proto::Response>>>();
-  std::future<absl::StatusOr<proto::Response>> future = promise->get_future();
-  CallAsync(std::move(req), timeout_ms,
-            [promise](absl::StatusOr<proto::Response> r) { promise->set_value(std::move(r)); });
-  absl::StatusOr<proto::Response> resp = future.get();
+  SyncSlot slot;
+  Pending p;
+  p.sync = &slot;
+  TOKIMQ_RETURN_IF_ERROR(Start(std::move(req), timeout_ms, std::move(p)));
+  std::unique_lock<std::mutex> lock(pending_mu_);
+  while (!slot.done.load(std::memory_order_acquire)) {
+    if (reading_) {
+      slot.cv.wait(lock);  // done, or the role was handed to us
+      continue;
+    }
+    reading_ = true;
+    lock.unlock();
+    absl::Status error = ReadUntil([&] { return slot.done.load(std::memory_order_acquire); });
+    if (!error.ok()) Fail(error);
+    lock.lock();
+    reading_ = false;
+    HandOffLocked();
+  }
+  lock.unlock();
+  absl::StatusOr<proto::Response> resp = std::move(slot.result);
   if (!resp.ok()) return resp.status();
   if (resp->has_status() && resp->status().code() != 0) return wire::FromProto(resp->status());
   return resp;
+}
+
+void Connection::HandOffLocked() {
+  if (pending_.empty() || broken_) return;
+  for (auto& [id, p] : pending_) {
+    if (p.sync != nullptr) {  // its owner is waiting in Call
+      p.sync->cv.notify_one();
+      return;
+    }
+  }
+  WakeBackground();  // only CallAsync requests are outstanding
+}
+
+void Connection::BackgroundLoop() {
+  bool watch_fd = true;  // until the broker's close has been seen
+  while (!stopping_) {
+    {
+      std::unique_lock<std::mutex> lock(pending_mu_);
+      if (!reading_ && async_pending_.load() > 0 && !broken_) {
+        reading_ = true;
+        lock.unlock();
+        absl::Status error =
+            ReadUntil([this] { return async_pending_.load() == 0 || stopping_.load(); });
+        if (!error.ok()) Fail(error);
+        lock.lock();
+        reading_ = false;
+        HandOffLocked();
+        continue;
+      }
+      if (!watch_fd && !reading_ && pending_.empty()) {
+        // The broker closed the connection while nothing was outstanding: mark it broken so
+        // that the next call reconnects (ConnectionHolder) instead of failing on it.
+        broken_ = true;
+      }
+    }
+    // Wait for async work or stop (eventfd), and for the broker closing the connection. Only
+    // POLLRDHUP is asked for on the socket: responses wake the thread holding the read role,
+    // not this one.
+    pollfd fds[2] = {{watch_fd && !broken_ ? fd_ : -1, POLLRDHUP, 0}, {wake_fd_, POLLIN, 0}};
+    int rc = ::poll(fds, 2, -1);
+    if (rc < 0) continue;  // EINTR
+    if (fds[1].revents & POLLIN) {
+      uint64_t value = 0;
+      ssize_t n = ::read(wake_fd_, &value, sizeof(value));
+      (void)n;
+    }
+    if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) watch_fd = false;
+  }
+}
+
+void Connection::CompleteSyncLocked(SyncSlot* slot, absl::StatusOr<proto::Response> r) {
+  slot->result = std::move(r);
+  slot->done.store(true, std::memory_order_release);
+  slot->cv.notify_one();
+}
+
+void Connection::Dispatch(proto::Response resp) {
+  ResponseCallback done;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    auto it = pending_.find(resp.id());
+    if (it == pending_.end()) return;  // timed out already
+    if (it->second.sync != nullptr) {
+      CompleteSyncLocked(it->second.sync, std::move(resp));
+      pending_.erase(it);
+      return;
+    }
+    done = std::move(it->second.done);
+    pending_.erase(it);
+    async_pending_.fetch_sub(1);
+  }
+  done(std::move(resp));
+}
+
+void Connection::Fail(const absl::Status& s) {
+  broken_ = true;
+  FailAll(s);
 }
 
 void Connection::FailAll(const absl::Status& s) {
@@ -177,27 +295,38 @@ void Connection::FailAll(const absl::Status& s) {
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     pending.swap(pending_);
+    async_pending_.store(0);
+    for (auto& [id, p] : pending) {
+      if (p.sync != nullptr) CompleteSyncLocked(p.sync, s);
+    }
   }
-  for (auto& [id, p] : pending) p.done(s);
+  for (auto& [id, p] : pending) {
+    if (p.sync == nullptr) p.done(s);
+  }
 }
 
 void Connection::ExpireDeadlines() {
   auto now = RealTimeDeadline(std::chrono::milliseconds(0));
+  const absl::Status timed_out =
+      absl::DeadlineExceededError("request to " + options_.broker + " timed out");
   std::vector<ResponseCallback> expired;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second.deadline <= now) {
-        expired.push_back(std::move(it->second.done));
-        it = pending_.erase(it);
-      } else {
+      if (it->second.deadline > now) {
         ++it;
+        continue;
       }
+      if (it->second.sync != nullptr) {
+        CompleteSyncLocked(it->second.sync, timed_out);
+      } else {
+        expired.push_back(std::move(it->second.done));
+        async_pending_.fetch_sub(1);
+      }
+      it = pending_.erase(it);
     }
   }
-  for (auto& done : expired) {
-    done(absl::DeadlineExceededError("request to " + options_.broker + " timed out"));
-  }
+  for (auto& done : expired) done(timed_out);
 }
 
 bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* error) {
@@ -216,7 +345,7 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
       last_expire_ = now;
       ExpireDeadlines();
     }
-    if (rc == 0 || (rc < 0 && errno == EINTR)) continue;
+    if (rc == 0 || (rc < 0 && errno == EINTR)) return true;  // *got == 0: the caller re-checks
     ssize_t n = ::recv(fd_, buf, cap, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
@@ -229,67 +358,53 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
   }
 }
 
-void Connection::ReadLoop() {
-  absl::Status error;
+absl::Status Connection::ReadUntil(const std::function<bool()>& until) {
+  while (!until()) TOKIMQ_RETURN_IF_ERROR(PumpOnce());
+  return absl::OkStatus();
+}
+
+absl::Status Connection::PumpOnce() {
   // Responses are read in chunks of up to kReadChunk bytes and parsed from the buffer: one
   // poll + recv per response (or fewer, when several arrive together) instead of two of each
   // (header, then body). The buffer grows to hold a frame larger than a chunk (bounded by
   // max_frame_bytes, checked from the header before growing).
   constexpr size_t kReadChunk = 64 * 1024;
-  std::string buf(kReadChunk, '\0');
-  size_t begin = 0, end = 0;  // unparsed bytes: buf[begin, end)
-  while (true) {
-    size_t need = wire::kFrameHeaderBytes;
-    if (end - begin >= wire::kFrameHeaderBytes) {
-      absl::StatusOr<uint32_t> len =
-          wire::DecodeFrameHeader(buf.data() + begin, options_.max_frame_bytes);
-      if (!len.ok()) {
-        error = len.status();
-        break;
+  size_t need = wire::kFrameHeaderBytes;
+  if (rend_ - rbegin_ >= wire::kFrameHeaderBytes) {
+    absl::StatusOr<uint32_t> len =
+        wire::DecodeFrameHeader(rbuf_.data() + rbegin_, options_.max_frame_bytes);
+    if (!len.ok()) return len.status();
+    need = wire::kFrameHeaderBytes + *len;
+    if (rend_ - rbegin_ >= need) {
+      proto::Response resp;
+      absl::Status parsed = wire::DecodeFrameBody(
+          std::string_view(rbuf_.data() + rbegin_ + wire::kFrameHeaderBytes, *len), &resp);
+      rbegin_ += need;
+      if (rbegin_ == rend_) rbegin_ = rend_ = 0;
+      if (!parsed.ok()) return parsed;
+      if (resp.id() == 0) {
+        // The broker could not attribute the error to a request: it is about the connection.
+        absl::Status error = wire::FromProto(resp.status());
+        if (error.ok()) error = absl::InternalError("broker sent a response without id");
+        return error;
       }
-      need = wire::kFrameHeaderBytes + *len;
-      if (end - begin >= need) {
-        proto::Response resp;
-        absl::Status parsed = wire::DecodeFrameBody(
-            std::string_view(buf.data() + begin + wire::kFrameHeaderBytes, *len), &resp);
-        begin += need;
-        if (begin == end) begin = end = 0;
-        if (!parsed.ok()) {
-          error = parsed;
-          break;
-        }
-        if (resp.id() == 0) {
-          // The broker could not attribute the error to a request: it is about the connection.
-          error = wire::FromProto(resp.status());
-          if (error.ok()) error = absl::InternalError("broker sent a response without id");
-          break;
-        }
-        ResponseCallback done;
-        {
-          std::lock_guard<std::mutex> lock(pending_mu_);
-          auto it = pending_.find(resp.id());
-          if (it == pending_.end()) continue;  // timed out already
-          done = std::move(it->second.done);
-          pending_.erase(it);
-        }
-        done(std::move(resp));
-        continue;
-      }
+      Dispatch(std::move(resp));
+      return absl::OkStatus();
     }
-    // More bytes needed: make room for the rest of this frame (at least a chunk) and read.
-    if (begin > 0) {
-      std::memmove(buf.data(), buf.data() + begin, end - begin);
-      end -= begin;
-      begin = 0;
-    }
-    if (buf.size() < std::max(need, kReadChunk)) buf.resize(std::max(need, kReadChunk));
-    if (buf.size() > kReadChunk && end == 0) buf.resize(kReadChunk);  // shrink after a big one
-    size_t got = 0;
-    if (!ReadSome(buf.data() + end, buf.size() - end, &got, &error)) break;
-    end += got;
   }
-  broken_ = true;
-  FailAll(error.ok() ? absl::UnavailableError("connection lost") : error);
+  // More bytes needed: make room for the rest of this frame (at least a chunk) and read.
+  if (rbegin_ > 0) {
+    std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
+    rend_ -= rbegin_;
+    rbegin_ = 0;
+  }
+  if (rbuf_.size() < std::max(need, kReadChunk)) rbuf_.resize(std::max(need, kReadChunk));
+  if (rbuf_.size() > kReadChunk && rend_ == 0) rbuf_.resize(kReadChunk);  // shrink after a big one
+  size_t got = 0;
+  absl::Status error;
+  if (!ReadSome(rbuf_.data() + rend_, rbuf_.size() - rend_, &got, &error)) return error;
+  rend_ += got;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<Connection>> ConnectionHolder::Get() {

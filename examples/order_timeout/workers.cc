@@ -158,7 +158,7 @@ void OrderService::Start() {
 void OrderService::Stop() { stop_ = true; }
 
 void OrderService::ProducerLoop() {
-  // Shared with the send callbacks, which run on the connection's reader thread.
+  // Shared with the send callbacks, which run on whichever thread reads the responses.
   struct Window {
     std::mutex mu;
     std::condition_variable cv;

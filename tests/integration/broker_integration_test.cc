@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "broker_process.h"
@@ -480,6 +482,101 @@ TEST_F(BrokerIntegrationTest, ShutdownEndsOpenLongPolls) {
       EXPECT_TRUE(got[i]->empty()) << i;  // answered empty (or cut off: an error)
     }
   }
+}
+
+// The client's read role moves between threads (leader/follower, client/connection.h): blocking
+// callers read their own responses, the background thread reads for async ones. Many of both
+// on one connection: every caller gets the answer to its own request.
+TEST_F(BrokerIntegrationTest, SyncAndAsyncCallsShareOneConnection) {
+  StartBroker({});
+  CreateTopic("shared", proto::NORMAL, 1);
+  Producer producer(broker_->Options());  // one connection for every thread below
+  constexpr int kThreads = 4, kSyncEach = 150, kAsyncBatches = 60, kBatch = 5;
+  std::vector<std::thread> threads;
+  std::atomic<int> sync_bad{0}, async_bad{0}, async_done{0};
+  std::mutex offsets_mu;
+  std::set<int64_t> offsets;
+  auto record = [&](const client::SendReceipt& r) {
+    std::lock_guard<std::mutex> lock(offsets_mu);
+    return offsets.insert(r.queue_offset).second;
+  };
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kSyncEach; ++i) {
+        OutgoingMessage m;
+        m.topic = "shared";
+        m.body = "sync-" + std::to_string(t) + "-" + std::to_string(i);
+        auto r = producer.Send(m);
+        if (!r.ok() || r->topic != "shared" || !record(*r)) sync_bad.fetch_add(1);
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int b = 0; b < kAsyncBatches; ++b) {
+      std::vector<OutgoingMessage> batch;
+      for (int i = 0; i < kBatch; ++i) {
+        OutgoingMessage m;
+        m.topic = "shared";
+        m.body = "async-" + std::to_string(b) + "-" + std::to_string(i);
+        batch.push_back(m);
+      }
+      producer.SendBatchAsync(batch, [&](absl::StatusOr<std::vector<client::SendReceipt>> r) {
+        if (!r.ok() || r->size() != static_cast<size_t>(kBatch)) {
+          async_bad.fetch_add(1);
+        } else {
+          for (const auto& one : *r) {
+            if (!record(one)) async_bad.fetch_add(1);
+          }
+        }
+        async_done.fetch_add(1);
+      });
+    }
+  });
+  for (auto& t : threads) t.join();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (async_done.load() < kAsyncBatches && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(sync_bad.load(), 0);
+  EXPECT_EQ(async_bad.load(), 0);
+  ASSERT_EQ(async_done.load(), kAsyncBatches);
+  // One queue: the offsets are exactly 0 .. n-1, each answered once.
+  const size_t n = kThreads * kSyncEach + kAsyncBatches * kBatch;
+  ASSERT_EQ(offsets.size(), n);
+  EXPECT_EQ(*offsets.begin(), 0);
+  EXPECT_EQ(*offsets.rbegin(), static_cast<int64_t>(n) - 1);
+  // And the stored bodies are the ones sent, each once.
+  SimpleConsumer consumer(broker_->Options(), "g");
+  std::set<std::string> bodies;
+  while (bodies.size() < n) {
+    auto got = Receive(consumer, "shared", 1000, 30 * kSecond, 256);
+    if (got.empty()) break;
+    for (const auto& m : got) EXPECT_TRUE(bodies.insert(m.body).second) << m.body;
+  }
+  EXPECT_EQ(bodies.size(), n);
+  EXPECT_EQ(bodies.count("sync-3-149"), 1u);
+  EXPECT_EQ(bodies.count("async-59-4"), 1u);
+}
+
+// Nobody reads an idle connection, yet the broker going away must still mark it broken, so that
+// the next call reconnects instead of failing on it (the background thread watches POLLRDHUP).
+TEST_F(BrokerIntegrationTest, IdleConnectionNoticesTheBrokerLeaving) {
+  StartBroker({});
+  client::ConnectionHolder holder(broker_->Options());
+  auto conn = holder.Get();
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  proto::Request req;
+  req.mutable_list_topics();
+  ASSERT_TRUE((*conn)->Call(req, 5000).ok());
+  EXPECT_FALSE((*conn)->broken());
+  broker_->Kill();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(*conn)->broken() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE((*conn)->broken());
+  auto after = (*conn)->Call(req, 5000);
+  EXPECT_TRUE(absl::IsUnavailable(after.status())) << after.status();
 }
 
 TEST_F(BrokerIntegrationTest, AdvanceClockRefusedWithoutManualClockFlag) {

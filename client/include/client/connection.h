@@ -5,14 +5,22 @@
 // the connection breaks (kUnavailable). A broken connection is not reused: Connection::Open
 // makes a new one (the Client wrappers do this on the next call).
 //
-// Threads: Call/CallAsync may be used from any thread. One reader thread per connection reads
-// responses and runs callbacks; callbacks must not block (hand work to another thread). Writes
-// are serialised by a mutex. The destructor fails outstanding calls with kCancelled and joins
-// the reader thread.
+// Threads: Call/CallAsync may be used from any thread; writes are serialised by a mutex. Reading
+// is a role held by one thread at a time (leader/follower): a thread blocked in Call reads the
+// socket itself while no other thread does, and stops when its own response has arrived, so a
+// synchronous call costs one wake-up instead of two (reader thread, then caller). Responses for
+// other requests that it reads on the way are handed to their owners. The connection's own
+// background thread takes the role only while CallAsync requests are outstanding and no caller
+// holds it; otherwise it only watches for the broker closing the connection (POLLRDHUP), so that
+// broken() turns true while idle and ConnectionHolder reconnects. Callbacks run on whichever
+// thread read the response (the background thread or a thread inside Call on this connection);
+// they must not block, and must not make a blocking Call on the same connection. The destructor
+// fails outstanding calls with kCancelled and joins the background thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -56,31 +64,59 @@ class Connection {
   const proto::HandshakeResponse& handshake() const { return handshake_; }
 
  private:
-  Connection(int fd, ClientOptions options);
-  void ReadLoop();
+  // A synchronous caller's slot: filled (under pending_mu_) by whoever reads its response.
+  struct SyncSlot {
+    std::condition_variable cv;  // woken when done, and when the read role is handed to it
+    std::atomic<bool> done{false};
+    absl::StatusOr<proto::Response> result{absl::UnknownError("no response")};
+  };
+  struct Pending {
+    ResponseCallback done;      // CallAsync
+    SyncSlot* sync = nullptr;   // Call
+    std::chrono::steady_clock::time_point deadline;
+  };
+
+  Connection(int fd, int wake_fd, ClientOptions options);
+  // Registers `p` under a fresh id and writes the request. A non-OK result means nothing was
+  // registered; a write failure after registering completes `p` (and every other call) instead.
+  absl::Status Start(proto::Request req, int64_t timeout_ms, Pending p);
+  void BackgroundLoop();
+  // Read role (holder only): reads and dispatches responses until until() is true (checked
+  // after each step), or the connection fails (the error is returned).
+  absl::Status ReadUntil(const std::function<bool()>& until);
+  // Read role: dispatches one buffered response, or reads more bytes.
+  absl::Status PumpOnce();
+  void Dispatch(proto::Response resp);
+  // Gives the free read role to a waiting synchronous caller, else (async requests outstanding)
+  // to the background thread. pending_mu_ held; reading_ false.
+  void HandOffLocked();
+  void Fail(const absl::Status& s);  // marks the connection broken and fails everything pending
   void FailAll(const absl::Status& s);
   void ExpireDeadlines();
-  // Reads exactly n bytes, polling so that deadlines keep being checked. False on EOF/error.
+  // Completes a removed entry; for a sync slot pending_mu_ must be held by the caller.
+  static void CompleteSyncLocked(SyncSlot* slot, absl::StatusOr<proto::Response> r);
+  void WakeBackground();
   // Reads what is available (at least 1 byte, at most `cap`) into `buf`, waiting for it; false
   // with *error when the connection fails or is closed. Expires deadlines while waiting.
   bool ReadSome(char* buf, size_t cap, size_t* got, absl::Status* error);
-
-  struct Pending {
-    ResponseCallback done;
-    std::chrono::steady_clock::time_point deadline;
-  };
 
   int fd_;
   ClientOptions options_;
   proto::HandshakeResponse handshake_;
   std::atomic<bool> broken_{false};
   std::atomic<bool> stopping_{false};
-  std::chrono::steady_clock::time_point last_expire_;  // reader thread only
+  int wake_fd_;  // eventfd: wakes the background thread (async work, stop)
   std::atomic<uint64_t> next_id_{1};
   std::mutex write_mu_;
   std::mutex pending_mu_;
-  std::map<uint64_t, Pending> pending_;
-  std::thread reader_;
+  std::map<uint64_t, Pending> pending_;      // pending_mu_
+  std::atomic<size_t> async_pending_{0};     // CallAsync entries in pending_; written under pending_mu_
+  bool reading_ = false;                     // pending_mu_: some thread holds the read role
+  // Read-role state (only the holder touches these).
+  std::string rbuf_;
+  size_t rbegin_ = 0, rend_ = 0;             // unparsed bytes: rbuf_[rbegin_, rend_)
+  std::chrono::steady_clock::time_point last_expire_;
+  std::thread background_;
 };
 
 // Holds a Connection and replaces it when it broke. Thread-safe.

@@ -53,7 +53,9 @@ class Producer {
   // All messages in one request; all are validated before any is stored.
   absl::StatusOr<std::vector<SendReceipt>> SendBatch(const std::vector<OutgoingMessage>& msgs);
   std::future<absl::StatusOr<SendReceipt>> SendAsync(const OutgoingMessage& msg);
-  // `done` runs on the connection's reader thread: it must not block.
+  // `done` runs on the thread that reads the response (the connection's background thread, or
+  // a thread blocked in a synchronous call on the same Producer): it must not block, and must
+  // not make a synchronous call on this Producer.
   void SendAsync(const OutgoingMessage& msg,
                  std::function<void(absl::StatusOr<SendReceipt>)> done);
   // Batch form of the callback API (pipelining: many batches may be in flight).
