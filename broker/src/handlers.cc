@@ -13,6 +13,7 @@
 #include "proto/duration.h"
 #include "proto/framing.h"
 #include "proto/status.h"
+#include "receive_encoder.h"
 #include "retention_task.h"
 #include "timerstore/timer_store.h"
 
@@ -328,8 +329,8 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   return absl::OkStatus();
 }
 
-absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
-                                   proto::ReceiveResponse* resp) {
+absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
+    const proto::ReceiveRequest& req) {
   if (req.group().empty()) return absl::InvalidArgumentError("receive needs a consumer group");
   TOKIMQ_RETURN_IF_ERROR(ResolveTopic(req.topic()).status());
   if (req.max_messages() < 0 || req.max_messages() > 1024) {
@@ -352,43 +353,98 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
   // messages in one response used to exceed it, and the client refused every such response
   // while the messages stayed leased. Half the default frame leaves room for the fields.
   r.max_bytes = kMaxReceiveResponseBytes;
-  TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, consumers_->Receive(r));
+  return consumers_->Receive(r);
+}
+
+namespace {
+// The response fields of one received message, as views into its record and `rm`.
+absl::Status FieldsOf(const ReceivedMessage& rm, ReceivedFields* f) {
+  record::RecordView m;
+  // Read and checksummed by the store a moment ago; a failure here is a bug, not bad data.
+  TOKIMQ_RETURN_IF_ERROR(record::DecodeCopiedView(rm.record, &m));
+  m.FindProperty(prop::kMessageId, &f->message_id);
+  m.FindProperty(prop::kKeys, &f->key);
+  m.FindProperty(prop::kTag, &f->tag);
+  f->topic = m.topic;
+  f->queue_id = m.queue_id;
+  f->queue_offset = m.queue_offset;
+  f->body = m.body;
+  f->born_ms = m.born_ms;
+  f->receipt_handle = rm.receipt_handle;
+  f->delivery_attempt = rm.delivery_attempt;
+  f->deliver_ms = rm.deliver_ms;
+  f->invisible_until_ms = rm.invisible_until_ms;
+  f->properties_encoded = m.properties;
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
+                                   proto::ReceiveResponse* resp) {
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, ReceiveFor(req));
   resp->mutable_messages()->Reserve(static_cast<int>(got.size()));
   for (ReceivedMessage& rm : got) {
-    record::RecordView m;
-    // Read and checksummed by the store a moment ago; a failure here is a bug, not bad data.
-    TOKIMQ_RETURN_IF_ERROR(record::DecodeCopiedView(rm.record, &m));
+    ReceivedFields f;
+    TOKIMQ_RETURN_IF_ERROR(FieldsOf(rm, &f));
     proto::ReceivedMessage* out = resp->add_messages();
-    std::string_view id, key, tag;
-    m.FindProperty(prop::kMessageId, &id);
-    m.FindProperty(prop::kKeys, &key);
-    m.FindProperty(prop::kTag, &tag);
-    out->set_message_id(id.data(), id.size());
-    out->set_topic(m.topic.data(), m.topic.size());
-    out->set_queue_id(m.queue_id);
-    out->set_queue_offset(m.queue_offset);
-    out->set_key(key.data(), key.size());
-    out->set_tag(tag.data(), tag.size());
+    out->set_message_id(f.message_id.data(), f.message_id.size());
+    out->set_topic(f.topic.data(), f.topic.size());
+    out->set_queue_id(f.queue_id);
+    out->set_queue_offset(f.queue_offset);
+    out->set_key(f.key.data(), f.key.size());
+    out->set_tag(f.tag.data(), f.tag.size());
     if (req.encoded_properties()) {
       // The stored bytes as they are (callgrind: building and serializing the map was ~10 %
       // of a lease receive + ack).
-      out->set_properties_encoded(m.properties.data(), m.properties.size());
+      out->set_properties_encoded(f.properties_encoded.data(), f.properties_encoded.size());
     } else {
       auto* props = out->mutable_properties();
-      Decoder pd(m.properties);
+      Decoder pd(f.properties_encoded);
       std::string_view k, v;
       while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&v)) {
         props->insert({std::string(k), std::string(v)});  // one lookup; the first one wins
       }
     }
-    out->set_born_ms(m.born_ms);
+    out->set_born_ms(f.born_ms);
     out->set_receipt_handle(std::move(rm.receipt_handle));
-    out->set_delivery_attempt(rm.delivery_attempt);
-    out->set_deliver_ms(rm.deliver_ms);
-    out->set_invisible_until_ms(rm.invisible_until_ms);
-    out->set_body(m.body.data(), m.body.size());
+    out->set_delivery_attempt(f.delivery_attempt);
+    out->set_deliver_ms(f.deliver_ms);
+    out->set_invisible_until_ms(f.invisible_until_ms);
+    out->set_body(f.body.data(), f.body.size());
   }
   return absl::OkStatus();
+}
+
+std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(const proto::Request& req) {
+  if (req.body_case() != proto::Request::kReceive || !req.receive().encoded_properties()) {
+    return std::nullopt;
+  }
+  EncodedResponse out;
+  absl::Status s;
+  absl::StatusOr<std::vector<ReceivedMessage>> got = ReceiveFor(req.receive());
+  if (got.ok()) {
+    std::vector<ReceivedFields> fields(got->size());
+    for (size_t i = 0; i < got->size() && s.ok(); ++i) s = FieldsOf((*got)[i], &fields[i]);
+    if (s.ok()) {
+      out.frame = EncodeReceiveFrame(req.id(), fields);
+      out.messages = static_cast<int>(fields.size());
+      if (out.frame.empty()) s = absl::InternalError("receive response encoding failed");
+    }
+  } else {
+    s = got.status();
+  }
+  if (!s.ok()) {
+    // As Handle answers a failed request. Messages leased above (an encoding failure, never
+    // expected) are redelivered when their leases expire.
+    proto::Response resp;
+    resp.set_id(req.id());
+    wire::ToProto(s, resp.mutable_status());
+    absl::StatusOr<std::string> frame = wire::EncodeFrame(resp, UINT32_MAX);
+    out.frame = frame.ok() ? std::move(*frame) : std::string();
+    out.messages = 0;
+    out.failed = true;
+  }
+  return out;
 }
 
 absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse* resp) {

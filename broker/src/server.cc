@@ -153,11 +153,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     } else {
       ++in_flight_;
       asio::post(server_->workers_, [self = shared_from_this(), call = std::move(call)] {
-        proto::Response* resp =
-            google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
-        self->server_->broker_->Handle(*call->request, resp);
-        // Serialized here, on the worker, not on the connection's I/O thread.
-        std::string frame = EncodeResponse(*resp);
+        // Handled and serialized here, on the worker, not on the connection's I/O thread.
+        std::string frame = self->HandleToFrame(call.get(), nullptr);
         asio::post(self->executor(), [self, frame = std::move(frame)]() mutable {
           --self->in_flight_;
           self->EnqueueFrame(std::move(frame));
@@ -194,15 +191,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
                           req.receive().long_poll_ms() > 0;
     const int64_t long_poll_ms = may_wait ? req.receive().long_poll_ms() : 0;
     if (may_wait) call->request->mutable_receive()->set_long_poll_ms(0);
-    proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
-    server_->broker_->Handle(req, resp);
-    if (may_wait && !(resp->has_status() && resp->status().code() != 0) &&
-        resp->receive().messages_size() == 0) {
+    bool empty = false;
+    std::string answer = HandleToFrame(call, &empty);
+    if (may_wait && empty) {
       call->request->mutable_receive()->set_long_poll_ms(long_poll_ms);  // wait on a worker
       return false;
     }
-    *frame = EncodeResponse(*resp);
+    *frame = std::move(answer);
     return true;
+  }
+
+  // The response frame for call's request. A receive asking for encoded properties is encoded
+  // straight from the stored records (Broker::HandleReceiveFrame); anything else goes through
+  // a proto::Response on the call's arena. *empty_receive (if given): the request was a receive
+  // that succeeded with no message.
+  std::string HandleToFrame(Call* call, bool* empty_receive) {
+    const proto::Request& req = *call->request;
+    if (auto encoded = server_->broker_->HandleReceiveFrame(req)) {
+      if (empty_receive) *empty_receive = !encoded->failed && encoded->messages == 0;
+      return std::move(encoded->frame);
+    }
+    proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
+    server_->broker_->Handle(req, resp);
+    if (empty_receive) {
+      *empty_receive = req.body_case() == proto::Request::kReceive &&
+                       !(resp->has_status() && resp->status().code() != 0) &&
+                       resp->receive().messages_size() == 0;
+    }
+    return EncodeResponse(*resp);
   }
 
   void FailAndClose(const absl::Status& s) {

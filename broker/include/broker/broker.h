@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -83,6 +84,19 @@ class Broker {
   // response. The handshake is answered by the server, but Handle accepts it too.
   void Handle(const proto::Request& req, proto::Response* resp);
 
+  // Native-protocol fast path for a Receive request that asks for encoded properties (what
+  // the C++ client sends): the whole response frame, each message written once from its stored
+  // record (broker/src/receive_encoder.h) instead of through a proto::Response and its
+  // serialization — the same bytes Handle() + wire::EncodeFrame would give (tested byte for
+  // byte). `messages` counts the messages in it (0 when none was ready); `failed`: the frame
+  // is an error response. std::nullopt for any other request (use Handle). Thread-safe.
+  struct EncodedResponse {
+    std::string frame;  // empty only if even the error response could not be encoded
+    int messages = 0;
+    bool failed = false;
+  };
+  std::optional<EncodedResponse> HandleReceiveFrame(const proto::Request& req);
+
   // First step of a shutdown, before the servers stop (they wait for running requests): ends
   // every waiting long poll now — it answers with what it has, usually nothing — and makes
   // later receives return without waiting; stops the consumer service's expiry and sync
@@ -110,6 +124,8 @@ class Broker {
   absl::Status HandleDescribeTopic(const std::string& name, proto::Response* resp);
   absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp);
   absl::Status HandleReceive(const proto::ReceiveRequest& req, proto::ReceiveResponse* resp);
+  // Validates a receive request and takes its messages (raw records, leased).
+  absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
   absl::Status HandleStats(proto::StatsResponse* resp);
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
