@@ -450,7 +450,8 @@ std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(const proto::R
 absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse* resp) {
   if (req.receipt_handles().empty()) return absl::InvalidArgumentError("ack without handles");
   // One AckBatch per request: one group-state write for all its handles.
-  std::vector<std::string> handles(req.receipt_handles().begin(), req.receipt_handles().end());
+  std::vector<std::string_view> handles(req.receipt_handles().begin(),
+                                        req.receipt_handles().end());
   std::vector<absl::Status> results = consumers_->AckBatch(req.group(), handles);
   resp->mutable_results()->Reserve(static_cast<int>(results.size()));
   for (const absl::Status& s : results) wire::ToProto(s, resp->add_results());

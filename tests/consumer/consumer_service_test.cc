@@ -140,7 +140,7 @@ TEST_P(ConsumerTest, AckBatchAcksEachDeliveryOnce) {
   auto got = Recv("g", "orders", 4);
   ASSERT_EQ(got.size(), 4u);
   ASSERT_TRUE(svc_->Ack("g", got[3].receipt_handle).ok());
-  std::vector<std::string> handles = {got[0].receipt_handle, got[1].receipt_handle, "garbage",
+  std::vector<std::string_view> handles = {got[0].receipt_handle, got[1].receipt_handle, "garbage",
                                       got[0].receipt_handle, got[3].receipt_handle,
                                       got[2].receipt_handle};
   auto results = svc_->AckBatch("g", handles);

@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -101,11 +102,12 @@ class ConsumerService {
   // Acks several deliveries of `group` with one group-state write. Result i is the status of
   // receipt_handles[i], with the codes of Ack; a handle repeated in the batch is OK once, then
   // kFailedPrecondition. The broker's Ack request calls this once for all its handles.
-  virtual std::vector<absl::Status> AckBatch(const std::string& group,
-                                             const std::vector<std::string>& receipt_handles) {
+  // The handles are views (the broker passes its request's strings without copying them).
+  virtual std::vector<absl::Status> AckBatch(
+      const std::string& group, const std::vector<std::string_view>& receipt_handles) {
     std::vector<absl::Status> out;
     out.reserve(receipt_handles.size());
-    for (const auto& h : receipt_handles) out.push_back(Ack(group, h));
+    for (std::string_view h : receipt_handles) out.push_back(Ack(group, std::string(h)));
     return out;
   }
   // Returns the new receipt handle. Errors as Ack.

@@ -447,11 +447,11 @@ absl::Status ConsumerServiceImpl::LockLease(const std::string& group, const std:
 }
 
 absl::Status ConsumerServiceImpl::Ack(const std::string& group, const std::string& handle) {
-  return AckBatch(group, {handle})[0];
+  return AckBatch(group, {std::string_view(handle)})[0];
 }
 
 std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
-    const std::string& group, const std::vector<std::string>& handles) {
+    const std::string& group, const std::vector<std::string_view>& handles) {
   std::vector<absl::Status> out(handles.size());
   std::vector<Receipt> receipts(handles.size());
   // Progress objects touched, locked in address order: nothing else ever holds two Progress

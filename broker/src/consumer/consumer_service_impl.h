@@ -78,8 +78,8 @@ class ConsumerServiceImpl final : public ConsumerService {
 
   absl::StatusOr<std::vector<ReceivedMessage>> Receive(const ReceiveRequest& req) override;
   absl::Status Ack(const std::string& group, const std::string& receipt_handle) override;
-  std::vector<absl::Status> AckBatch(const std::string& group,
-                                     const std::vector<std::string>& receipt_handles) override;
+  std::vector<absl::Status> AckBatch(
+      const std::string& group, const std::vector<std::string_view>& receipt_handles) override;
   absl::StatusOr<std::string> ChangeInvisibleDuration(const std::string& group,
                                                       const std::string& receipt_handle,
                                                       int64_t invisible_ms) override;
