@@ -214,7 +214,14 @@ absl::StatusOr<proto::Response> Connection::Call(proto::Request req, int64_t tim
 }
 
 void Connection::HandOffLocked() {
-  if (pending_.empty() || broken_) return;
+  if (broken_) return;
+  if (pending_.empty()) {
+    // The broker closed the connection (seen by the background thread) while this role holder
+    // still had a call outstanding: nobody will read the EOF now, so mark it broken here and
+    // the next call reconnects (ConnectionHolder).
+    if (peer_closed_) broken_ = true;
+    return;
+  }
   for (auto& [id, p] : pending_) {
     if (p.sync != nullptr) {  // its owner is waiting in Call
       p.sync->cv.notify_one();
@@ -240,10 +247,13 @@ void Connection::BackgroundLoop() {
         HandOffLocked();
         continue;
       }
-      if (!watch_fd && !reading_ && pending_.empty()) {
+      if (!watch_fd) {
+        peer_closed_ = true;
         // The broker closed the connection while nothing was outstanding: mark it broken so
-        // that the next call reconnects (ConnectionHolder) instead of failing on it.
-        broken_ = true;
+        // that the next call reconnects (ConnectionHolder) instead of failing on it. Else the
+        // holder of the read role reads the EOF, or marks it when it gives the role up
+        // (HandOffLocked).
+        if (!reading_ && pending_.empty()) broken_ = true;
       }
     }
     // Wait for async work or stop (eventfd), and for the broker closing the connection. Only
@@ -337,6 +347,7 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
     }
     pollfd p{fd_, POLLIN, 0};
     int rc = ::poll(&p, 1, kPollMs);
+    const int poll_errno = errno;  // ExpireDeadlines below runs callbacks, which may change it
     // Deadlines are checked when the socket is quiet and at most every kPollMs otherwise
     // (they are whole milliseconds or more; checking on every response cost a lock and a walk
     // of the pending map per response).
@@ -345,7 +356,7 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
       last_expire_ = now;
       ExpireDeadlines();
     }
-    if (rc == 0 || (rc < 0 && errno == EINTR)) return true;  // *got == 0: the caller re-checks
+    if (rc == 0 || (rc < 0 && poll_errno == EINTR)) return true;  // *got == 0: the caller re-checks
     ssize_t n = ::recv(fd_, buf, cap, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {

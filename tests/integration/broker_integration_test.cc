@@ -579,6 +579,44 @@ TEST_F(BrokerIntegrationTest, IdleConnectionNoticesTheBrokerLeaving) {
   EXPECT_TRUE(absl::IsUnavailable(after.status())) << after.status();
 }
 
+// The broker stops (SIGTERM: it answers the open long polls, then closes) while synchronous
+// calls hold the client's read role: once they have returned, the connection must be marked
+// broken so that the next call reconnects. Found by a fresh-eyes pass: the background thread
+// saw the close while a caller still held the role, and nobody marked it (1 round in 6).
+TEST_F(BrokerIntegrationTest, StopDuringSyncLongPollsMarksTheConnectionBroken) {
+  int not_broken = 0;
+  for (int round = 0; round < 12; ++round) {
+    // Without the gRPC endpoint the broker closes right after answering the polls: the close
+    // then races with the callers' reads.
+    StartBroker({"--grpc-port", "0"});
+    if (round == 0) CreateTopic("empty", proto::NORMAL);
+    client::ConnectionHolder holder(broker_->Options());
+    auto conn = holder.Get();
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    std::vector<std::thread> pollers;
+    for (int i = 0; i < 1 + round % 4 * 2; ++i) {  // 1, 3, 5, 7 callers
+      pollers.emplace_back([&] {
+        proto::Request req;
+        auto* r = req.mutable_receive();
+        r->set_group("g");
+        r->set_topic("empty");
+        r->set_long_poll_ms(10'000);
+        r->set_encoded_properties(true);
+        (void)(*conn)->Call(req, 20'000);  // answered empty or cut off: either is fine here
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the polls reach the broker
+    ASSERT_EQ(broker_->Stop(), 0);
+    for (auto& t : pollers) t.join();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!(*conn)->broken() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    if (!(*conn)->broken()) ++not_broken;
+  }
+  EXPECT_EQ(not_broken, 0) << "rounds where the connection stayed usable-looking after the broker left";
+}
+
 TEST_F(BrokerIntegrationTest, AdvanceClockRefusedWithoutManualClockFlag) {
   StartBroker({});
   auto r = admin_->AdvanceClock(kDay);

@@ -15,7 +15,7 @@
 // broken() turns true while idle and ConnectionHolder reconnects. Callbacks run on whichever
 // thread read the response (the background thread or a thread inside Call on this connection);
 // they must not block, and must not make a blocking Call on the same connection. The destructor
-// fails outstanding calls with kCancelled and joins the background thread.
+// fails outstanding calls (kCancelled or kUnavailable) and joins the background thread.
 #pragma once
 
 #include <atomic>
@@ -112,6 +112,7 @@ class Connection {
   std::map<uint64_t, Pending> pending_;      // pending_mu_
   std::atomic<size_t> async_pending_{0};     // CallAsync entries in pending_; written under pending_mu_
   bool reading_ = false;                     // pending_mu_: some thread holds the read role
+  bool peer_closed_ = false;                 // pending_mu_: the broker closed (POLLRDHUP seen)
   // Read-role state (only the holder touches these).
   std::string rbuf_;
   size_t rbegin_ = 0, rend_ = 0;             // unparsed bytes: rbuf_[rbegin_, rend_)
