@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "proto/framing.h"
@@ -90,9 +91,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   auto executor() { return socket_.get_executor(); }
 
+  // First step of a shutdown (Server::Stop): read no more requests, answer the ones in flight
+  // (a long poll ended by Broker::StopLongPolls is answered on its worker), then close. Closing
+  // at once dropped those answers when the close ran before the worker's frame was written.
+  void Drain() {
+    if (closed_) return;
+    draining_ = true;
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_receive, ec);  // a pending read ends (EOF)
+    CloseIfDrained();
+  }
+
  private:
+  void CloseIfDrained() {
+    if (draining_ && in_flight_ == 0 && !writing_ && out_.empty()) Close();
+  }
+
   void ReadHeader() {
     if (closed_ || close_after_write_) return;
+    if (draining_) return CloseIfDrained();
     if (in_flight_ >= server_->options_.max_in_flight_per_connection) {
       paused_ = true;
       return;
@@ -104,7 +121,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnHeader(boost::system::error_code ec) {
-    if (ec) return Close();  // EOF, reset, or a truncated header
+    if (ec) return draining_ ? CloseIfDrained() : Close();  // EOF, reset, or a truncated header
     absl::StatusOr<uint32_t> len = wire::DecodeFrameHeader(header_, server_->options_.max_frame_bytes);
     if (!len.ok()) {
       TOKIMQ_LOG_WARN("closing {}: {}", peer(), len.status().ToString());
@@ -120,7 +137,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnBody(boost::system::error_code ec) {
-    if (ec) return Close();  // truncated frame
+    if (ec) return draining_ ? CloseIfDrained() : Close();  // truncated frame
     // Request and response of one call live on one arena: their many small parts (entries,
     // strings, property maps) are arena allocations, freed at once with the call.
     auto call = std::make_shared<Call>();
@@ -158,6 +175,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         asio::post(self->executor(), [self, frame = std::move(frame)]() mutable {
           --self->in_flight_;
           self->EnqueueFrame(std::move(frame));
+          self->CloseIfDrained();
           if (self->paused_) {
             self->paused_ = false;
             self->ReadHeader();
@@ -256,6 +274,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (out_.empty()) {
       writing_ = false;
       if (close_after_write_) Close();
+      CloseIfDrained();
       return;
     }
     writing_ = true;
@@ -281,6 +300,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<std::string> out_;
   bool writing_ = false;
   bool close_after_write_ = false;
+  bool draining_ = false;
   bool closed_ = false;
   bool handshaken_ = false;
   bool paused_ = false;
@@ -347,8 +367,27 @@ void Server::Impl::Stop() {
     boost::system::error_code ec;
     acceptor_->close(ec);
   });
-  for (auto& c : conns) asio::post(c->executor(), [c] { c->Close(); });
+  for (auto& c : conns) asio::post(c->executor(), [c] { c->Drain(); });
   workers_.join();  // requests already running finish (long polls are capped)
+  // Their answers are written, then each connection closes itself; a client that does not
+  // read its socket gets kDrainMs before it is cut off.
+  constexpr auto kDrainMs = std::chrono::milliseconds(2000);
+  const auto drain_until = RealTimeDeadline(kDrainMs);
+  while (RealTimeDeadline(std::chrono::milliseconds(0)) < drain_until) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (connections_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  conns.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [ptr, weak] : connections_) {
+      if (auto c = weak.lock()) conns.push_back(std::move(c));
+    }
+  }
+  for (auto& c : conns) asio::post(c->executor(), [c] { c->Close(); });
   for (auto& g : guards_) g.reset();
   for (auto& io : ios_) io->stop();
   for (std::thread& t : io_threads_) t.join();

@@ -478,9 +478,10 @@ TEST_F(BrokerIntegrationTest, ShutdownEndsOpenLongPolls) {
   EXPECT_LT(stop_ms, 10'000) << "shutdown waited for the long polls";
   for (int i = 0; i < 3; ++i) {
     EXPECT_LT(took_ms[i], 10'000) << i;
-    if (got[i].ok()) {
-      EXPECT_TRUE(got[i]->empty()) << i;  // answered empty (or cut off: an error)
-    }
+    // Answered (empty), not cut off: the server writes the answers of running requests before
+    // it closes the connections (a fresh-eyes pass saw one lost about 1 time in 14).
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].status();
+    EXPECT_TRUE(got[i]->empty()) << i;
   }
 }
 
