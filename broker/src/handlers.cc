@@ -419,31 +419,22 @@ std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(const proto::R
   if (req.body_case() != proto::Request::kReceive || !req.receive().encoded_properties()) {
     return std::nullopt;
   }
+  // On a failure after the receive (never expected), the messages leased here are redelivered
+  // when their leases expire.
   EncodedResponse out;
-  absl::Status s;
   absl::StatusOr<std::vector<ReceivedMessage>> got = ReceiveFor(req.receive());
-  if (got.ok()) {
-    std::vector<ReceivedFields> fields(got->size());
-    for (size_t i = 0; i < got->size() && s.ok(); ++i) s = FieldsOf((*got)[i], &fields[i]);
-    if (s.ok()) {
-      out.frame = EncodeReceiveFrame(req.id(), fields);
-      out.messages = static_cast<int>(fields.size());
-      if (out.frame.empty()) s = absl::InternalError("receive response encoding failed");
-    }
-  } else {
-    s = got.status();
+  if (!got.ok()) {
+    out.status = got.status();
+    return out;
   }
-  if (!s.ok()) {
-    // As Handle answers a failed request. Messages leased above (an encoding failure, never
-    // expected) are redelivered when their leases expire.
-    proto::Response resp;
-    resp.set_id(req.id());
-    wire::ToProto(s, resp.mutable_status());
-    absl::StatusOr<std::string> frame = wire::EncodeFrame(resp, UINT32_MAX);
-    out.frame = frame.ok() ? std::move(*frame) : std::string();
-    out.messages = 0;
-    out.failed = true;
+  std::vector<ReceivedFields> fields(got->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    out.status = FieldsOf((*got)[i], &fields[i]);
+    if (!out.status.ok()) return out;
   }
+  out.frame = EncodeReceiveFrame(req.id(), fields);
+  out.messages = static_cast<int>(fields.size());
+  if (out.frame.empty()) out.status = absl::InternalError("receive response encoding failed");
   return out;
 }
 

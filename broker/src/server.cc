@@ -47,6 +47,8 @@ class Server::Impl {
   absl::Status Start();
   void Stop();
   void Accept();
+  // Connections still open (mu_ held).
+  std::vector<std::shared_ptr<Connection>> LiveConnectionsLocked();
   void Forget(Connection* c) {
     std::lock_guard<std::mutex> lock(mu_);
     connections_.erase(c);
@@ -225,12 +227,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // that succeeded with no message.
   std::string HandleToFrame(Call* call, bool* empty_receive) {
     const proto::Request& req = *call->request;
-    if (auto encoded = server_->broker_->HandleReceiveFrame(req)) {
-      if (empty_receive) *empty_receive = !encoded->failed && encoded->messages == 0;
-      return std::move(encoded->frame);
-    }
     proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
-    server_->broker_->Handle(req, resp);
+    if (auto encoded = server_->broker_->HandleReceiveFrame(req)) {
+      if (encoded->status.ok()) {
+        if (empty_receive) *empty_receive = encoded->messages == 0;
+        return std::move(encoded->frame);
+      }
+      resp->set_id(req.id());  // the error response, as Handle answers one
+      wire::ToProto(encoded->status, resp->mutable_status());
+    } else {
+      server_->broker_->Handle(req, resp);
+    }
     if (empty_receive) {
       *empty_receive = req.body_case() == proto::Request::kReceive &&
                        !(resp->has_status() && resp->status().code() != 0) &&
@@ -353,15 +360,21 @@ void Server::Impl::Accept() {
   });
 }
 
+std::vector<std::shared_ptr<Connection>> Server::Impl::LiveConnectionsLocked() {
+  std::vector<std::shared_ptr<Connection>> conns;
+  for (auto& [ptr, weak] : connections_) {
+    if (auto c = weak.lock()) conns.push_back(std::move(c));
+  }
+  return conns;
+}
+
 void Server::Impl::Stop() {
   std::vector<std::shared_ptr<Connection>> conns;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
     stopped_ = true;
-    for (auto& [ptr, weak] : connections_) {
-      if (auto c = weak.lock()) conns.push_back(std::move(c));
-    }
+    conns = LiveConnectionsLocked();
   }
   asio::post(*ios_[0], [this] {
     boost::system::error_code ec;
@@ -380,12 +393,9 @@ void Server::Impl::Stop() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  conns.clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [ptr, weak] : connections_) {
-      if (auto c = weak.lock()) conns.push_back(std::move(c));
-    }
+    conns = LiveConnectionsLocked();
   }
   for (auto& c : conns) asio::post(c->executor(), [c] { c->Close(); });
   for (auto& g : guards_) g.reset();

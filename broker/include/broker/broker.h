@@ -88,12 +88,13 @@ class Broker {
   // the C++ client sends): the whole response frame, each message written once from its stored
   // record (broker/src/receive_encoder.h) instead of through a proto::Response and its
   // serialization — the same bytes Handle() + wire::EncodeFrame would give (tested byte for
-  // byte). `messages` counts the messages in it (0 when none was ready); `failed`: the frame
-  // is an error response. std::nullopt for any other request (use Handle). Thread-safe.
+  // byte). `messages` counts the messages in it (0 when none was ready). On an error, `status`
+  // says what Handle would have put in the response and `frame` is empty. std::nullopt for any
+  // other request (use Handle). Thread-safe.
   struct EncodedResponse {
-    std::string frame;  // empty only if even the error response could not be encoded
+    absl::Status status;
+    std::string frame;
     int messages = 0;
-    bool failed = false;
   };
   std::optional<EncodedResponse> HandleReceiveFrame(const proto::Request& req);
 
