@@ -15,6 +15,7 @@
 #include "commitlog/consume_queue.h"
 #include "commitlog/record.h"
 #include "common/logging.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "offset_file.h"
 
@@ -77,17 +78,26 @@ constexpr size_t kMaxReadRun = 1 << 20;
 // bytes: copying a few KiB from the page cache is cheaper than one more pread.
 constexpr int64_t kMaxReadGap = 8 << 10;
 
-absl::Status ValidateDestination(const std::string& topic, int32_t queue_id) {
-  if (topic.empty() || topic.size() > 255 || topic == "." || topic == "..") {
-    return absl::InvalidArgumentError(absl::StrCat("invalid topic name '", topic, "'"));
+// The put rule: common/names.h's destination rule, and a queue id >= 0.
+absl::Status CheckDestination(const std::string& topic, int32_t queue_id) {
+  TOKIMQ_RETURN_IF_ERROR(ValidateDestination(topic));
+  if (queue_id < 0) return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", queue_id));
+  return absl::OkStatus();
+}
+
+// ConsumeQueue directories recovery loads: the looser rule puts followed before the name rule
+// (1..255 of [A-Za-z0-9_%|.-], not "." or ".."), so queues written by older brokers (say a
+// retry topic of a group the name rule now refuses) stay readable.
+bool LoadableQueueDir(const std::string& topic) {
+  if (topic.empty() || topic.size() > kMaxDestinationBytes || topic == "." || topic == "..") {
+    return false;
   }
   for (char c : topic) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '_' || c == '%' || c == '|' || c == '.' || c == '-';
-    if (!ok) return absl::InvalidArgumentError(absl::StrCat("invalid topic name '", topic, "'"));
+    if (!ok) return false;
   }
-  if (queue_id < 0) return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", queue_id));
-  return absl::OkStatus();
+  return true;
 }
 
 bool SameDestination(const Message& a, const Message& b) {
@@ -122,7 +132,7 @@ class MessageStoreImpl final : public MessageStore {
   }
 
   absl::StatusOr<PutResult> Put(Message msg) override {
-    TOKIMQ_RETURN_IF_ERROR(ValidateDestination(msg.topic, msg.queue_id));
+    TOKIMQ_RETURN_IF_ERROR(CheckDestination(msg.topic, msg.queue_id));
     PutResult r;
     std::shared_ptr<ConsumeQueue> cq;
     {
@@ -149,7 +159,7 @@ class MessageStoreImpl final : public MessageStore {
     // a destination once per run of messages that share it.
     for (size_t i = 0; i < msgs.size(); ++i) {
       if (i > 0 && SameDestination(msgs[i], msgs[i - 1])) continue;
-      TOKIMQ_RETURN_IF_ERROR(ValidateDestination(msgs[i].topic, msgs[i].queue_id));
+      TOKIMQ_RETURN_IF_ERROR(CheckDestination(msgs[i].topic, msgs[i].queue_id));
     }
     std::vector<PutResult> out(msgs.size());
     if (msgs.empty()) return out;
@@ -513,7 +523,7 @@ absl::Status MessageStoreImpl::RecoverQueues() {
   }
   TOKIMQ_ASSIGN_OR_RETURN(auto topics, fs_->ListDir(root));
   for (const std::string& topic : topics) {
-    if (!ValidateDestination(topic, 0).ok()) continue;
+    if (!LoadableQueueDir(topic)) continue;
     TOKIMQ_ASSIGN_OR_RETURN(auto ids, fs_->ListDir(root + "/" + topic));
     for (const std::string& id : ids) {
       if (id.empty() || id.size() > 9 ||
@@ -529,7 +539,7 @@ absl::Status MessageStoreImpl::RecoverQueues() {
   while (off < log_max) {
     TOKIMQ_ASSIGN_OR_RETURN(auto rec, log_->ReadNext(off));
     const Message& m = rec.first;
-    if ((m.flags & kFlagIndexed) != 0 && ValidateDestination(m.topic, m.queue_id).ok()) {
+    if ((m.flags & kFlagIndexed) != 0 && LoadableQueueDir(m.topic) && m.queue_id >= 0) {
       TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
       if (m.queue_offset != cq->MaxOffset()) {
         return absl::DataLossError(absl::StrCat(

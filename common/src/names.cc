@@ -1,7 +1,7 @@
 #include "common/names.h"
 
-#include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 
 namespace tokimq {
@@ -21,18 +21,36 @@ bool ValidChars(std::string_view name, size_t max_bytes) {
 
 std::string QuoteName(std::string_view name) {
   constexpr size_t kMaxQuoted = 80;
-  if (name.size() <= kMaxQuoted) return absl::CHexEscape(name);
-  return absl::StrCat(absl::CHexEscape(name.substr(0, kMaxQuoted)), "...");
+  std::string out;
+  for (char c : name.substr(0, kMaxQuoted)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '\'') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  if (name.size() > kMaxQuoted) out += "...";
+  return out;
 }
 
 bool IsValidTopicName(std::string_view name) { return ValidChars(name, kMaxTopicNameBytes); }
 bool IsValidGroupName(std::string_view name) { return ValidChars(name, kMaxGroupNameBytes); }
 
 bool IsValidDestination(std::string_view name) {
-  if (absl::StartsWith(name, kRetryTopicPrefix)) {
+  if (name.starts_with(kRetryTopicPrefix)) {
     return IsValidGroupName(name.substr(sizeof(kRetryTopicPrefix) - 1));
   }
-  if (absl::StartsWith(name, kDlqTopicPrefix)) {
+  if (name.starts_with(kDlqTopicPrefix)) {
     return IsValidGroupName(name.substr(sizeof(kDlqTopicPrefix) - 1));
   }
   return IsValidTopicName(name);

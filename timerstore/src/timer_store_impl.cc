@@ -444,8 +444,10 @@ void TimerStoreImpl::WorkerLoop(int which) {
       // Dequeue put waits for loaded copies; dequeue read, with put_queue_ full, for room.
       // Short real-time cap so Stop() is noticed quickly.
       std::unique_lock<std::mutex> l(mu_);
+      // While backing off after a transient error, the wait runs out its cap instead.
       put_cv_.wait_for(l, std::chrono::milliseconds(which == 2 ? 20 : 1), [&] {
-        return which == 2 ? !put_queue_.empty() : put_queue_.size() < kPutQueueCap;
+        return which == 2 ? !put_queue_.empty() && clock_->NowMs() >= retry_at_ms_
+                          : put_queue_.size() < kPutQueueCap;
       });
     } else {
       std::unique_lock<std::mutex> l(mu_);
@@ -467,7 +469,8 @@ void TimerStoreImpl::AddRunLocked(std::vector<ScheduledUnit> run) {
 }
 
 void TimerStoreImpl::WaitForDueLocked(std::unique_lock<std::mutex>& l) {
-  const int64_t due = fine_.NextDueMs();
+  // Backing off after a transient error: not before retry_at_ms_.
+  const int64_t due = std::max(fine_.NextDueMs(), retry_at_ms_);
   if (clock_->IsManual()) {
     // Manual clock: its own wait wakes on every advance; the 1 ms real-time cap covers units
     // loaded meanwhile.

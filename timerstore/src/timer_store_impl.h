@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "common/log_limiter.h"
 #include "timerstore/fine_scheduler.h"
 #include "timerstore/timer_checkpoint.h"
 #include "timerstore/timer_log.h"
@@ -85,9 +86,39 @@ class TimerStoreImpl final : public TimerStore {
   };
   struct LoadedCopy {
     ScheduledUnit su;
-    Message msg;
+    Message msg;         // the delivered copy; when `poison` is set, the record to park
+    std::string poison;  // non-empty: dequeue read found it undeliverable (the reason)
   };
 
+  // Dequeue read and put's parts (dequeue_service.cc), all called without mu_.
+  // Loads the delivered copies of `units` (one batched read) at `now`. A unit whose record is
+  // gone (kNotFound / kInvalidArgument: past the CommitLog end after a crash, or deleted) goes
+  // to *dropped; one whose read failed otherwise (I/O) to *retry, the first such error in
+  // *transient; a record that does not decode, or is no deliverable timer message, gives a
+  // LoadedCopy with `poison` set (its parked record in msg).
+  std::vector<LoadedCopy> LoadCopies(std::vector<ScheduledUnit> units, int64_t now,
+                                     std::vector<ScheduledUnit>* dropped,
+                                     std::vector<ScheduledUnit>* retry, absl::Status* transient);
+  // Moves copies whose destination fails the name rule or options_.check_destination (asked
+  // once per topic) from *batch to *poison, with the reason set.
+  void SplitUndeliverable(std::vector<LoadedCopy>* batch, std::vector<LoadedCopy>* poison);
+  // Puts `copies` into their topics: one PutBatch, and after kInvalidArgument (one of them is
+  // refused) the batch is loaded again and put one by one, so a refused copy cannot fail its
+  // neighbours. Refused copies go to *poison; units hit by any other error (transient: I/O,
+  // disk full) to *retry, the error in *transient; units whose record is gone by the second
+  // load to *dropped; the rest to *delivered.
+  void PutCopies(std::vector<LoadedCopy> copies, std::vector<ScheduledUnit>* delivered,
+                 std::vector<LoadedCopy>* poison, std::vector<ScheduledUnit>* dropped,
+                 std::vector<ScheduledUnit>* retry, absl::Status* transient);
+  // Parks `poison` in kPoisonTopic, one rate-limited log line per message. A parked record the
+  // store refuses is parked without its body; refused again, it is dropped (*dropped, logged).
+  void ParkCopies(std::vector<LoadedCopy> poison, std::vector<ScheduledUnit>* parked,
+                  std::vector<ScheduledUnit>* dropped, std::vector<ScheduledUnit>* retry,
+                  absl::Status* transient);
+  // After a transient dequeue error (l holds mu_): units of `retry` back to the FineScheduler,
+  // read and put wait backoff_ms_ (doubled, capped). OK `transient`: the backoff resets.
+  void BackOffLocked(const absl::Status& transient, const std::vector<ScheduledUnit>& retry,
+                     int64_t now);
   // Adds the timer properties; for deliver_ms > now rewrites the destination to the timer
   // topic. Returns true when the message goes straight to its real topic (deliver_ms <= now).
   static bool RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now);
@@ -147,6 +178,15 @@ class TimerStoreImpl final : public TimerStore {
   int64_t dedup_until_tick_ = -1;
   std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
+  // After a transient read or put error (I/O, disk full) the units go back to the
+  // FineScheduler and dequeue read and put wait until retry_at_ms_: backoff doubling from
+  // kMinBackoffMs to kMaxBackoffMs, reset by a step without one. Guarded by mu_.
+  static constexpr int64_t kMinBackoffMs = 10;
+  static constexpr int64_t kMaxBackoffMs = 1000;
+  int64_t retry_at_ms_ = INT64_MIN;
+  int64_t backoff_ms_ = 0;
+  LogLimiter poison_log_{10, 1000};  // one line per parked message, at most 10 a second
+  LogLimiter drop_log_{10, 1000};    // one line per dropped unit, at most 10 a second
   // With Start(): signalled (with mu_) when put_queue_ gains copies or room.
   std::condition_variable put_cv_;
   // With Start() on a system clock: dequeue read sleeps on read_cv_ (with mu_) until

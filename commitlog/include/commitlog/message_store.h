@@ -7,7 +7,8 @@
 // soon as it is appended (as in RocketMQ), i.e. possibly before it is durable.
 // Only records written through Put/PutBatch are indexed (they carry kFlagIndexed); records
 // appended directly through commit_log() are stored but never dispatched.
-// Topic names: 1..255 characters of [A-Za-z0-9_%|.-], not "." or ".."; queue ids >= 0.
+// Topic names: destinations per common/names.h (a topic name, or %RETRY% / %DLQ% + a group
+// name); Put/PutBatch refuse others with kInvalidArgument before writing anything. Queue ids >= 0.
 //
 // Layout under options.dir: commitlog/ (segments), consumequeue/<topic>/<queue id>/ (segments of
 // 20-byte entries, docs/formats/consumequeue.md), checkpoint, and the clean-shutdown marker.

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +31,8 @@ namespace tokimq {
 inline constexpr char kTimerTopic[] = "tokimq_sys_timer";
 // Property of a recall's delete marker in the timer topic: the recalled record's physical offset.
 inline constexpr char kTimerDeleteOf[] = "TIMER_DELETE_OF";
+// Undeliverable due messages go to kPoisonTopic (common/names.h), never back into the wheel:
+// see TimerStoreOptions::check_destination and docs/timerstore.md "Poison messages".
 // Property of a delivered copy: physical offset of the timer-topic record it came from (the key
 // recovery uses to skip moves that already happened).
 inline constexpr char kTimerSourceOffset[] = "TIMER_SRC_OFFSET";
@@ -46,6 +49,12 @@ struct TimerStoreOptions {
   // consumers fall behind (needs CAP_SYS_NICE or a matching RLIMIT_NICE; without it a warning
   // is logged and the threads keep the process's priority). In [-20, 19].
   int service_nice = 0;
+  // Asked at delivery, once per destination topic of a put batch, on the dequeue put thread
+  // with no timer lock held: OK, or why messages for that topic cannot be delivered (e.g.
+  // kNotFound: the topic was deleted); those are parked in kPoisonTopic (common/names.h) with
+  // the status as their POISON_REASON. Must not call into the TimerStore. Unset: every
+  // destination the name rule accepts is delivered. The broker checks its topic metadata.
+  std::function<absl::Status(const std::string& topic)> check_destination;
 };
 
 // One message for TimerStore::ScheduleBatch: msg.topic / msg.queue_id = real destination,
@@ -71,6 +80,9 @@ struct TimerMetrics {
   Counter rolled;
   Counter recalled;
   Counter dropped;               // units pointing past the CommitLog end after recovery
+  // Due units that could not be delivered (bad or deleted destination, refused by the store,
+  // record does not decode), parked in kPoisonTopic. Each unit counts once.
+  Counter poison_parked;
   Histogram lateness_ms;         // put time - deliver time
 };
 
