@@ -356,6 +356,7 @@ void TimerStoreImpl::ParkCopies(std::vector<LoadedCopy> poison,
     }
     absl::Status one = store_->Put(Message(c.msg)).status();
     if (absl::IsInvalidArgument(one)) {
+      c.poison = absl::StrCat(c.poison, "; body dropped: ", one.ToString());
       one = store_->Put(WithoutBody(Message(c.msg), one.ToString())).status();
       if (absl::IsInvalidArgument(one)) {
         c.poison = absl::StrCat(c.poison, "; not parked either: ", one.ToString());

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "prop_keys.h"
 #include "timerstore/recall_handle.h"
@@ -24,6 +25,14 @@ uint32_t IdCrc(const Message& m) {
   auto it = m.properties.find(prop::kMessageId);
   if (it != m.properties.end() && !it->second.empty()) return crc32c::Value(it->second);
   return crc32c::Value(m.body);
+}
+
+// The real destination of a scheduled message, checked at Schedule: a message the name rule
+// refuses would only be parked at its deliver time (issue 14).
+absl::Status CheckRealDestination(const Message& m) {
+  TOKIMQ_RETURN_IF_ERROR(ValidateDestination(m.topic));
+  if (m.queue_id < 0) return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", m.queue_id));
+  return absl::OkStatus();
 }
 
 bool ParseInt(const std::map<std::string, std::string>& props, const char* key, int64_t* v) {
@@ -214,6 +223,7 @@ void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset) {
 }
 
 absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
+  TOKIMQ_RETURN_IF_ERROR(CheckRealDestination(msg));
   ScheduleResult result;
   uint32_t id_crc = IdCrc(msg);
   result.delivered_now = RewriteForSchedule(&msg, deliver_ms, clock_->NowMs());
@@ -231,6 +241,7 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatch(
     std::vector<ScheduleItem> items) {
   std::vector<ScheduleResult> out(items.size());
   if (items.empty()) return out;
+  for (const ScheduleItem& item : items) TOKIMQ_RETURN_IF_ERROR(CheckRealDestination(item.msg));
   std::vector<uint32_t> id_crcs(items.size());
   std::vector<Message> msgs;
   msgs.reserve(items.size());

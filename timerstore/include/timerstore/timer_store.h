@@ -95,7 +95,9 @@ class TimerStore {
 
   // Schedules `msg` (msg.topic / msg.queue_id = real destination) for `deliver_ms` (ms since
   // epoch). deliver_ms <= now: written straight to the real topic. The caller has already
-  // checked the delay against the topic's maximum. Errors: as MessageStore::Put.
+  // checked the delay against the topic's maximum. Errors: as MessageStore::Put;
+  // kInvalidArgument for a destination common/names.h refuses (checked before anything is
+  // written, whatever the deliver time).
   virtual absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) = 0;
 
   // Schedules every item as Schedule would (same rewrite, same recall handles, result i answers
