@@ -12,6 +12,7 @@
 #include "common/coding.h"
 #include "common/file.h"
 #include "common/logging.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "fmt/format.h"
 #include "retention_task.h"
@@ -101,6 +102,18 @@ absl::Status Broker::OpenStores() {
   timer_options.precision_ms = options_.timer_precision_ms;
   timer_options.service_nice = options_.timer_thread_nice;
   timer_options.window_ms = options_.timer_window_ms;
+  // A delayed message whose topic was deleted while it waited is parked in the poison topic
+  // (docs/operations.md "Poison messages"). Called only once Start() ran, after metadata_ opened.
+  timer_options.check_destination = [this](const std::string& topic) -> absl::Status {
+    if (topic.rfind(kRetryTopicPrefix, 0) == 0 || topic.rfind(kDlqTopicPrefix, 0) == 0) {
+      return absl::OkStatus();
+    }
+    if (metadata_ && !metadata_->GetTopic(topic)) {
+      return absl::NotFoundError(
+          fmt::format("topic '{}' does not exist (deleted while the message waited)", topic));
+    }
+    return absl::OkStatus();
+  };
   TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
 
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
@@ -214,14 +227,25 @@ void Broker::RememberSubscription(const std::string& group, const std::string& t
 }
 
 absl::StatusOr<TopicConfig> Broker::ResolveTopic(const std::string& name) const {
-  if (name.rfind("%DLQ%", 0) == 0 || name.rfind("%RETRY%", 0) == 0) {
+  // The name rule first (common/names.h): a retry / DLQ topic of a valid group, or a topic name.
+  TOKIMQ_RETURN_IF_ERROR(ValidateDestination(name));
+  if (name.rfind(kDlqTopicPrefix, 0) == 0 || name.rfind(kRetryTopicPrefix, 0) == 0) {
     TopicConfig t;
     t.name = name;
     t.queues = 1;
     t.max_delay_ms = kMaxMaxDelayMs;
     return t;
   }
-  if (name.rfind("tokimq_sys_", 0) == 0) {
+  if (name == kPoisonTopic) {
+    // Readable like a DLQ so operators can inspect parked messages (docs/operations.md);
+    // HandleSend refuses it as a destination.
+    TopicConfig t;
+    t.name = name;
+    t.queues = 1;
+    t.max_delay_ms = 0;
+    return t;
+  }
+  if (name.rfind(kSystemTopicPrefix, 0) == 0) {
     return absl::InvalidArgumentError(fmt::format("topic '{}' is a system topic", name));
   }
   std::optional<TopicConfig> t = metadata_->GetTopic(name);

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "fmt/format.h"
 #include "proto/duration.h"
@@ -197,6 +198,10 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   auto resolve = [&](const std::string& name) -> absl::StatusOr<const TopicConfig*> {
     for (const auto& [n, t] : topics) {
       if (n == name) return &t;
+    }
+    if (name == kPoisonTopic) {
+      return absl::InvalidArgumentError(
+          fmt::format("topic '{}' is a system topic: it can be read, not sent to", name));
     }
     TOKIMQ_ASSIGN_OR_RETURN(TopicConfig t, ResolveTopic(name));
     topics.emplace_back(name, std::move(t));
@@ -475,6 +480,7 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   timer->set_rolled(tm.rolled.Value());
   timer->set_recalled(tm.recalled.Value());
   timer->set_dropped(tm.dropped.Value());
+  timer->set_poison_parked(tm.poison_parked.Value());
   // Percentiles, max and buckets from one copy, so a client's figures agree with ours.
   HistogramSnapshot lateness = tm.lateness_ms.Snapshot();
   timer->set_lateness_p50_ms(lateness.Percentile(0.5));
@@ -497,6 +503,8 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
       for (const std::string& t : topics) gs->add_topics(t);
     }
   }
+  resp->set_poison_depth(store_->MaxQueueOffset(kPoisonTopic, 0) -
+                        store_->MinQueueOffset(kPoisonTopic, 0));
   resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset());
   resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
   resp->set_commitlog_min_offset(store_->commit_log()->MinOffset());

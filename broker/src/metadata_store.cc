@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "common/coding.h"
 #include "common/crc32c.h"
+#include "common/names.h"
 #include "fmt/format.h"
 
 namespace tokimq::broker {
@@ -17,11 +18,6 @@ constexpr char kTopicPrefix[] = "topic/";
 constexpr uint8_t kTopicRecordVersion = 1;
 // version(1) type(1) queues(4) max_delay_ms(8) retention_ms(8) created_ms(8) crc(4)
 constexpr size_t kTopicValueBytes = 1 + 1 + 4 + 8 + 8 + 8 + 4;
-
-bool ValidNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == '-';
-}
 
 absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
@@ -56,12 +52,8 @@ absl::StatusOr<TopicType> ParseTopicType(const std::string& name) {
 }
 
 absl::Status ValidateTopicConfig(const TopicConfig& c) {
-  if (c.name.empty() || c.name.size() > 127 ||
-      !std::all_of(c.name.begin(), c.name.end(), ValidNameChar)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "invalid topic name '{}': 1..127 characters of [A-Za-z0-9._-]", c.name));
-  }
-  if (c.name.rfind("tokimq_sys_", 0) == 0) {
+  if (absl::Status s = ValidateTopicName(c.name); !s.ok()) return s;  // common/names.h
+  if (c.name.rfind(kSystemTopicPrefix, 0) == 0) {
     return absl::InvalidArgumentError(fmt::format("topic name '{}' is reserved", c.name));
   }
   if (c.queues < 1 || c.queues > kMaxQueues) {

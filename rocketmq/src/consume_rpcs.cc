@@ -29,8 +29,8 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   };
   const std::string& group = req->group().name();
   const std::string& topic = req->message_queue().topic().name();
-  if (group.empty()) return answer(MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty"));
-  if (topic.empty()) return answer(MakeStatus(v2::Code::ILLEGAL_TOPIC, "topic is empty"));
+  if (auto bad = GroupNameError(group)) return answer(*bad);
+  if (auto bad = TopicNameError(topic)) return answer(*bad);
   if (req->batch_size() <= 0) {
     return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
   }
@@ -99,8 +99,8 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
 grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
                                               const v2::AckMessageRequest* req,
                                               v2::AckMessageResponse* resp) {
-  if (req->group().name().empty()) {
-    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+  if (auto bad = GroupNameError(req->group().name())) {
+    *resp->mutable_status() = *bad;
     return grpc::Status::OK;
   }
   if (req->entries().empty()) {
@@ -156,8 +156,8 @@ grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
     grpc::ServerContext* ctx, const v2::ChangeInvisibleDurationRequest* req,
     v2::ChangeInvisibleDurationResponse* resp) {
-  if (req->group().name().empty()) {
-    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+  if (auto bad = GroupNameError(req->group().name())) {
+    *resp->mutable_status() = *bad;
     return grpc::Status::OK;
   }
   if (req->receipt_handle().empty()) {
@@ -203,8 +203,8 @@ grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
     grpc::ServerContext* ctx, const v2::ForwardMessageToDeadLetterQueueRequest* req,
     v2::ForwardMessageToDeadLetterQueueResponse* resp) {
   const std::string& group = req->group().name();
-  if (group.empty()) {
-    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+  if (auto bad = GroupNameError(group)) {
+    *resp->mutable_status() = *bad;
     return grpc::Status::OK;
   }
   std::optional<proto::ReceivedMessage> m = in_flight_.Get(req->receipt_handle());

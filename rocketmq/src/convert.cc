@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "commitlog/message.h"
+#include "common/names.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::rocketmq {
@@ -51,6 +52,18 @@ const char* TopicTypeLabel(proto::TopicType type) {
 }
 
 }  // namespace
+
+std::optional<v2::Status> GroupNameError(const std::string& group) {
+  absl::Status s = ValidateGroupName(group);
+  if (s.ok()) return std::nullopt;
+  return MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, std::string(s.message()));
+}
+
+std::optional<v2::Status> TopicNameError(const std::string& topic) {
+  absl::Status s = ValidateDestination(topic);
+  if (s.ok()) return std::nullopt;
+  return MakeStatus(v2::Code::ILLEGAL_TOPIC, std::string(s.message()));
+}
 
 bool IsReservedProperty(const std::string& name) {
   return name.rfind(kRmqPropPrefix, 0) == 0 || NativeSystemProperties().count(name) > 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "apache/rocketmq/v2/definition.pb.h"
@@ -36,6 +37,11 @@ v2::Code CodeFromNative(const proto::Status& status, RpcKind kind);
 // A v2::Status with `code` and `message`.
 v2::Status MakeStatus(v2::Code code, const std::string& message);
 inline v2::Status OkStatus() { return MakeStatus(v2::Code::OK, "OK"); }
+// The name rule (common/names.h) for what RocketMQ clients send: ILLEGAL_CONSUMER_GROUP /
+// ILLEGAL_TOPIC with the rule in the message, or std::nullopt for a valid name. A topic may be
+// a retry / DLQ topic of a valid group.
+std::optional<v2::Status> GroupNameError(const std::string& group);
+std::optional<v2::Status> TopicNameError(const std::string& topic);
 // The v2 status for a native response (OK when it carries no error).
 v2::Status StatusFromNative(const proto::Response& resp, RpcKind kind);
 

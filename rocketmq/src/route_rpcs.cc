@@ -46,6 +46,10 @@ std::optional<proto::TopicConfig> MessagingServiceImpl::LookupTopic(const std::s
     *error = MakeStatus(v2::Code::ILLEGAL_TOPIC, "topic name is empty");
     return std::nullopt;
   }
+  if (auto bad = TopicNameError(name)) {
+    *error = *bad;
+    return std::nullopt;
+  }
   if (name.rfind("%DLQ%", 0) == 0 || name.rfind("%RETRY%", 0) == 0) {
     proto::TopicConfig t;
     t.set_name(name);
@@ -197,8 +201,8 @@ grpc::Status MessagingServiceImpl::Telemetry(
 grpc::Status MessagingServiceImpl::QueryAssignment(grpc::ServerContext* ctx,
                                                    const v2::QueryAssignmentRequest* req,
                                                    v2::QueryAssignmentResponse* resp) {
-  if (req->group().name().empty()) {
-    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, "group is empty");
+  if (auto bad = GroupNameError(req->group().name())) {
+    *resp->mutable_status() = *bad;
     return grpc::Status::OK;
   }
   v2::Status error;

@@ -399,6 +399,10 @@ absl::Status Stats(const ClientOptions& o) {
                 static_cast<long long>(g.parked()), static_cast<long long>(g.dlq_depth()),
                 topics.c_str());
   }
+  // Undeliverable messages (docs/operations.md "Poison messages").
+  std::printf("poison: poison_parked=%lld (by the timer since start) stored=%lld in %s\n",
+              static_cast<long long>(tm.poison_parked()),
+              static_cast<long long>(st->poison_depth()), "tokimq_sys_poison");
   return absl::OkStatus();
 }
 

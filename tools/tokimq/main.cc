@@ -7,7 +7,27 @@
 #include <functional>
 
 #include "common/duration.h"
+#include "common/names.h"
 #include "tokimq/commands.h"
+
+namespace {
+
+// The name rule (common/names.h) as CLI11 validators: a bad name is a usage error naming the
+// rule, before anything is sent to the broker.
+CLI::Validator NameCheck(absl::Status (*validate)(std::string_view), const char* what) {
+  return CLI::Validator(
+      [validate](std::string& v) -> std::string {
+        absl::Status s = validate(v);
+        return s.ok() ? std::string() : std::string(s.message());
+      },
+      what);
+}
+const CLI::Validator kGroupName = NameCheck(&tokimq::ValidateGroupName, "GROUP");
+const CLI::Validator kTopicName = NameCheck(&tokimq::ValidateTopicName, "TOPIC");
+// Topics consumers read: also a group's retry or DLQ topic ("%DLQ%<group>").
+const CLI::Validator kReadTopic = NameCheck(&tokimq::ValidateDestination, "TOPIC");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tokimq::cli;
@@ -26,7 +46,7 @@ int main(int argc, char** argv) {
   topic->require_subcommand(1);
   TopicArgs targs;
   auto add_topic_opts = [&](CLI::App* cmd, bool create) {
-    cmd->add_option("--name", targs.name, "topic name")->required();
+    cmd->add_option("--name", targs.name, "topic name")->required()->check(kTopicName);
     if (create) {
       cmd->add_option("--type", targs.type, "normal | delay | fifo | transaction")
           ->default_val("normal");
@@ -46,10 +66,10 @@ int main(int argc, char** argv) {
   });
   std::string tname;
   CLI::App* tdesc = topic->add_subcommand("describe", "show a topic and its queues");
-  tdesc->add_option("name,--name", tname, "topic name")->required();
+  tdesc->add_option("name,--name", tname, "topic name")->required()->check(kReadTopic);
   tdesc->callback([&] { action = [&] { return TopicDescribe(opts, tname); }; });
   CLI::App* tdel = topic->add_subcommand("delete", "delete a topic (data ages out)");
-  tdel->add_option("name,--name", tname, "topic name")->required();
+  tdel->add_option("name,--name", tname, "topic name")->required()->check(kTopicName);
   tdel->callback([&] { action = [&] { return TopicDelete(opts, tname); }; });
 
   // send
@@ -57,7 +77,7 @@ int main(int argc, char** argv) {
   std::string body;
   CLI::App* send = app.add_subcommand(
       "send", "send one message (--body / --file) or one per line of stdin");
-  send->add_option("--topic", sargs.topic, "topic")->required();
+  send->add_option("--topic", sargs.topic, "topic")->required()->check(kTopicName);
   auto* delay = send->add_option("--delay", sargs.delay, "deliver after this long, e.g. 30s");
   send->add_option("--at", sargs.at, "deliver at this time, e.g. 2026-12-01T10:00:00Z")
       ->excludes(delay);
@@ -85,8 +105,8 @@ int main(int argc, char** argv) {
   // consume
   ConsumeArgs cargs;
   CLI::App* consume = app.add_subcommand("consume", "receive messages as a consumer group");
-  consume->add_option("--group", cargs.group, "consumer group")->required();
-  consume->add_option("--topic", cargs.topic, "topic")->required();
+  consume->add_option("--group", cargs.group, "consumer group")->required()->check(kGroupName);
+  consume->add_option("--topic", cargs.topic, "topic")->required()->check(kReadTopic);
   consume->add_option("--invisible", cargs.invisible, "lease (invisible duration)")
       ->default_val("30s");
   consume->add_option("--wait", cargs.wait, "long poll per receive; stop when it yields nothing")
@@ -103,17 +123,17 @@ int main(int argc, char** argv) {
   // ack / nack / renew by receipt handle
   SettleArgs settle;
   CLI::App* ack = app.add_subcommand("ack", "ACK deliveries by receipt handle");
-  ack->add_option("--group", settle.group, "consumer group")->required();
+  ack->add_option("--group", settle.group, "consumer group")->required()->check(kGroupName);
   ack->add_option("handles", settle.handles, "receipt handles (handle=... of consume)")
       ->required();
   ack->callback([&] { action = [&] { return AckHandles(opts, settle); }; });
   CLI::App* nack = app.add_subcommand("nack", "end a lease now; the message comes back later");
-  nack->add_option("--group", settle.group, "consumer group")->required();
+  nack->add_option("--group", settle.group, "consumer group")->required()->check(kGroupName);
   nack->add_option("handle", settle.handles, "receipt handle")->required()->expected(1);
   nack->add_option("--delay", settle.duration, "redeliver after this long (default: backoff)");
   nack->callback([&] { action = [&] { return NackHandle(opts, settle); }; });
   CLI::App* renew = app.add_subcommand("renew", "extend a lease (change invisible duration)");
-  renew->add_option("--group", settle.group, "consumer group")->required();
+  renew->add_option("--group", settle.group, "consumer group")->required()->check(kGroupName);
   renew->add_option("handle", settle.handles, "receipt handle")->required()->expected(1);
   renew->add_option("--invisible", settle.duration, "new invisible duration from now, e.g. 60s")
       ->required();

@@ -132,7 +132,8 @@ class Broker {
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
 
   // Topic as seen by Send/Receive: user topics from metadata; "%DLQ%" / "%RETRY%" system topics
-  // with one queue. kNotFound / kInvalidArgument otherwise.
+  // and the poison topic (receive only) with one queue. kInvalidArgument for a name the name
+  // rule refuses (common/names.h) or another system topic; kNotFound for an unknown topic.
   absl::StatusOr<TopicConfig> ResolveTopic(const std::string& name) const;
   int32_t SelectQueue(const TopicConfig& topic, const std::string& key);
   std::string NextMessageId();

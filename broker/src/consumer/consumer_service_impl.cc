@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "common/logging.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/write_batch.h"
@@ -378,8 +379,8 @@ GroupPolicy ConsumerServiceImpl::PolicyOf(const std::string& group) {
 }
 
 void ConsumerServiceImpl::SetGroupPolicy(const std::string& group, GroupPolicy policy) {
-  if (!ValidGroupName(group)) {
-    TOKIMQ_LOG_WARN("consumer: SetGroupPolicy ignored for invalid group name '{}'", group);
+  if (!IsValidGroupName(group)) {
+    TOKIMQ_LOG_WARN("consumer: SetGroupPolicy ignored: {}", ValidateGroupName(group).ToString());
     return;
   }
   if (policy.max_attempts < 1) policy.max_attempts = 1;
@@ -428,6 +429,7 @@ absl::Status ConsumerServiceImpl::LockLease(const std::string& group, const std:
                                             Receipt* receipt, Progress** p,
                                             std::unique_lock<std::mutex>* lock,
                                             LeaseRecord** lease) {
+  TOKIMQ_RETURN_IF_ERROR(ValidateGroupName(group));
   TOKIMQ_ASSIGN_OR_RETURN(*receipt, DecodeReceipt(handle, secret_));
   if (receipt->queue.group != group) {
     return absl::InvalidArgumentError("receipt handle belongs to another consumer group");
@@ -453,6 +455,10 @@ absl::Status ConsumerServiceImpl::Ack(const std::string& group, const std::strin
 std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
     const std::string& group, const std::vector<std::string_view>& handles) {
   std::vector<absl::Status> out(handles.size());
+  if (absl::Status name = ValidateGroupName(group); !name.ok()) {
+    for (absl::Status& o : out) o = name;
+    return out;
+  }
   std::vector<Receipt> receipts(handles.size());
   // Progress objects touched, locked in address order: nothing else ever holds two Progress
   // mutexes, so this cannot deadlock.

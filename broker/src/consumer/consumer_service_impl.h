@@ -54,6 +54,7 @@
 #include "broker/consumer_service.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
+#include "common/log_limiter.h"
 #include "consumer/group_state.h"
 #include "rocksdb/db.h"
 #include "timerstore/timer_store.h"
@@ -234,8 +235,14 @@ class ConsumerServiceImpl final : public ConsumerService {
                         rocksdb::WriteBatch* batch);
   // Writes a copy of `m` (read from k.read_topic) into the DLQ (now) or into the retry topic
   // (at deliver_ms) with DELIVERY_ATTEMPT = `attempt` and ORIGIN_TOPIC = k.topic.
+  // A copy whose retry / DLQ topic the name rule refuses (a group named before the rule), or
+  // that the store refuses, is parked in kPoisonTopic instead (ParkCopy): OK, the lease ends.
   absl::Status PutCopy(const QueueKey& k, Message m, uint32_t attempt, bool to_dlq,
                        int64_t deliver_ms);
+  // Parks `copy` (destination in copy.topic) in kPoisonTopic with POISON_* properties (`source`:
+  // "retry" or "dlq"; `why`: the refusal). Without its body if the store refuses it whole;
+  // dropped (logged) if even that is refused. Errors: transient store errors only.
+  absl::Status ParkCopy(Message copy, const char* source, const absl::Status& why);
   // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
   static int64_t FirstStoreMs(const Message& m);
   static int64_t FirstStoreMs(const record::RecordView& v);
@@ -264,6 +271,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   Clock* const clock_;
   MessageStore* const store_;
   TimerStore* const timers_;
+  LogLimiter poison_log_{10, 1000};  // ParkCopy: one line per parked copy, at most 10 a second
   rocksdb::DB* const db_;
   std::function<absl::StatusOr<int>(const std::string&)> queue_count_;
   std::function<bool(const std::string&)> is_fifo_;

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "common/logging.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
 #include "rocksdb/write_batch.h"
@@ -54,12 +55,46 @@ absl::Status ConsumerServiceImpl::PutCopy(const QueueKey& k, Message copy, uint3
   copy.queue_offset = -1;
   copy.physical_offset = -1;
   copy.store_ms = 0;
-  if (to_dlq) {
-    copy.topic = DlqTopic(k.group);
-    return store_->Put(std::move(copy)).status();
+  copy.topic = to_dlq ? DlqTopic(k.group) : RetryTopic(k.group);
+  // A copy that can never be stored (a group named before the name rule has no valid retry or
+  // DLQ topic; a copy the store refuses) is parked instead, so the lease ends and nothing
+  // retries it forever (issue 14). Transient errors are returned: the lease stays, expiry
+  // tries again.
+  absl::Status s = ValidateDestination(copy.topic);
+  if (s.ok()) {
+    Message keep = copy;  // only a refusal needs it again
+    s = to_dlq ? store_->Put(std::move(copy)).status()
+               : timers_->Schedule(std::move(copy), deliver_ms).status();
+    if (!absl::IsInvalidArgument(s)) return s;
+    copy = std::move(keep);
   }
-  copy.topic = RetryTopic(k.group);
-  return timers_->Schedule(std::move(copy), deliver_ms).status();
+  return ParkCopy(std::move(copy), to_dlq ? "dlq" : "retry", s);
+}
+
+absl::Status ConsumerServiceImpl::ParkCopy(Message copy, const char* source,
+                                           const absl::Status& why) {
+  const std::string destination = copy.topic;
+  copy.properties[kPoisonReason] = why.ToString();
+  copy.properties[kPoisonTopicProp] = destination;
+  copy.properties[kPoisonQueueId] = "0";
+  copy.properties[kPoisonSource] = source;
+  copy.topic = kPoisonTopic;
+  Message keep = copy;
+  absl::Status s = store_->Put(std::move(copy)).status();
+  if (absl::IsInvalidArgument(s)) {  // too large with the poison properties: park it bodiless
+    keep.body.clear();
+    keep.properties[kPoisonReason] += "; body dropped: " + s.ToString();
+    s = store_->Put(std::move(keep)).status();
+  }
+  const bool dropped = absl::IsInvalidArgument(s);
+  if (!s.ok() && !dropped) return s;  // transient: the lease stays and is tried again
+  uint64_t held = 0;
+  if (poison_log_.Allow(clock_->NowMs(), &held)) {
+    TOKIMQ_LOG_WARN("consumer: {} copy for '{}' {} {}: {} ({} similar lines suppressed)", source,
+                    QuoteName(destination), dropped ? "dropped, not even parkable in" : "parked in",
+                    kPoisonTopic, why.ToString(), held);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,

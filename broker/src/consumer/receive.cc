@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
 #include "rocksdb/write_batch.h"
@@ -387,8 +388,9 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
 
 absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
     const ReceiveRequest& req) {
-  if (!ValidGroupName(req.group)) return absl::InvalidArgumentError("invalid group name");
-  if (!ValidTopicName(req.topic)) return absl::InvalidArgumentError("invalid topic name");
+  // The name rule (common/names.h). A group it refuses could not have a valid retry topic.
+  TOKIMQ_RETURN_IF_ERROR(ValidateGroupName(req.group));
+  TOKIMQ_RETURN_IF_ERROR(ValidateDestination(req.topic));
   if (req.max_messages < 1 || req.max_messages > kMaxReceiveBatch) {
     return absl::InvalidArgumentError("max_messages must be in [1, 1024]");
   }
