@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "common/log_limiter.h"
 #include "common/names.h"
@@ -18,8 +19,9 @@ TEST(NamesTest, TopicNamesAreOneTo127CharactersOfTheNameSet) {
   EXPECT_FALSE(IsValidTopicName("."));
   EXPECT_FALSE(IsValidTopicName(".."));
   EXPECT_TRUE(IsValidTopicName("..."));
-  for (std::string bad : {"sp ace", "a/b", "a:b", "a~b", "a%b", "a|b", "tab\t", "caf\xc3\xa9",
-                          std::string("nul\0x", 5)}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"sp ace", "a/b", "a:b", "a~b", "a%b", "a|b", "tab\t",
+                                "caf\xc3\xa9", std::string("nul\0x", 5)}) {
     EXPECT_FALSE(IsValidTopicName(bad)) << bad;
   }
 }
