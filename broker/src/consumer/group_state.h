@@ -59,8 +59,10 @@ inline constexpr char kDlqPrefix[] = "%DLQ%";
 inline std::string RetryTopic(const std::string& group) { return kRetryPrefix + group; }
 inline std::string DlqTopic(const std::string& group) { return kDlqPrefix + group; }
 
-// Names accepted for groups and topics in keys: 1..255 bytes, no '/', no control bytes. Groups
-// additionally may not start with '%' (reserved for "%sys").
+// Names the key and receipt formats accept for groups and topics: 1..255 bytes, no '/', no
+// control bytes; groups additionally may not start with '%' (reserved for "%sys"). Looser than
+// the name rule requests are held to (common/names.h), so group state written before that rule
+// still loads; entry points check common/names.h, not these.
 bool ValidGroupName(std::string_view group);
 bool ValidTopicName(std::string_view topic);
 
