@@ -238,7 +238,7 @@ void TimerStoreImpl::BackOffLocked(const absl::Status& transient,
 void TimerStoreImpl::SplitUndeliverable(std::vector<LoadedCopy>* batch,
                                         std::vector<LoadedCopy>* poison) {
   // A batch usually names a few topics: each is checked once.
-  std::vector<std::pair<std::string_view, absl::Status>> checked;
+  std::vector<std::pair<std::string, absl::Status>> checked;  // copies: copies move below
   size_t kept = 0;
   for (size_t i = 0; i < batch->size(); ++i) {
     LoadedCopy& c = (*batch)[i];
