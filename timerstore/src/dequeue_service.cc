@@ -162,7 +162,8 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
     metrics_.dropped.Add(1);
     FinishUnitLocked(su, true);
   }
-  BackOffLocked(transient, retry, now);
+  // A read that works says nothing about the puts that failed: only dequeue put resets.
+  BackOffLocked(transient, retry, now, /*ok_resets=*/false);
   MaybeCompleteTicksLocked();
   for (LoadedCopy& c : loaded) put_queue_.push_back(std::move(c));
   if (!transient.ok()) return transient;
@@ -225,10 +226,11 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
 }
 
 void TimerStoreImpl::BackOffLocked(const absl::Status& transient,
-                                   const std::vector<ScheduledUnit>& retry, int64_t now) {
+                                   const std::vector<ScheduledUnit>& retry, int64_t now,
+                                   bool ok_resets) {
   for (const ScheduledUnit& su : retry) AddFineLocked(su);
   if (transient.ok()) {
-    backoff_ms_ = 0;
+    if (ok_resets) backoff_ms_ = 0;
     return;
   }
   backoff_ms_ = std::clamp(backoff_ms_ * 2, kMinBackoffMs, kMaxBackoffMs);
@@ -412,7 +414,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeuePutStep() {
     metrics_.dropped.Add(1);
     FinishUnitLocked(su, true);
   }
-  BackOffLocked(transient, retry, now);
+  BackOffLocked(transient, retry, now, /*ok_resets=*/true);
   MaybeCompleteTicksLocked();
   if (!transient.ok()) return transient;
   return n;

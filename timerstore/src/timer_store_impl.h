@@ -115,10 +115,11 @@ class TimerStoreImpl final : public TimerStore {
   void ParkCopies(std::vector<LoadedCopy> poison, std::vector<ScheduledUnit>* parked,
                   std::vector<ScheduledUnit>* dropped, std::vector<ScheduledUnit>* retry,
                   absl::Status* transient);
-  // After a transient dequeue error (l holds mu_): units of `retry` back to the FineScheduler,
-  // read and put wait backoff_ms_ (doubled, capped). OK `transient`: the backoff resets.
+  // After a transient dequeue error (mu_ held): units of `retry` back to the FineScheduler,
+  // read and put wait backoff_ms_ (doubled, capped). OK `transient` with `ok_resets` (a put
+  // step without error): the backoff resets.
   void BackOffLocked(const absl::Status& transient, const std::vector<ScheduledUnit>& retry,
-                     int64_t now);
+                     int64_t now, bool ok_resets);
   // Adds the timer properties; for deliver_ms > now rewrites the destination to the timer
   // topic. Returns true when the message goes straight to its real topic (deliver_ms <= now).
   static bool RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now);
