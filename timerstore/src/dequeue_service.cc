@@ -1,5 +1,6 @@
 // Dequeue services: due wheel slots -> FineScheduler -> loaded copies -> real topics.
 #include <algorithm>
+#include <charconv>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,15 @@ namespace tokimq {
 namespace {
 
 constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
+
+// The timer-topic record `su` was written for: its TIMER_DELIVER_MS is the unit's.
+bool IsUnitsRecord(const record::RecordView& rec, const ScheduledUnit& su) {
+  std::string_view s;
+  int64_t deliver = 0;
+  if (rec.topic != kTimerTopic || !rec.FindProperty(prop::kDeliverMs, &s)) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), deliver);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && deliver == su.unit.deliver_ms;
+}
 
 }  // namespace
 
@@ -192,9 +202,13 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
     const ScheduledUnit& su = units[i];
     copies[i] = DeliveredCopy(*read, su, now);
     if (!copies[i]) {
-      poison[i] =
-          "not a deliverable timer message (REAL_TOPIC, REAL_QID or TIMER_DELIVER_MS missing, "
-          "malformed or not the unit's)";
+      if (!IsUnitsRecord(*read, su)) {
+        // Another record (the unit's was lost with a CommitLog tail and the space reused):
+        // nothing of the unit's to park.
+        errors[i] = absl::NotFoundError("record mismatch");
+        return;
+      }
+      poison[i] = "not a deliverable timer message (REAL_TOPIC or REAL_QID missing or malformed)";
       copies[i] = PoisonFromRecord(*read, su, now, poison[i]);
     }
   });

@@ -26,10 +26,10 @@ namespace tokimq {
 // turned into its parked record.
 Message PoisonFromCopy(Message copy, std::string_view reason);
 
-// A timer-topic record `rec` unit `su` points to that DeliveredCopy cannot turn into a copy
-// (REAL_TOPIC or REAL_QID missing or bad): its body and every stored property, plus the timer
-// delivery properties of `su` and the poison properties. When `rec` is not in the timer topic
-// at all (the unit points at a stranger), only the stub of PoisonStub is parked.
+// The timer-topic record `rec` of unit `su` (its TIMER_DELIVER_MS is the unit's) that
+// DeliveredCopy cannot turn into a copy (REAL_TOPIC or REAL_QID missing or bad): its body and
+// every stored property, plus the timer delivery properties of `su` and the poison properties.
+// (Not in the timer topic at all: the stub of PoisonStub.)
 Message PoisonFromRecord(const record::RecordView& rec, const ScheduledUnit& su, int64_t now,
                          std::string_view reason);
 
