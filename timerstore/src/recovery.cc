@@ -128,6 +128,10 @@ absl::Status TimerStoreImpl::Recover() {
   }
   if (!delivered_phys_.empty() || !rolled_from_.empty()) {
     dedup_until_tick_ = std::max(max_tail_tick, read_tick + slots_total_);
+    // What the sets say was read from these ranges only: checkpoints keep them in scope until
+    // the read tick passes dedup_until_tick_ (see Checkpoint()).
+    dedup_commitlog_from_ = std::max(ckpt.commitlog_scan_from, log->MinOffset());
+    dedup_timerlog_from_ = scan_from;
   }
   // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
   if (last_enqueued_phys_ >= cl_end) last_enqueued_phys_ = cl_end - 1;
