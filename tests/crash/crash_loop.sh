@@ -3,7 +3,7 @@
 # lease workload, then check the history: lost 0, early 0, broker-made duplicates 0.
 #
 # usage: tests/crash/crash_loop.sh [--short|--long] [CRASHLOOP_BIN BROKER_BIN] [-- extra args]
-#   --short  ~60 s: 10 kills (every 3rd a double kill within a second); what ctest runs
+#   --short  ~60 s: 16 kills (every 3rd a double kill within a second); what ctest runs
 #            (ctest -L crash)
 #   --long   35 kills, longer uptimes, both flush modes one after the other (several minutes)
 # Binaries default to build/release/bin/{tokimq-crashloop,tokimq-broker}. Extra arguments go
@@ -33,7 +33,7 @@ run() {  # run <name> <args...>
 }
 
 if [[ $mode == short ]]; then
-  run short --kills 10 --double-kill-every 3 --min-up-ms 600 --max-up-ms 1800 \
+  run short --kills 16 --double-kill-every 3 --min-up-ms 600 --max-up-ms 1800 \
       --max-delay-ms 4000 --drain-timeout-ms 60000 "$@"
 else
   run long-async --kills 35 --double-kill-every 3 --min-up-ms 700 --max-up-ms 4000 \
