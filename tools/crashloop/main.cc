@@ -377,6 +377,8 @@ int CountLines(const std::string& path, const std::string& needle) {
 int main(int argc, char** argv) {
   CLI::App app{"tokimq-crashloop: kill -9 the broker under a delayed + lease workload, check "
                "lost / early / duplicates"};
+  // The last of repeated options wins (crash_loop.sh passes its defaults, then the caller's).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Options o;
   app.add_option("--broker-bin", o.broker_bin, "path of tokimq-broker")->required();
   app.add_option("--work-dir", o.work_dir, "fresh directory for data, logs, config")->required();
