@@ -62,8 +62,8 @@ class StoragePowerLossTest : public ::testing::TestWithParam<FlushMode> {
     int next_id = 0;
     const int ops = 20 + static_cast<int>(dice(50));
     const int cut_at = static_cast<int>(dice(static_cast<uint64_t>(ops)));
-    const int tear_at = dice(2) == 0 ? static_cast<int>(dice(static_cast<uint64_t>(cut_at + 1)))
-                                     : -1;
+    const int tear_at =
+        dice(2) == 0 ? static_cast<int>(dice(static_cast<uint64_t>(cut_at + 1))) : -1;
     auto flushed = [&] {
       for (const std::string& id : unflushed) sent[id].promised = true;
       unflushed.clear();

@@ -21,8 +21,8 @@ constexpr int64_t kRestartMs = 130;      // clock time a restart takes
 enum class Step { kRun, kCheckpoint, kDeliverSome, kAck, kSendMore };
 // What a broker does between two crashes, in order; a crash can come after any prefix.
 // (Each scenario costs a few fsyncs per step; the matrices below run ~80 scenarios each.)
-constexpr Step kSession[] = {Step::kRun,      Step::kCheckpoint,  Step::kDeliverSome,
-                             Step::kAck,      Step::kCheckpoint,  Step::kDeliverSome,
+constexpr Step kSession[] = {Step::kRun,      Step::kCheckpoint, Step::kDeliverSome,
+                             Step::kAck,      Step::kCheckpoint, Step::kDeliverSome,
                              Step::kSendMore, Step::kDeliverSome};
 constexpr int kSessionSteps = static_cast<int>(std::size(kSession));
 

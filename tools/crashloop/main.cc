@@ -5,9 +5,9 @@
 // ack most messages, renew some and leave a few to expire), and kills the broker with SIGKILL
 // at random instants N times (every k-th twice: kill, restart, kill again within a second of
 // serving, or 1-2 s after it, alternately). With --manual-clock the broker's clock only moves
-// while it is up (a restart takes no broker time, like a fast release build). Then it stops sending, waits until everything acknowledged is due,
-// drains the topic and checks the history of every acknowledged send, every receive and every
-// ack:
+// while it is up (a restart takes no broker time, like a fast release build). Then it stops
+// sending, waits until everything acknowledged is due, drains the topic and checks the history of
+// every acknowledged send, every receive and every ack:
 //   lost       an acknowledged send never received                                  must be 0
 //   early      received before its deliver time (broker's TIMER_DEQUEUE_MS, else the
 //              local receive time; same host clock)                                  must be 0
@@ -97,14 +97,22 @@ class Broker {
     const std::string port_file = o_.work_dir + "/broker.port";
     std::filesystem::remove(port_file);
     std::vector<std::string> args = {o_.broker_bin,
-                                     "--data-dir", o_.work_dir + "/data",
-                                     "--port", std::to_string(port_),
-                                     "--port-file", port_file,
-                                     "--log-file", o_.work_dir + "/broker.log",
-                                     "--flush", o_.flush,
-                                     "--timer-precision", o_.precision,
-                                     "--grpc-port", "0",
-                                     "-c", o_.work_dir + "/broker.toml"};
+                                     "--data-dir",
+                                     o_.work_dir + "/data",
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--port-file",
+                                     port_file,
+                                     "--log-file",
+                                     o_.work_dir + "/broker.log",
+                                     "--flush",
+                                     o_.flush,
+                                     "--timer-precision",
+                                     o_.precision,
+                                     "--grpc-port",
+                                     "0",
+                                     "-c",
+                                     o_.work_dir + "/broker.toml"};
     if (o_.manual_clock) args.push_back("--manual-clock");
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -316,8 +324,8 @@ void ProducerLoop(const Options& o, const tokimq::client::ClientOptions& co, His
   }
 }
 
-void ConsumerLoop(int index, const Options& o, const tokimq::client::ClientOptions& co,
-                  History* h, std::atomic<bool>* stop) {
+void ConsumerLoop(int index, const Options& o, const tokimq::client::ClientOptions& co, History* h,
+                  std::atomic<bool>* stop) {
   tokimq::client::SimpleConsumer consumer(co, kGroup);
   std::mt19937_64 rng(o.seed * 13 + 3 + static_cast<uint64_t>(index));
   tokimq::client::ReceiveOptions ro;
@@ -381,8 +389,9 @@ int CountLines(const std::string& path, const std::string& needle) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tokimq-crashloop: kill -9 the broker under a delayed + lease workload, check "
-               "lost / early / duplicates"};
+  CLI::App app{
+      "tokimq-crashloop: kill -9 the broker under a delayed + lease workload, check "
+      "lost / early / duplicates"};
   // The last of repeated options wins (crash_loop.sh passes its defaults, then the caller's).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Options o;
@@ -484,8 +493,7 @@ int main(int argc, char** argv) {
   for (int k = 0; ok && kills < o.kills; ++k) {
     SleepMs(uniform(o.min_up_ms, o.max_up_ms));
     ok = kill_and_restart();
-    if (ok && o.double_kill_every > 0 && (k + 1) % o.double_kill_every == 0 &&
-        kills < o.kills) {
+    if (ok && o.double_kill_every > 0 && (k + 1) % o.double_kill_every == 0 && kills < o.kills) {
       // The second kill within a second of serving again, or (every other double kill) after
       // 1-2 s: past the recovered store's first timer checkpoint (issue 14 defect 3).
       SleepMs(double_kills % 2 == 0 ? uniform(50, 1'000) : uniform(1'000, 2'000));
@@ -527,7 +535,8 @@ int main(int argc, char** argv) {
   const History::Verdict v = history.Check();
   const std::string log = o.work_dir + "/broker.log";
   std::printf(
-      "crashloop: kills %d (%d double: a second kill 0-2 s after the restart), restart avg %lld ms max %lld "
+      "crashloop: kills %d (%d double: a second kill 0-2 s after the restart), restart avg %lld ms "
+      "max %lld "
       "ms, recoveries logged %d\n",
       kills, double_kills, static_cast<long long>(kills > 0 ? restart_total_ms / kills : 0),
       static_cast<long long>(restart_max_ms), CountLines(log, "timerstore: recovered"));
