@@ -3,8 +3,8 @@
 // Runs the real tokimq-broker binary on a fixed port and a data dir, drives a delayed-send +
 // lease workload against it with the C++ client (one producer, two consumers of one group that
 // ack most messages, renew some and leave a few to expire), and kills the broker with SIGKILL
-// at random instants N times (every k-th twice: kill, restart, kill again within a second of
-// serving, or 1-2 s after it, alternately). With --manual-clock the broker's clock only moves
+// at random instants N times (every k-th twice: kill, restart, kill again 50 ms to 2 s after it
+// serves). With --manual-clock the broker's clock only moves
 // while it is up (a restart takes no broker time, like a fast release build). Then it stops
 // sending, waits until everything acknowledged is due, drains the topic and checks the history of
 // every acknowledged send, every receive and every ack:
@@ -72,6 +72,8 @@ struct Options {
   int double_kill_every = 3;  // every k-th kill is followed by a second one within a second
   int64_t min_up_ms = 700;
   int64_t max_up_ms = 2'500;
+  int64_t second_kill_min_ms = 50;  // a double kill's second kill, after the restart
+  int64_t second_kill_max_ms = 2'000;
   int64_t max_delay_ms = 8'000;
   int batch = 40;
   int64_t batch_interval_ms = 25;
@@ -402,6 +404,9 @@ int main(int argc, char** argv) {
                  "every k-th kill is followed by a second within a second (0: never)");
   app.add_option("--min-up-ms", o.min_up_ms, "shortest uptime before a kill");
   app.add_option("--max-up-ms", o.max_up_ms, "longest uptime before a kill");
+  app.add_option("--second-kill-min-ms", o.second_kill_min_ms,
+                 "a double kill's second kill comes this long after the restart at the earliest");
+  app.add_option("--second-kill-max-ms", o.second_kill_max_ms, "... and at the latest");
   app.add_option("--max-delay-ms", o.max_delay_ms, "delays are uniform in [1, this]");
   app.add_option("--batch", o.batch, "messages per send request");
   app.add_option("--batch-interval-ms", o.batch_interval_ms, "pause between send requests");
@@ -494,9 +499,9 @@ int main(int argc, char** argv) {
     SleepMs(uniform(o.min_up_ms, o.max_up_ms));
     ok = kill_and_restart();
     if (ok && o.double_kill_every > 0 && (k + 1) % o.double_kill_every == 0 && kills < o.kills) {
-      // The second kill within a second of serving again, or (every other double kill) after
-      // 1-2 s: past the recovered store's first timer checkpoint (issue 14 defect 3).
-      SleepMs(double_kills % 2 == 0 ? uniform(50, 1'000) : uniform(1'000, 2'000));
+      // The second kill within a second of serving again, or after 1-2 s: past the recovered
+      // store's first timer checkpoint (issue 14 defect 3).
+      SleepMs(uniform(o.second_kill_min_ms, o.second_kill_max_ms));
       ok = kill_and_restart();
       ++double_kills;
     }
