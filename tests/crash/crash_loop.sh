@@ -16,10 +16,10 @@ set -euo pipefail
 mode=short
 if [[ "${1:-}" == --short || "${1:-}" == --long ]]; then mode=${1#--}; shift; fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
-crashloop=${1:-$root/build/release/bin/tokimq-crashloop}
-broker=${2:-$root/build/release/bin/tokimq-broker}
-[[ $# -ge 2 ]] && shift 2 || shift $#
-[[ "${1:-}" == -- ]] && shift
+crashloop=$root/build/release/bin/tokimq-crashloop
+broker=$root/build/release/bin/tokimq-broker
+if [[ $# -ge 2 && "$1" != -* ]]; then crashloop=$1; broker=$2; shift 2; fi
+if [[ "${1:-}" == -- ]]; then shift; fi
 for b in "$crashloop" "$broker"; do
   [[ -x "$b" ]] || { echo "crash_loop.sh: $b not built" >&2; exit 2; }
 done
