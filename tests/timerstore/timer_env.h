@@ -39,19 +39,40 @@ class TimerEnv {
     if (ms_) (void)ms_->Close();
   }
 
-  void Open() {
+  void Open() { ASSERT_TRUE(TryOpen().ok()) << TryOpenError(); }
+  // Open that returns the error (a recovery that dies at an injected fault) instead of failing
+  // the test; on error the stores stay closed.
+  absl::Status TryOpen() {
+    CloseForCrash();
     auto ms = MessageStore::Open(&fs_, &clock_, mopts_);
-    ASSERT_TRUE(ms.ok()) << ms.status();
+    if (!ms.ok()) return last_open_ = ms.status();
     ms_ = std::move(*ms);
     auto ts = TimerStore::Open(&fs_, &clock_, ms_.get(), topts_);
-    ASSERT_TRUE(ts.ok()) << ts.status();
+    if (!ts.ok()) {
+      ms_.reset();
+      return last_open_ = ts.status();
+    }
     ts_ = std::move(*ts);
+    return last_open_ = absl::OkStatus();
+  }
+  std::string TryOpenError() const { return last_open_.ToString(); }
+  // Drops the stores as a crash does (no flush, no checkpoint) without reopening.
+  void CloseForCrash() {
+    ts_.reset();
+    ms_.reset();
   }
   // kill -9 + power loss: no flush, no checkpoint; unsynced bytes vanish.
   void Crash() {
     ts_.reset();
     ms_.reset();
     ASSERT_TRUE(fs_.DropUnsyncedData().ok());
+    Open();
+  }
+  // kill -9 alone: no flush, no checkpoint; what was written to files stays (the OS page cache
+  // survives the process), what sat in user-space buffers (the TimerLog's) is gone.
+  void Kill() {
+    ts_.reset();
+    ms_.reset();
     Open();
   }
   void CleanRestart() {
@@ -121,6 +142,7 @@ class TimerEnv {
   std::unique_ptr<MessageStore> ms_;
   std::unique_ptr<TimerStore> ts_;
   std::map<std::string, int64_t> sent_;
+  absl::Status last_open_;
 };
 
 }  // namespace tokimq::testing

@@ -82,7 +82,10 @@ absl::Status TimerStoreImpl::Recover() {
     }
     if (u.ref >= 0 && u.flags != kUnitDelete) {
       rolled_from_.insert(u.ref);
-      max_tail_tick = std::max(max_tail_tick, u.slot_tick);
+      // Needed until the read tick passes the roll unit's own slot (walked before the crash),
+      // not the continuation's (up to a window later).
+      auto src = timerlog_->Read(u.ref);
+      max_tail_tick = std::max(max_tail_tick, src.ok() ? src->slot_tick : u.slot_tick);
     }
     if (pos < ckpt.timerlog_flush_pos) continue;  // already in the checkpointed counters
     if (u.flags == kUnitDelete) {
@@ -113,13 +116,32 @@ absl::Status TimerStoreImpl::Recover() {
       const std::string& s = it->second;
       if (std::from_chars(s.data(), s.data() + s.size(), phys).ec == std::errc()) {
         delivered_phys_.insert(phys);
-        auto d = m.properties.find(prop::kDeliverMs);
-        int64_t dms = 0;
-        if (d != m.properties.end() &&
-            std::from_chars(d->second.data(), d->second.data() + d->second.size(), dms).ec ==
-                std::errc()) {
-          max_tail_tick = std::max(max_tail_tick, TickOf(dms));
+        // Needed until the read tick passes the slot its unit was walked in: the unit named by
+        // TIMER_UNIT_POS when the TimerLog still has it; otherwise (lost with an unsynced
+        // TimerLog tail) re-enqueue links it at max(its tick, read_tick) — two ticks of margin
+        // for a unit handed over early (LinkUnitLocked).
+        int64_t slot = -1;
+        auto up = m.properties.find(prop::kTimerUnitPos);
+        int64_t upos = -1;
+        if (up != m.properties.end() &&
+            std::from_chars(up->second.data(), up->second.data() + up->second.size(), upos).ec ==
+                std::errc() &&
+            upos >= 0 && upos < end) {
+          auto unit = timerlog_->Read(upos);
+          if (unit.ok() && unit->phys_offset == phys) slot = unit->slot_tick;
         }
+        if (slot < 0) {
+          auto d = m.properties.find(prop::kDeliverMs);
+          int64_t dms = 0;
+          if (d != m.properties.end() &&
+              std::from_chars(d->second.data(), d->second.data() + d->second.size(), dms).ec ==
+                  std::errc()) {
+            slot = std::max(TickOf(dms), read_tick) + 2;
+          } else {
+            slot = read_tick + slots_total_;  // no deliver time: the most conservative bound
+          }
+        }
+        max_tail_tick = std::max(max_tail_tick, slot);
       }
     }
     ++scanned;
@@ -127,7 +149,15 @@ absl::Status TimerStoreImpl::Recover() {
     at = next->second;
   }
   if (!delivered_phys_.empty() || !rolled_from_.empty()) {
-    dedup_until_tick_ = std::max(max_tail_tick, read_tick + slots_total_);
+    // Every move or roll done before the crash was of a slot walked before it; once the read
+    // tick passes the last of those slots, no unit they concern is walked again. (This used
+    // to add a whole window, 7 days by default, to the horizon: harmless while the sets lived
+    // in memory only, but checkpoints now keep the scan starts for that long.)
+    dedup_until_tick_ = std::max(max_tail_tick, read_tick);
+    // What the sets say was read from these ranges only: checkpoints keep them in scope until
+    // the read tick passes dedup_until_tick_ (see Checkpoint()).
+    dedup_commitlog_from_ = std::max(ckpt.commitlog_scan_from, log->MinOffset());
+    dedup_timerlog_from_ = scan_from;
   }
   // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
   if (last_enqueued_phys_ >= cl_end) last_enqueued_phys_ = cl_end - 1;

@@ -348,12 +348,19 @@ absl::Status TimerStoreImpl::Checkpoint() {
     c.last_enqueued_phys = last_enqueued_phys_;
     c.pending = metrics_.pending.Value();
     for (const auto& [tick, t] : inflight_) c.pending += t.done_pending;
-    if (!inflight_.empty() && inflight_.begin()->first <= c.read_tick) {
-      c.commitlog_scan_from = inflight_.begin()->second.commitlog_start;
-      c.timerlog_scan_from = inflight_.begin()->second.timerlog_start;
-    } else {
-      c.commitlog_scan_from = store_->commit_log()->MaxOffset();
-      c.timerlog_scan_from = c.timerlog_flush_pos;
+    // Where the next recovery scans for moves already done (delivered copies in the CommitLog,
+    // roll continuations in the TimerLog): from the earliest start of any tick in flight (a
+    // tick re-opened by a late link can start after a later tick's puts), and not past what
+    // this store's own recovery still relies on (its dedup window, see dedup_until_tick_).
+    c.commitlog_scan_from = store_->commit_log()->MaxOffset();
+    c.timerlog_scan_from = c.timerlog_flush_pos;
+    for (const auto& [tick, t] : inflight_) {
+      c.commitlog_scan_from = std::min(c.commitlog_scan_from, t.commitlog_start);
+      c.timerlog_scan_from = std::min(c.timerlog_scan_from, t.timerlog_start);
+    }
+    if (dedup_until_tick_ >= 0) {
+      c.commitlog_scan_from = std::min(c.commitlog_scan_from, dedup_commitlog_from_);
+      c.timerlog_scan_from = std::min(c.timerlog_scan_from, dedup_timerlog_from_);
     }
     c.pins = pins_;
     c.recalled.reserve(recalled_.size());

@@ -176,7 +176,16 @@ class TimerStoreImpl final : public TimerStore {
   absl::flat_hash_set<int64_t> rolled_from_;        // recovery dedup (roll continuations)
   absl::flat_hash_set<int64_t> handed_early_;  // TimerLog pos: in fine_ already, walk skips it
   int64_t eager_walk_until_ = 0;  // recovery: slots below it are walked now, not one tick early
+  // Recovery's dedup window: while dedup_until_tick_ >= 0 (read tick not yet past it), the
+  // knowledge in delivered_phys_ / rolled_from_ came from scanning the CommitLog from
+  // dedup_commitlog_from_ and the TimerLog from dedup_timerlog_from_, and exists nowhere else.
+  // Every checkpoint written meanwhile keeps its scan starts at or below these, so a crash
+  // before the window closes finds the same moves again (issue 14 defect 3: a checkpoint of
+  // the recovered store used to move the scan start past the copies made before the first
+  // crash, and the second recovery moved them again).
   int64_t dedup_until_tick_ = -1;
+  int64_t dedup_commitlog_from_ = 0;
+  int64_t dedup_timerlog_from_ = 0;
   std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
   // After a transient read or put error (I/O, disk full) the units go back to the
