@@ -48,6 +48,15 @@ void CreateTopic(Broker* b, const char* name, proto::TopicType type, int queues)
   FUZZ_CHECK(!resp.has_status() || resp.status().code() == 0);
 }
 
+void CleanUp() {
+  if (g_broker != nullptr) {
+    (void)g_broker->Close();
+    delete g_broker;
+    g_broker = nullptr;
+  }
+  if (!g_dir.empty()) std::filesystem::remove_all(g_dir);
+}
+
 Broker* GetBroker() {
   if (g_broker != nullptr && g_uses < kRecycleInputs) {
     ++g_uses;
@@ -79,20 +88,18 @@ Broker* GetBroker() {
   if (!b.ok()) std::fprintf(stderr, "broker open: %s\n", b.status().ToString().c_str());
   FUZZ_CHECK(b.ok());
   g_broker = b->release();
+  static bool registered = false;
+  if (!registered) {
+    // After the first open: RocksDB's function-local statics exist by now, so this handler
+    // runs before they are destroyed (it closes the broker, which still logs through them).
+    std::atexit(CleanUp);
+    registered = true;
+  }
   CreateTopic(g_broker, "t", proto::NORMAL, 4);
   CreateTopic(g_broker, "d", proto::DELAY, 1);
   CreateTopic(g_broker, "f", proto::FIFO, 2);
   g_uses = 1;
   return g_broker;
-}
-
-void CleanUp() {
-  if (g_broker != nullptr) {
-    (void)g_broker->Close();
-    delete g_broker;
-    g_broker = nullptr;
-  }
-  if (!g_dir.empty()) std::filesystem::remove_all(g_dir);
 }
 
 bool BrokenBroker(int code) {
@@ -150,7 +157,6 @@ void Dispatch(Broker* b, const proto::Request& req) {
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   spdlog::set_level(spdlog::level::critical);
-  std::atexit(tokimq::broker::CleanUp);
   return 0;
 }
 

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/coding.h"
@@ -65,8 +67,11 @@ void CheckSlot(std::string rec, bool fix_crc) {
 
 std::string TempPath() {
   static const std::string path = [] {
-    std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    return dir + "/tokimq-fuzz-wheel-" + std::to_string(getpid());
+    const char* base = std::getenv("TOKIMQ_FUZZ_TMPDIR");
+    std::string dir = base != nullptr ? base : (access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    std::string p = dir + "/tokimq-fuzz-wheel-" + std::to_string(getpid());
+    std::atexit([] { std::remove(TempPath().c_str()); });
+    return p;
   }();
   return path;
 }
