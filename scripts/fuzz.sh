@@ -36,7 +36,11 @@ if [[ -z "${FUZZ_NO_BUILD:-}" ]]; then
   cmake --build build/fuzz -j "${FUZZ_BUILD_JOBS:-2}" --target "${build_targets[@]}"
 fi
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/tokimq-fuzz.XXXXXX")"
+# Temp files of the targets (the broker's data dir, the wheel file) on tmpfs when there is one:
+# their fsyncs then cost nothing.
+tmp_root="${TMPDIR:-/tmp}"
+if [[ -z "${TMPDIR:-}" && -w /dev/shm ]]; then tmp_root=/dev/shm; fi
+work="$(mktemp -d "$tmp_root/tokimq-fuzz.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 export TOKIMQ_FUZZ_TMPDIR="$work"
 findings="build/fuzz/findings"
