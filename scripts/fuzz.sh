@@ -62,9 +62,11 @@ run_one() {
   if ((rc != 0)); then
     mkdir -p "$findings/$t"
     cp "$art"* "$findings/$t/" 2>/dev/null || true
-    echo "fuzz: $t CRASHED after ${execs:-?} execs (exit $rc); inputs in $findings/$t/:"
+    cp "$log" "$findings/$t/fuzz.log"
+    echo "fuzz: $t CRASHED after ${execs:-?} execs (exit $rc); input and log in $findings/$t/:"
     ls "$findings/$t/" 2>/dev/null | sed 's/^/  /'
-    grep -m 20 -E "ERROR|FUZZ_CHECK|runtime error|SUMMARY|#[0-9]+ 0x" "$log" | head -40 | sed 's/^/  /'
+    grep -E "==[0-9]+==ERROR|FUZZ_CHECK|runtime error|SUMMARY|^ *#[0-9] 0x|deadly signal|-timeout|out-of-memory" \
+      "$log" | head -16 | sed 's/^/  /'
     return 1
   fi
   printf 'fuzz: %-18s ok  %12s execs in %ss\n' "$t" "${execs:-?}" "$secs"
