@@ -53,7 +53,7 @@ run_one() {
   local corpus="$work/corpus/$t" art="$work/artifacts/$t/" log="$work/$t.log"
   mkdir -p "$corpus" "$art"
   if [[ -d "fuzz/corpus/$t" ]]; then cp -r "fuzz/corpus/$t/." "$corpus/"; fi
-  local rc=0
+  local rc=0 start=$SECONDS
   # shellcheck disable=SC2086
   "$bin" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$art" \
     ${FUZZ_ARGS:-} "$corpus" >"$log" 2>&1 || rc=$?
@@ -69,7 +69,7 @@ run_one() {
       "$log" | head -16 | sed 's/^/  /'
     return 1
   fi
-  printf 'fuzz: %-18s ok  %12s execs in %ss\n' "$t" "${execs:-?}" "$secs"
+  printf 'fuzz: %-18s ok  %12s execs in %ss\n' "$t" "${execs:-?}" "$((SECONDS - start))"
 }
 
 jobs="${FUZZ_JOBS:-1}"
