@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the Debian 12 packages tokimq needs that are missing.
 # Idempotent: a second run installs nothing. Used by README.md and .ci/run.
-# Usage: scripts/install-deps.sh [--peers]   (--peers adds redis-server and beanstalkd for bench/)
+# Usage: scripts/install-deps.sh [--peers] [--fuzz]
+#   --peers adds redis-server and beanstalkd for bench/
+#   --fuzz adds clang-14 and its libFuzzer runtime (libclang-rt-14-dev) for scripts/fuzz.sh
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -11,7 +13,13 @@ pkgs=(
   libboost-dev libboost-system-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
 )
-if [[ "${1:-}" == "--peers" ]]; then pkgs+=(redis-server beanstalkd); fi
+for arg in "$@"; do
+  case "$arg" in
+    --peers) pkgs+=(redis-server beanstalkd) ;;
+    --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
+    *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then

@@ -286,6 +286,15 @@ absl::Status Broker::HandleAdvanceClock(const proto::AdvanceClockRequest& req,
         "advance-clock refused: the broker was not started with --manual-clock");
   }
   if (req.advance_ms() < 0) return absl::InvalidArgumentError("advance must be >= 0 ms");
+  // The clock counts microseconds in an int64: an advance of more than ~292,000 years
+  // overflowed (ms * 1000, then the sum) and could move the clock backwards (found by
+  // fuzz/broker_request). Nothing needs a time past the year 9999 (the last RFC 3339 one).
+  const int64_t now_ms = manual_clock_->NowMs();
+  if (req.advance_ms() > kMaxManualClockMs - now_ms) {
+    return absl::InvalidArgumentError(fmt::format(
+        "advance of {} ms would move the clock past 9999-12-31T23:59:59.999Z (now {} ms)",
+        req.advance_ms(), now_ms));
+  }
   manual_clock_->AdvanceMs(req.advance_ms());
   int64_t now = manual_clock_->NowMs();
   std::string v;

@@ -74,16 +74,18 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text) {
 std::string FormatDuration(int64_t ms) {
   if (ms == 0) return "0ms";
   std::string out;
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64_t (found by fuzz/duration).
+  uint64_t rest = static_cast<uint64_t>(ms);
   if (ms < 0) {
     out = "-";
-    ms = -ms;
+    rest = 0 - rest;
   }
-  const std::pair<int64_t, const char*> units[] = {
+  const std::pair<uint64_t, const char*> units[] = {
       {kDay, "d"}, {kHour, "h"}, {kMinute, "m"}, {kSecond, "s"}, {1, "ms"}};
   for (const auto& [size, name] : units) {
-    if (ms >= size) {
-      out += fmt::format("{}{}", ms / size, name);
-      ms %= size;
+    if (rest >= size) {
+      out += fmt::format("{}{}", rest / size, name);
+      rest %= size;
     }
   }
   return out;

@@ -62,5 +62,22 @@ TEST(ConfigTest, UnknownKeysAndBadValuesNameTheKey) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
 }
 
+// fuzz/config: integer keys went through toml++'s float -> int64 conversion, undefined for a
+// float out of range ("port = 9e100"); integers and durations now take TOML integers only.
+TEST(ConfigTest, FloatsAreNotIntegersOrDurations) {
+  for (const char* text : {"port = 80.0\n", "port = 9e100\n", "io_threads = 2.0\n",
+                           "retention = 1e300\n", "timer_precision = 100.0\n",
+                           "[group.g]\nbackoff = [1000.0]\n", "port = nan\n"}) {
+    BrokerConfig c;
+    absl::Status s = LoadConfigText(text, &c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(s.message().find("expected"), absl::string_view::npos) << text;
+  }
+  BrokerConfig c;
+  ASSERT_TRUE(LoadConfigText("port = 80\nretention = 1000\n", &c).ok());
+  EXPECT_EQ(c.server.port, 80);
+  EXPECT_EQ(c.broker.default_retention_ms, 1000);
+}
+
 }  // namespace
 }  // namespace tokimq::broker

@@ -1,6 +1,8 @@
 // Framing limits and human durations/timestamps (proto/framing.h, proto/duration.h).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "proto/duration.h"
 #include "proto/framing.h"
 #include "proto/tokimq.pb.h"
@@ -93,6 +95,13 @@ TEST(DurationTest, FormatsShortestExactForm) {
   for (int64_t ms : {int64_t{1}, int64_t{59'999}, int64_t{3'600'001}, int64_t{31'536'000'000}}) {
     EXPECT_EQ(*ParseDuration(FormatDuration(ms)), ms);
   }
+}
+
+// fuzz/duration found -INT64_MIN computed as an int64_t (signed overflow) here.
+TEST(DurationTest, FormatsEveryNegativeValueIncludingInt64Min) {
+  EXPECT_EQ(FormatDuration(-1001), "-1s1ms");
+  EXPECT_EQ(FormatDuration(INT64_MIN), "-106751991167d7h12m55s808ms");
+  EXPECT_EQ(FormatDuration(INT64_MAX), "106751991167d7h12m55s807ms");
 }
 
 TEST(TimestampTest, ParsesRfc3339Utc) {

@@ -41,6 +41,20 @@ TEST(GroupStateKeys, RoundTripAndSortByOffset) {
   EXPECT_FALSE(ParseKey("group/grp/p/orders/r/-1").has_value());
 }
 
+// fuzz/group_state: ParseKey took a queue id with leading zeros ("03") or "-0" and a "-0..."
+// offset, so one queue had several keys; the grammar (docs/formats/group-state.md) allows one.
+TEST(GroupStateKeys, OnlyTheCanonicalSpellingOfANumberParses) {
+  EXPECT_TRUE(ParseKey("group/grp/p/orders/r/0").has_value());
+  EXPECT_TRUE(ParseKey("group/grp/p/orders/r/30").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/p/orders/r/03").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/p/orders/r/00").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/p/orders/r/-0").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/p/orders/r/+3").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/b/orders/r/00000000000000000003/00000000000000000040").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/l/orders/r/3/-0000000000000000000").has_value());
+  EXPECT_TRUE(ParseKey("group/grp/l/orders/r/3/00000000000000000000").has_value());
+}
+
 TEST(GroupStateValues, LeaseRoundTripAndEveryBitFlipIsDetected) {
   LeaseRecord r{7, 3, 1'700'000'030'000, 1'700'000'000'000};
   std::string key = LeaseKey(Q(), 5);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include <string>
 #include <vector>
@@ -234,6 +235,36 @@ TEST_F(TimerWheelTest, BadSlotCrcIsCountedAndReadsEmpty) {
   ASSERT_TRUE(w.ok());
   EXPECT_EQ((*w)->corrupt_slots(), 1);
   EXPECT_EQ((*w)->Get(3).count, 0u);
+}
+
+// fuzz/timer_wheel found the stored "+1" computed on int64_t: a slot record with a valid CRC
+// whose stored tick is 2^63 overflowed when decoded (and tick INT64_MAX when encoded).
+TEST(TimerSlotTest, ExtremeFieldValuesRoundTripWithoutOverflow) {
+  char rec[TimerWheel::kSlotSize];
+  const TimerSlot far{INT64_MAX, INT64_MAX, INT64_MIN, 7};
+  EncodeTimerSlot(far, rec);
+  EXPECT_EQ(DecodeFixed64(rec), uint64_t{1} << 63);  // stored tick = tick + 1, wrapped
+  TimerSlot back;
+  ASSERT_TRUE(DecodeTimerSlot(rec, &back));
+  EXPECT_EQ(back.tick, INT64_MAX);
+  EXPECT_EQ(back.first_pos, INT64_MAX);
+  EXPECT_EQ(back.last_pos, INT64_MIN);
+  EXPECT_EQ(back.count, 7u);
+}
+
+// fuzz/timer_wheel: a slot with negative fields and count 0, other than the default one, was
+// encoded with CRC 0 over non-zero bytes and failed its own CRC when decoded.
+TEST(TimerSlotTest, OnlyTheDefaultSlotIsStoredAsZeros) {
+  char rec[TimerWheel::kSlotSize];
+  EncodeTimerSlot(TimerSlot{}, rec);
+  EXPECT_TRUE(std::all_of(rec, rec + sizeof(rec), [](char c) { return c == 0; }));
+  const TimerSlot odd{-5, -1, -1, 0};
+  EncodeTimerSlot(odd, rec);
+  TimerSlot back;
+  ASSERT_TRUE(DecodeTimerSlot(rec, &back));
+  EXPECT_EQ(back.tick, -5);
+  EXPECT_EQ(back.first_pos, -1);
+  EXPECT_EQ(back.count, 0u);
 }
 
 TEST_F(TimerWheelTest, BadHeaderIsDataLoss) {

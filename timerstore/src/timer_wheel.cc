@@ -30,12 +30,17 @@ std::string EncodeTimerWheelHeader(int64_t precision_ms, uint64_t slot_count) {
 }
 
 void EncodeTimerSlot(const TimerSlot& s, char* dst) {
-  // Stored tick is tick + 1 so that an all-zero record means "empty".
-  EncodeFixed64(dst, static_cast<uint64_t>(s.tick + 1));
-  EncodeFixed64(dst + 8, static_cast<uint64_t>(s.first_pos + 1));
-  EncodeFixed64(dst + 16, static_cast<uint64_t>(s.last_pos + 1));
+  // Stored tick is tick + 1 so that an all-zero record means "empty". The +1 / -1 are done on
+  // uint64_t (wrapping, defined for every value: INT64_MAX + 1 was signed overflow; found by
+  // fuzz/timer_wheel on a slot record whose stored tick is 2^63).
+  EncodeFixed64(dst, static_cast<uint64_t>(s.tick) + 1);
+  EncodeFixed64(dst + 8, static_cast<uint64_t>(s.first_pos) + 1);
+  EncodeFixed64(dst + 16, static_cast<uint64_t>(s.last_pos) + 1);
   EncodeFixed32(dst + 24, s.count);
-  bool empty = s.tick < 0 && s.first_pos < 0 && s.last_pos < 0 && s.count == 0;
+  // Only the default slot {-1, -1, -1, 0} is stored as all zero bytes (CRC 0 included); any
+  // other slot gets its CRC. Before, every slot with negative fields and count 0 was written
+  // with CRC 0 over non-zero bytes, which then failed its CRC when read (fuzz/timer_wheel).
+  bool empty = s.tick == -1 && s.first_pos == -1 && s.last_pos == -1 && s.count == 0;
   EncodeFixed32(dst + 28, empty ? 0 : crc32c::Value(dst, 28));
 }
 
@@ -47,9 +52,9 @@ bool DecodeTimerSlot(const char* src, TimerSlot* s) {
     return true;
   }
   if (crc != crc32c::Value(src, 28)) return false;
-  s->tick = static_cast<int64_t>(DecodeFixed64(src)) - 1;
-  s->first_pos = static_cast<int64_t>(DecodeFixed64(src + 8)) - 1;
-  s->last_pos = static_cast<int64_t>(DecodeFixed64(src + 16)) - 1;
+  s->tick = static_cast<int64_t>(DecodeFixed64(src) - 1);
+  s->first_pos = static_cast<int64_t>(DecodeFixed64(src + 8) - 1);
+  s->last_pos = static_cast<int64_t>(DecodeFixed64(src + 16) - 1);
   s->count = DecodeFixed32(src + 24);
   return true;
 }

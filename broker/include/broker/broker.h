@@ -49,6 +49,10 @@ namespace tokimq::broker {
 
 class RetentionTask;
 
+// Latest time the manual clock can be advanced to: 9999-12-31T23:59:59.999Z in ms since the
+// epoch (AdvanceClock refuses to go past it with kInvalidArgument).
+inline constexpr int64_t kMaxManualClockMs = 253'402'300'799'999;
+
 struct BrokerOptions {
   std::string data_dir = "./data";
   bool manual_clock = false;

@@ -58,10 +58,21 @@ absl::StatusOr<std::string_view> Open(std::string_view key, std::string_view val
   return OpenVersioned(key, value, min_body, kValueVersion, &version);
 }
 
+// Decimal digits only (from_chars alone also takes "-0"), at most 20 of them.
 bool ParseInt(std::string_view s, int64_t* out) {
   if (s.empty() || s.size() > 20) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size() && *out >= 0;
+}
+
+// qid of docs/formats/group-state.md: decimal without leading zeros, so each queue has exactly
+// one key (ParseKey took "03" for queue 3 as well; found by fuzz/group_state).
+bool ParseQueueId(std::string_view s, int64_t* out) {
+  if (s.size() > 1 && s[0] == '0') return false;
+  return ParseInt(s, out) && *out <= INT32_MAX;
 }
 
 std::vector<std::string_view> Split(std::string_view s, char sep) {
@@ -130,8 +141,7 @@ std::optional<ParsedKey> ParseKey(std::string_view key) {
   bool progress = parts.size() == 5 && parts[1] == "p";
   if (!lease && !progress) return std::nullopt;
   int64_t qid = 0;
-  if (!ValidTopicName(parts[2]) || !ValidTopicName(parts[3]) || !ParseInt(parts[4], &qid) ||
-      qid > INT32_MAX) {
+  if (!ValidTopicName(parts[2]) || !ValidTopicName(parts[3]) || !ParseQueueId(parts[4], &qid)) {
     return std::nullopt;
   }
   out.queue.topic = std::string(parts[2]);
