@@ -13,6 +13,7 @@
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "disk_watermark.h"
 #include "fmt/format.h"
 #include "retention_task.h"
 #include "timerstore/timer_store.h"
@@ -25,6 +26,7 @@ constexpr char kSubscriptionPrefix[] = "broker/subscription/";
 
 absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
+  if (s.IsNoSpace()) return absl::ResourceExhaustedError(fmt::format("{}: {}", what, s.ToString()));
   return absl::InternalError(fmt::format("{}: {}", what, s.ToString()));
 }
 
@@ -95,6 +97,17 @@ absl::Status Broker::OpenStores() {
   store_options.commitlog.flush_mode = options_.flush_mode;
   store_options.commitlog.async_flush_interval_ms = options_.async_flush_interval_ms;
   TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
+  DiskWatermarkOptions wm;
+  wm.path = dir;
+  wm.min_free_bytes = options_.disk_min_free_bytes;
+  wm.max_used_ratio = options_.disk_max_used_ratio;
+  wm.refresh_interval_ms = options_.disk_check_interval_ms;
+  wm.refresh_bytes = options_.disk_check_bytes;
+  // Real time even on a manual clock: free space changes in the real world.
+  watermark_ = std::make_unique<DiskWatermark>(
+      fs, SystemClock::Default(), std::move(wm),
+      [store = store_.get()] { return store->commit_log()->MaxOffset(); });
+  watermark_->Refresh();  // logs at once when the broker starts above the watermark
 
   TimerStoreOptions timer_options;
   timer_options.dir = dir + "/timer";
@@ -169,7 +182,12 @@ absl::Status Broker::Close() {
   closed_ = true;
   absl::Status first;
   auto note = [&first](const absl::Status& s, const char* what) {
-    if (!s.ok()) {
+    if (absl::IsResourceExhausted(s)) {
+      // Disk full: a checkpoint or the clean-shutdown marker did not fit. Everything
+      // acknowledged is in the fsynced CommitLog; the next start recovers as after a crash.
+      TOKIMQ_LOG_WARN("shutdown: {}: {} (disk full; the next start recovers from the logs)",
+                      what, s.ToString());
+    } else if (!s.ok()) {
       TOKIMQ_LOG_ERROR("shutdown: {}: {}", what, s.ToString());
       if (first.ok()) first = s;
     }
@@ -184,6 +202,7 @@ absl::Status Broker::Close() {
   if (store_) note(store_->Close(), "message store close");
   consumers_.reset();
   timers_.reset();
+  watermark_.reset();  // reads the store
   store_.reset();
   metadata_.reset();
   if (db_) {
