@@ -64,6 +64,8 @@ absl::Status Broker::OpenStores() {
   db_options.allow_concurrent_memtable_write = false;
   // RocksDB's LOG file aborted the broker on a full disk (see rocksdb_logger.h).
   db_options.info_log = NewRocksDbLogger();
+  // Created first: RocksDB logs an error line when it lists a missing directory.
+  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir + "/meta"));
   rocksdb::DB* raw_db = nullptr;
   TOKIMQ_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));

@@ -280,6 +280,9 @@ TEST_F(DiskFullTest, AboveTheWatermarkProducersAreRefusedWhileDelayedMessagesAre
   EXPECT_EQ(received_.size(), acked_.size()) << "delivery stopped above the watermark";
   EXPECT_EQ(duplicates_, 0);
   EXPECT_LT(max_lateness_ms_, 1000) << "delayed messages released late above the watermark";
+  std::printf("[harness 9] above the watermark: %d of 20 sends refused, %zu messages received, "
+              "max lateness (receive - deliver time) %lld ms\n",
+              refused_sends, received_.size(), static_cast<long long>(max_lateness_ms_));
   EXPECT_EQ(Stats().timer().pending(), 0);
 
   FreeFiller();  // space returns: sends are admitted again, no restart
@@ -347,6 +350,8 @@ TEST_F(DiskFullTest, AFullDiskRefusesSendsStoresNothingOfThemAndResumesWhenFreed
   EXPECT_EQ(duplicates_, 0);
   // Once per state change, not per request (it used to be ~6,000 lines/s).
   EXPECT_LE(LogLines("space"), 20);
+  std::printf("[harness 9] disk full: %d of 10 large batches refused, %d log lines about space\n",
+              refused, LogLines("space"));
 
   Fill(0);
   ASSERT_TRUE(!SendBatch("at-exit", 10, 100).ok());
