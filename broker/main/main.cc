@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
                  "refuse producer sends below this many free bytes on the data dir's disk "
                  "(default 0 = off)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--disk-max-used-ratio", disk_max_used_ratio,
-                 "refuse producer sends above this used fraction of the disk (default 0.9; 1 = off)")
+  app.add_option(
+         "--disk-max-used-ratio", disk_max_used_ratio,
+         "refuse producer sends above this used fraction of the disk (default 0.9; 1 = off)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--disk-check-interval", disk_check_interval,
                  "how often free disk space is checked, e.g. 1s (default)");

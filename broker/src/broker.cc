@@ -190,8 +190,8 @@ absl::Status Broker::Close() {
     if (absl::IsResourceExhausted(s)) {
       // Disk full: a checkpoint or the clean-shutdown marker did not fit. Everything
       // acknowledged is in the fsynced CommitLog; the next start recovers as after a crash.
-      TOKIMQ_LOG_WARN("shutdown: {}: {} (disk full; the next start recovers from the logs)",
-                      what, s.ToString());
+      TOKIMQ_LOG_WARN("shutdown: {}: {} (disk full; the next start recovers from the logs)", what,
+                      s.ToString());
     } else if (!s.ok()) {
       TOKIMQ_LOG_ERROR("shutdown: {}: {}", what, s.ToString());
       if (first.ok()) first = s;
@@ -218,9 +218,10 @@ absl::Status Broker::Close() {
     db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables);
     absl::StatusOr<uint64_t> free = FileSystem::Default()->FreeSpace(options_.data_dir);
     if (free.ok() && *free < 2 * memtables + (4u << 20)) {
-      TOKIMQ_LOG_WARN("shutdown: metadata flush skipped: {} bytes free for {} bytes of "
-                      "memtables (disk full); the next start replays its write-ahead log",
-                      *free, memtables);
+      TOKIMQ_LOG_WARN(
+          "shutdown: metadata flush skipped: {} bytes free for {} bytes of "
+          "memtables (disk full); the next start replays its write-ahead log",
+          *free, memtables);
     } else {
       rocksdb::FlushOptions fo;
       note(FromRocks(db_->Flush(fo), "metadata flush"), "metadata flush");

@@ -25,7 +25,10 @@ const char* DiskStateName(DiskState s) {
 
 DiskWatermark::DiskWatermark(FileSystem* fs, Clock* clock, DiskWatermarkOptions options,
                              std::function<int64_t()> appended_bytes)
-    : fs_(fs), clock_(clock), opt_(std::move(options)), appended_bytes_(std::move(appended_bytes)) {}
+    : fs_(fs),
+      clock_(clock),
+      opt_(std::move(options)),
+      appended_bytes_(std::move(appended_bytes)) {}
 
 uint64_t DiskWatermark::ThresholdFor(uint64_t total) const {
   uint64_t t = opt_.min_free_bytes;
@@ -50,14 +53,16 @@ void DiskWatermark::SetState(DiskState s) {
           opt_.path, free, total, ThresholdFor(total));
       break;
     case DiskState::kFull:
-      TOKIMQ_LOG_WARN("disk holding {} ran out of space ({} bytes free at the last check); "
-                      "producer sends are refused until space is freed",
-                      opt_.path, free);
+      TOKIMQ_LOG_WARN(
+          "disk holding {} ran out of space ({} bytes free at the last check); "
+          "producer sends are refused until space is freed",
+          opt_.path, free);
       break;
     case DiskState::kOk:
-      TOKIMQ_LOG_INFO("disk usage on {} below watermark again: {} bytes free of {}; producer "
-                      "sends admitted",
-                      opt_.path, free, total);
+      TOKIMQ_LOG_INFO(
+          "disk usage on {} below watermark again: {} bytes free of {}; producer "
+          "sends admitted",
+          opt_.path, free, total);
       break;
   }
 }
@@ -76,7 +81,8 @@ void DiskWatermark::RefreshLocked() {
   total_bytes_.store(space->total_bytes, std::memory_order_relaxed);
   free_bytes_.store(space->free_bytes, std::memory_order_release);
   const uint64_t threshold = ThresholdFor(space->total_bytes);
-  const bool was_full = state_.load(std::memory_order_relaxed) == static_cast<int>(DiskState::kFull);
+  const bool was_full =
+      state_.load(std::memory_order_relaxed) == static_cast<int>(DiskState::kFull);
   if (space->free_bytes == 0 ||
       (was_full && space->free_bytes < std::max(threshold, kLeaveFullBytes))) {
     // Hysteresis: leaving "full" takes a few MiB, so a disk with a few pages free does not
@@ -106,8 +112,8 @@ uint64_t DiskWatermark::FreeEstimate(bool force) {
     std::unique_lock<std::mutex> l(refresh_mu_, std::try_to_lock);
     if (l.owns_lock()) RefreshLocked();
   }
-  const int64_t grown =
-      std::max<int64_t>(0, appended_bytes_() - appended_at_refresh_.load(std::memory_order_relaxed));
+  const int64_t grown = std::max<int64_t>(
+      0, appended_bytes_() - appended_at_refresh_.load(std::memory_order_relaxed));
   const uint64_t free = free_bytes_.load(std::memory_order_acquire);
   return free > static_cast<uint64_t>(grown) ? free - static_cast<uint64_t>(grown) : 0;
 }

@@ -33,18 +33,18 @@
 namespace tokimq::broker {
 
 struct DiskWatermarkOptions {
-  std::string path;                 // a directory on the file system to watch (the data dir)
-  uint64_t min_free_bytes = 0;      // refuse producers below this many free bytes; 0 = off
-  double max_used_ratio = 0.90;     // refuse producers above this used fraction; >= 1 = off
+  std::string path;              // a directory on the file system to watch (the data dir)
+  uint64_t min_free_bytes = 0;   // refuse producers below this many free bytes; 0 = off
+  double max_used_ratio = 0.90;  // refuse producers above this used fraction; >= 1 = off
   int64_t refresh_interval_ms = 1000;
   uint64_t refresh_bytes = 64u << 20;
 };
 
 // Persisted nowhere; the numbers are those of StatsResponse.disk_state (docs/protocol.md).
 enum class DiskState {
-  kOk = 0,               // producers admitted
-  kAboveWatermark = 1,   // producers refused; the broker's own writes go on
-  kFull = 2,             // a write ran out of space since the last refresh (or free is 0)
+  kOk = 0,              // producers admitted
+  kAboveWatermark = 1,  // producers refused; the broker's own writes go on
+  kFull = 2,            // a write ran out of space since the last refresh (or free is 0)
 };
 
 const char* DiskStateName(DiskState s);
@@ -70,8 +70,8 @@ class DiskWatermark {
     uint64_t total_bytes = 0;      // 0: unknown
     uint64_t threshold_bytes = 0;  // producers refused below this free estimate
     DiskState state = DiskState::kOk;
-    int64_t sends_refused = 0;     // since start
-    int64_t no_space_errors = 0;   // NoteNoSpace calls since start
+    int64_t sends_refused = 0;    // since start
+    int64_t no_space_errors = 0;  // NoteNoSpace calls since start
   };
   Snapshot snapshot() const;
 

@@ -19,8 +19,8 @@ class RocksDbLogger final : public rocksdb::Logger {
   }
   void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
     if (level < GetInfoLogLevel()) return;
-    const bool loud = level >= rocksdb::InfoLogLevel::WARN_LEVEL &&
-                      level != rocksdb::InfoLogLevel::HEADER_LEVEL;
+    const bool loud =
+        level >= rocksdb::InfoLogLevel::WARN_LEVEL && level != rocksdb::InfoLogLevel::HEADER_LEVEL;
     if (!loud && !spdlog::should_log(spdlog::level::debug)) return;  // no formatting cost
     char buf[1024];
     va_list copy;

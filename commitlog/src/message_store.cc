@@ -575,8 +575,7 @@ void MessageStoreImpl::CheckpointLoop() {
     l.unlock();
     absl::Status s = Checkpoint();
     if (!s.ok() && !failing) {
-      TOKIMQ_LOG_WARN("message store checkpoint failed: {} (retried every interval)",
-                      s.ToString());
+      TOKIMQ_LOG_WARN("message store checkpoint failed: {} (retried every interval)", s.ToString());
     } else if (s.ok() && failing) {
       TOKIMQ_LOG_INFO("message store checkpoint succeeds again");
     }

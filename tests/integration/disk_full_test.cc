@@ -9,12 +9,11 @@
 // Needs mount(2) (root or CAP_SYS_ADMIN); skipped with a message where it is not permitted.
 // Filler files are allocated with fallocate(2), so filling takes no time.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <chrono>
@@ -280,9 +279,10 @@ TEST_F(DiskFullTest, AboveTheWatermarkProducersAreRefusedWhileDelayedMessagesAre
   EXPECT_EQ(received_.size(), acked_.size()) << "delivery stopped above the watermark";
   EXPECT_EQ(duplicates_, 0);
   EXPECT_LT(max_lateness_ms_, 1000) << "delayed messages released late above the watermark";
-  std::printf("[harness 9] above the watermark: %d of 20 sends refused, %zu messages received, "
-              "max lateness (receive - deliver time) %lld ms\n",
-              refused_sends, received_.size(), static_cast<long long>(max_lateness_ms_));
+  std::printf(
+      "[harness 9] above the watermark: %d of 20 sends refused, %zu messages received, "
+      "max lateness (receive - deliver time) %lld ms\n",
+      refused_sends, received_.size(), static_cast<long long>(max_lateness_ms_));
   EXPECT_EQ(Stats().timer().pending(), 0);
 
   FreeFiller();  // space returns: sends are admitted again, no restart

@@ -187,7 +187,8 @@ absl::Status TimerLog::WriteBufferLocked() {
     absl::StatusOr<File*> f = SegmentLocked(base, true);
     s = f.status();
     if (s.ok()) {
-      s = (*f)->PWrite(static_cast<uint64_t>(pos - base), std::string_view(buffer_).substr(done, n));
+      s = (*f)->PWrite(static_cast<uint64_t>(pos - base),
+                       std::string_view(buffer_).substr(done, n));
     }
     if (!s.ok()) break;
     done += n;
@@ -198,9 +199,10 @@ absl::Status TimerLog::WriteBufferLocked() {
   buffer_.erase(0, done);
   if (!s.ok() && !write_failing_) {
     write_failing_ = true;
-    TOKIMQ_LOG_WARN("timerlog {}: writing units at position {} failed ({}); kept in memory and "
-                    "retried",
-                    dir_, written_pos_, s.ToString());
+    TOKIMQ_LOG_WARN(
+        "timerlog {}: writing units at position {} failed ({}); kept in memory and "
+        "retried",
+        dir_, written_pos_, s.ToString());
   } else if (s.ok() && write_failing_) {
     write_failing_ = false;
     TOKIMQ_LOG_INFO("timerlog {}: writes succeed again", dir_);

@@ -631,9 +631,10 @@ void ConsumerServiceImpl::WorkerLoop() {
   while (!stopping_.load()) {
     absl::Status s = RunUntilIdle();
     if (!s.ok() && s.code() != failing) {
-      TOKIMQ_LOG_ERROR("consumer: lease expiry processing: {} (retried every 100 ms, logged "
-                       "once until it succeeds)",
-                       s.ToString());
+      TOKIMQ_LOG_ERROR(
+          "consumer: lease expiry processing: {} (retried every 100 ms, logged "
+          "once until it succeeds)",
+          s.ToString());
     } else if (s.ok() && failing != absl::StatusCode::kOk) {
       TOKIMQ_LOG_INFO("consumer: lease expiry processing succeeds again");
     }
