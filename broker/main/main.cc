@@ -60,6 +60,19 @@ int main(int argc, char** argv) {
   app.add_option("--flush", flush, "commit log flush: async (default) or sync")
       ->check(CLI::IsMember({"sync", "async"}));
   app.add_option("--timer-precision", precision, "timer wheel tick, e.g. 100ms or 1s");
+  int64_t disk_min_free = -1;
+  double disk_max_used_ratio = -1;
+  std::string disk_check_interval;
+  app.add_option("--disk-min-free", disk_min_free,
+                 "refuse producer sends below this many free bytes on the data dir's disk "
+                 "(default 0 = off)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option(
+         "--disk-max-used-ratio", disk_max_used_ratio,
+         "refuse producer sends above this used fraction of the disk (default 0.9; 1 = off)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--disk-check-interval", disk_check_interval,
+                 "how often free disk space is checked, e.g. 1s (default)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   CLI11_PARSE(app, argc, argv);
@@ -81,6 +94,16 @@ int main(int argc, char** argv) {
     auto ms = tokimq::ParseDuration(precision);
     if (!ms.ok() || *ms <= 0) return Fail("bad --timer-precision " + precision);
     config.broker.timer_precision_ms = *ms;
+  }
+  if (disk_min_free >= 0) config.broker.disk_min_free_bytes = static_cast<uint64_t>(disk_min_free);
+  if (disk_max_used_ratio >= 0) {
+    if (disk_max_used_ratio == 0) return Fail("--disk-max-used-ratio must be in (0, 1]");
+    config.broker.disk_max_used_ratio = disk_max_used_ratio;
+  }
+  if (!disk_check_interval.empty()) {
+    auto ms = tokimq::ParseDuration(disk_check_interval);
+    if (!ms.ok() || *ms <= 0) return Fail("bad --disk-check-interval " + disk_check_interval);
+    config.broker.disk_check_interval_ms = *ms;
   }
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;

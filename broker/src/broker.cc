@@ -14,8 +14,10 @@
 #include "common/logging.h"
 #include "common/names.h"
 #include "common/status.h"
+#include "disk_watermark.h"
 #include "fmt/format.h"
 #include "retention_task.h"
+#include "rocksdb_logger.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::broker {
@@ -26,6 +28,7 @@ constexpr char kSubscriptionPrefix[] = "broker/subscription/";
 
 absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   if (s.ok()) return absl::OkStatus();
+  if (s.IsNoSpace()) return absl::ResourceExhaustedError(fmt::format("{}: {}", what, s.ToString()));
   return absl::InternalError(fmt::format("{}: {}", what, s.ToString()));
 }
 
@@ -60,6 +63,10 @@ absl::Status Broker::OpenStores() {
   // MemTable::Add was ~6 % of broker instructions with the default skiplist.
   db_options.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
   db_options.allow_concurrent_memtable_write = false;
+  // RocksDB's LOG file aborted the broker on a full disk (see rocksdb_logger.h).
+  db_options.info_log = NewRocksDbLogger();
+  // Created first: RocksDB logs an error line when it lists a missing directory.
+  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir + "/meta"));
   rocksdb::DB* raw_db = nullptr;
   TOKIMQ_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
@@ -96,6 +103,17 @@ absl::Status Broker::OpenStores() {
   store_options.commitlog.flush_mode = options_.flush_mode;
   store_options.commitlog.async_flush_interval_ms = options_.async_flush_interval_ms;
   TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
+  DiskWatermarkOptions wm;
+  wm.path = dir;
+  wm.min_free_bytes = options_.disk_min_free_bytes;
+  wm.max_used_ratio = options_.disk_max_used_ratio;
+  wm.refresh_interval_ms = options_.disk_check_interval_ms;
+  wm.refresh_bytes = options_.disk_check_bytes;
+  // Real time even on a manual clock: free space changes in the real world.
+  watermark_ = std::make_unique<DiskWatermark>(
+      fs, SystemClock::Default(), std::move(wm),
+      [store = store_.get()] { return store->commit_log()->MaxOffset(); });
+  watermark_->Refresh();  // logs at once when the broker starts above the watermark
 
   TimerStoreOptions timer_options;
   timer_options.dir = dir + "/timer";
@@ -182,7 +200,12 @@ absl::Status Broker::Close() {
   closed_ = true;
   absl::Status first;
   auto note = [&first](const absl::Status& s, const char* what) {
-    if (!s.ok()) {
+    if (absl::IsResourceExhausted(s)) {
+      // Disk full: a checkpoint or the clean-shutdown marker did not fit. Everything
+      // acknowledged is in the fsynced CommitLog; the next start recovers as after a crash.
+      TOKIMQ_LOG_WARN("shutdown: {}: {} (disk full; the next start recovers from the logs)", what,
+                      s.ToString());
+    } else if (!s.ok()) {
       TOKIMQ_LOG_ERROR("shutdown: {}: {}", what, s.ToString());
       if (first.ok()) first = s;
     }
@@ -197,11 +220,25 @@ absl::Status Broker::Close() {
   if (store_) note(store_->Close(), "message store close");
   consumers_.reset();
   timers_.reset();
+  watermark_.reset();  // reads the store
   store_.reset();
   metadata_.reset();
   if (db_) {
-    rocksdb::FlushOptions fo;
-    note(FromRocks(db_->Flush(fo), "metadata flush"), "metadata flush");
+    // The flush only spares the next start a WAL replay (the WAL was synced by the consumer
+    // service's stop). On a full disk it cannot write its table file, and RocksDB then trips
+    // over the failed file at Close (an assertion in debug builds): skip it.
+    uint64_t memtables = 0;
+    db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables);
+    absl::StatusOr<uint64_t> free = FileSystem::Default()->FreeSpace(options_.data_dir);
+    if (free.ok() && *free < 2 * memtables + (4u << 20)) {
+      TOKIMQ_LOG_WARN(
+          "shutdown: metadata flush skipped: {} bytes free for {} bytes of "
+          "memtables (disk full); the next start replays its write-ahead log",
+          *free, memtables);
+    } else {
+      rocksdb::FlushOptions fo;
+      note(FromRocks(db_->Flush(fo), "metadata flush"), "metadata flush");
+    }
     note(FromRocks(db_->Close(), "metadata close"), "metadata close");
     db_.reset();
   }

@@ -139,6 +139,16 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetDuration(node, key, &b.retention_interval_ms);
     } else if (key == "max_long_poll") {
       s = GetDuration(node, key, &b.max_long_poll_ms);
+    } else if (key == "disk_min_free") {
+      s = GetInt(node, key, &b.disk_min_free_bytes, 0, int64_t{1} << 50);
+    } else if (key == "disk_max_used_ratio") {
+      auto v = node.value<double>();
+      if (!v) return Bad(key, "expected a number (e.g. 0.9)");
+      if (!(*v > 0 && *v <= 1)) return Bad(key, "must be in (0, 1] (1 = off)");
+      b.disk_max_used_ratio = *v;
+    } else if (key == "disk_check_interval") {
+      s = GetDuration(node, key, &b.disk_check_interval_ms);
+      if (s.ok() && b.disk_check_interval_ms <= 0) return Bad(key, "must be > 0");
     } else if (key == "group") {
       const toml::table* groups = node.as_table();
       if (!groups) return Bad(key, "expected [group.<name>] tables");

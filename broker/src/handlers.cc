@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "common/names.h"
 #include "common/status.h"
+#include "disk_watermark.h"
 #include "fmt/format.h"
 #include "proto/duration.h"
 #include "proto/framing.h"
@@ -290,6 +291,20 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     prepared.push_back({std::move(m), deliver_ms});
   }
 
+  // Producers are refused above the disk watermark, before anything is written: the space
+  // left is the reserve for the broker's own writes (docs/operations.md "Disk full"). Both
+  // APIs come through here (the gRPC SendMessage calls Handle).
+  uint64_t bytes = 0;
+  for (const Prepared& p : prepared) {
+    bytes += p.msg.body.size() + p.msg.topic.size() + record::kMinMessageSize;
+    for (const auto& [k, v] : p.msg.properties) bytes += k.size() + v.size() + 8;
+  }
+  TOKIMQ_RETURN_IF_ERROR(watermark_->AdmitProducer(bytes));
+  auto note_no_space = [this](const absl::Status& s) {
+    if (absl::IsResourceExhausted(s)) watermark_->NoteNoSpace();
+    return s;
+  };
+
   // Delayed messages go in one TimerStore::ScheduleBatch, immediate ones in one PutBatch: one
   // CommitLog write and one durability wait each. A storage error fails the request; entries
   // of the other call may be stored (see protocol.md).
@@ -316,8 +331,10 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     }
   }
   if (!delayed.empty()) {
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<ScheduleResult> srs,
-                            timers_->ScheduleBatch(std::move(delayed)));
+    absl::StatusOr<std::vector<ScheduleResult>> scheduled =
+        timers_->ScheduleBatch(std::move(delayed));
+    if (!scheduled.ok()) return note_no_space(scheduled.status());
+    std::vector<ScheduleResult>& srs = *scheduled;
     for (size_t j = 0; j < srs.size() && j < delayed_index.size(); ++j) {
       proto::SendResult* r = resp->mutable_results(delayed_index[j]);
       r->set_queue_offset(srs[j].put.queue_offset);
@@ -326,7 +343,9 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     }
   }
   if (!immediate.empty()) {
-    TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> puts, store_->PutBatch(std::move(immediate)));
+    absl::StatusOr<std::vector<PutResult>> put = store_->PutBatch(std::move(immediate));
+    if (!put.ok()) return note_no_space(put.status());
+    const std::vector<PutResult>& puts = *put;
     for (size_t j = 0; j < puts.size() && j < immediate_index.size(); ++j) {
       resp->mutable_results(immediate_index[j])->set_queue_offset(puts[j].queue_offset);
     }
@@ -509,6 +528,13 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
   resp->set_commitlog_min_offset(store_->commit_log()->MinOffset());
   resp->set_retention_ms(EffectiveRetentionMs());
+  const DiskWatermark::Snapshot disk = watermark_->snapshot();
+  resp->set_disk_free_bytes(disk.free_bytes);
+  resp->set_disk_total_bytes(disk.total_bytes);
+  resp->set_disk_watermark_free_bytes(disk.threshold_bytes);
+  resp->set_disk_state(static_cast<proto::DiskState>(static_cast<int>(disk.state)));
+  resp->set_sends_refused(disk.sends_refused);
+  resp->set_disk_no_space_errors(disk.no_space_errors);
   if (retention_) {
     resp->set_retention_runs(retention_->runs());
     resp->set_retention_last_run_ms(retention_->last_run_ms());

@@ -63,9 +63,13 @@ absl::StatusOr<std::shared_ptr<Segment>> CommitLogImpl::CreateSegment(int64_t ba
   seg->base = base;
   seg->path = absl::StrFormat("%s/%020d", opt_.dir, base);
   TOKIMQ_ASSIGN_OR_RETURN(seg->file, fs_->Open(seg->path, OpenMode::kTruncate));
+  {
+    // In the map before the directory sync, so an append that fails after this point finds
+    // the file to remove (UndoAppendLocked).
+    std::unique_lock<std::shared_mutex> l(seg_mu_);
+    segments_[base] = seg;
+  }
   TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
-  std::unique_lock<std::shared_mutex> l(seg_mu_);
-  segments_[base] = seg;
   return seg;
 }
 
@@ -139,15 +143,72 @@ absl::Status CommitLogImpl::RollLocked(int64_t* pos) {
     if (seg == nullptr) return absl::InternalError("no segment for roll");
     char blank[record::kBlankSize];
     record::EncodeBlankTo(static_cast<uint32_t>(room), blank);
-    absl::Status s = seg->file->PWrite(static_cast<uint64_t>(*pos - seg->base),
-                                       std::string_view(blank, sizeof(blank)));
-    if (!s.ok()) {
-      Fail(s);
-      return s;
-    }
+    // On failure AppendLocked decides: undo (disk full) or fail the log.
+    TOKIMQ_RETURN_IF_ERROR(seg->file->PWrite(static_cast<uint64_t>(*pos - seg->base),
+                                             std::string_view(blank, sizeof(blank))));
   }
   *pos = seg_end;
   return absl::OkStatus();
+}
+
+absl::Status CommitLogImpl::UndoAppendLocked(int64_t end) {
+  std::vector<std::shared_ptr<Segment>> later;
+  std::shared_ptr<Segment> current;
+  {
+    std::shared_lock<std::shared_mutex> l(seg_mu_);
+    for (auto it = segments_.lower_bound(end - end % segment_size()); it != segments_.end(); ++it) {
+      if (it->first < end) {
+        current = it->second;
+      } else {
+        later.push_back(it->second);
+      }
+    }
+  }
+  // Truncated and synced (fdatasync covers the size), so a crash right after cannot bring
+  // the cut bytes back as records.
+  if (current != nullptr) {
+    const auto keep = static_cast<uint64_t>(end - current->base);
+    if (current->file->Size() > keep) {
+      TOKIMQ_RETURN_IF_ERROR(current->file->Truncate(keep));
+      TOKIMQ_RETURN_IF_ERROR(current->file->Sync());
+    }
+  }
+  // Segments at or after `end` were created by the failed append: nothing valid in them.
+  for (const auto& seg : later) {
+    {
+      std::unique_lock<std::shared_mutex> l(seg_mu_);
+      segments_.erase(seg->base);
+    }
+    TOKIMQ_RETURN_IF_ERROR(fs_->Remove(seg->path));
+  }
+  if (!later.empty()) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
+  return absl::OkStatus();
+}
+
+absl::Status CommitLogImpl::OnAppendFailedLocked(const absl::Status& s, size_t records) {
+  if (!absl::IsResourceExhausted(s)) {
+    Fail(s);
+    return s;
+  }
+  // ENOSPC / EDQUOT on write (not on fsync): cut the file back to the last record end, so no
+  // part of a batch that was refused ever becomes visible (after a restart either), and keep
+  // the log open: the next append retries. (Before, the log failed for good here and a
+  // restart stored the batch's complete records although none had been acknowledged.)
+  absl::Status undo = UndoAppendLocked(write_pos_);
+  if (!undo.ok()) {
+    Fail(undo);
+    return absl::InternalError(absl::StrCat("commit log: undoing an append after ", s.message(),
+                                            " failed: ", undo.message()));
+  }
+  if (!no_space_.exchange(true, std::memory_order_acq_rel)) {
+    TOKIMQ_LOG_WARN(
+        "commit log {}: no space left at offset {} ({}); appends are refused and cut back "
+        "until writes succeed again",
+        opt_.dir, write_pos_, s.ToString());
+  }
+  return absl::ResourceExhaustedError(absl::StrCat("commit log: no space left on device (",
+                                                   s.message(), "); append of ", records,
+                                                   " record(s) refused, nothing stored"));
 }
 
 absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
@@ -163,15 +224,9 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
     const int64_t base = run_start - run_start % seg_size;
     auto seg = FindSegment(run_start);
     if (seg == nullptr) {
-      auto created = CreateSegment(base);
-      if (!created.ok()) {
-        Fail(created.status());
-        return created.status();
-      }
-      seg = *created;
+      TOKIMQ_ASSIGN_OR_RETURN(seg, CreateSegment(base));
     }
     absl::Status s = seg->file->PWrite(static_cast<uint64_t>(run_start - base), encode_buf_);
-    if (!s.ok()) Fail(s);
     encode_buf_.clear();
     return s;
   };
@@ -181,8 +236,9 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
     const int64_t size = sizes[i];
     const int64_t seg_end = (pos / seg_size + 1) * seg_size;
     if (pos + size > seg_end) {
-      TOKIMQ_RETURN_IF_ERROR(write_run());
-      TOKIMQ_RETURN_IF_ERROR(RollLocked(&pos));
+      absl::Status s = write_run();
+      if (s.ok()) s = RollLocked(&pos);
+      if (!s.ok()) return OnAppendFailedLocked(s, msgs.size());
       run_start = pos;
     }
     m->physical_offset = pos;
@@ -192,9 +248,13 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
     record::EncodeTo(*m, static_cast<size_t>(size), encode_buf_.data() + old);
     pos += size;
   }
-  TOKIMQ_RETURN_IF_ERROR(write_run());
+  if (absl::Status s = write_run(); !s.ok()) return OnAppendFailedLocked(s, msgs.size());
   write_pos_ = pos;
   max_offset_.store(pos, std::memory_order_release);
+  if (no_space_.load(std::memory_order_relaxed)) {
+    no_space_.store(false, std::memory_order_release);
+    TOKIMQ_LOG_INFO("commit log {}: appends succeed again after running out of space", opt_.dir);
+  }
   return absl::OkStatus();
 }
 
@@ -400,9 +460,14 @@ absl::Status CommitLogImpl::SyncTo(int64_t target) {
     l.unlock();
     absl::Status s = SyncRange(from, to);
     if (s.ok() && to / segment_size() != checkpoint_segment_) {
-      // The checkpoint only bounds the recovery scan, so it moves once per segment.
-      s = WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, to);
-      if (s.ok()) checkpoint_segment_ = to / segment_size();
+      // The checkpoint only bounds the recovery scan, so it moves once per segment. Without
+      // space for it the data is durable all the same: the next sync tries again.
+      absl::Status c = WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, to);
+      if (c.ok()) {
+        checkpoint_segment_ = to / segment_size();
+      } else if (!absl::IsResourceExhausted(c)) {
+        s = c;
+      }
     }
     l.lock();
     sync_running_ = false;

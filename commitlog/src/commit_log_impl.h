@@ -94,6 +94,13 @@ class CommitLogImpl final : public CommitLog {
   // sizes[i] == msgs[i]->EncodedSize().
   absl::Status AppendLocked(std::span<Message* const> msgs, std::span<const uint32_t> sizes);
   absl::Status RollLocked(int64_t* pos);
+  // After a write of AppendLocked failed with `s`: kResourceExhausted (ENOSPC, EDQUOT) undoes
+  // the partial append and returns kResourceExhausted with the log still open; anything else
+  // (or a failed undo) fails the log. `records` is the size of the refused batch.
+  absl::Status OnAppendFailedLocked(const absl::Status& s, size_t records);
+  // Cuts the segment holding `end` back to it (truncate + fdatasync) and removes segments at
+  // or after it.
+  absl::Status UndoAppendLocked(int64_t end);
   absl::Status FailedStatus() const;
   void Fail(const absl::Status& s);
   absl::Status SyncTo(int64_t target);
@@ -120,6 +127,8 @@ class CommitLogImpl final : public CommitLog {
   std::string encode_buf_;  // guarded by write_mu_
   int64_t write_pos_ = 0;   // guarded by write_mu_
   bool closed_ = false;     // guarded by write_mu_
+  // The last append ran out of space (set and cleared under write_mu_; read anywhere).
+  std::atomic<bool> no_space_{false};
   std::atomic<int64_t> max_offset_{0};
   std::atomic<int64_t> min_offset_{0};
   std::atomic<int64_t> flushed_{0};

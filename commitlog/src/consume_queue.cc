@@ -106,6 +106,9 @@ absl::Status ConsumeQueue::Append(const ConsumeQueueEntry& e) {
     if (!s.ok() && !write_error_logged_) {
       TOKIMQ_LOG_WARN("consume queue {}: deferred write failed: {}", dir_, s.ToString());
       write_error_logged_ = true;
+    } else if (s.ok() && write_error_logged_) {
+      TOKIMQ_LOG_INFO("consume queue {}: deferred writes succeed again", dir_);
+      write_error_logged_ = false;
     }
   }
   return absl::OkStatus();

@@ -577,13 +577,19 @@ absl::Status MessageStoreImpl::Checkpoint() {
 
 void MessageStoreImpl::CheckpointLoop() {
   std::unique_lock<std::mutex> l(cp_mu_);
+  bool failing = false;  // logged once per state change (a full disk fails every interval)
   while (!stop_) {
     cp_cv_.wait_for(l, std::chrono::milliseconds(opt_.checkpoint_interval_ms),
                     [&] { return stop_; });
     if (stop_) break;
     l.unlock();
     absl::Status s = Checkpoint();
-    if (!s.ok()) TOKIMQ_LOG_WARN("message store checkpoint failed: {}", s.ToString());
+    if (!s.ok() && !failing) {
+      TOKIMQ_LOG_WARN("message store checkpoint failed: {} (retried every interval)", s.ToString());
+    } else if (s.ok() && failing) {
+      TOKIMQ_LOG_INFO("message store checkpoint succeeds again");
+    }
+    failing = !s.ok();
     l.lock();
   }
 }

@@ -47,16 +47,21 @@ void FaultInjectionFileSystem::SetFailSync(bool on) {
 void FaultInjectionFileSystem::SetNoSpace(bool on) {
   std::lock_guard<std::mutex> l(mu_);
   no_space_ = on;
+  if (!on) space_budget_ = -1;
 }
 void FaultInjectionFileSystem::TearAfterBytes(uint64_t bytes) {
   std::lock_guard<std::mutex> l(mu_);
   tear_budget_ = static_cast<int64_t>(bytes);
   torn_ = false;
 }
+void FaultInjectionFileSystem::NoSpaceAfterBytes(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(mu_);
+  space_budget_ = static_cast<int64_t>(bytes);
+}
 void FaultInjectionFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
   fail_sync_ = no_space_ = torn_ = false;
-  tear_budget_ = -1;
+  tear_budget_ = space_budget_ = -1;
 }
 uint64_t FaultInjectionFileSystem::bytes_written() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -72,6 +77,14 @@ absl::Status FaultInjectionFileSystem::AdmitWrite(size_t n, size_t* allowed) {
   *allowed = 0;
   if (torn_) return absl::InternalError("injected failure: write after torn write");
   if (no_space_) return absl::ResourceExhaustedError("injected failure: no space left on device");
+  if (space_budget_ >= 0 && static_cast<uint64_t>(space_budget_) < n) {
+    *allowed = static_cast<size_t>(space_budget_);
+    bytes_written_ += *allowed;
+    space_budget_ = -1;
+    no_space_ = true;
+    return absl::ResourceExhaustedError("injected failure: no space left on device");
+  }
+  if (space_budget_ >= 0) space_budget_ -= static_cast<int64_t>(n);
   if (tear_budget_ >= 0 && static_cast<uint64_t>(tear_budget_) < n) {
     *allowed = static_cast<size_t>(tear_budget_);
     bytes_written_ += *allowed;
@@ -149,13 +162,20 @@ absl::StatusOr<uint64_t> FaultInjectionFileSystem::FreeSpace(const std::string& 
   return base_->FreeSpace(path);
 }
 
+absl::StatusOr<FileSystem::Space> FaultInjectionFileSystem::DiskSpace(const std::string& path) {
+  TOKIMQ_ASSIGN_OR_RETURN(Space s, base_->DiskSpace(path));
+  std::lock_guard<std::mutex> l(mu_);
+  if (no_space_) s.free_bytes = 0;
+  return s;
+}
+
 absl::Status FaultInjectionFileSystem::DropUnsyncedData() {
   std::map<std::string, uint64_t> snapshot;
   {
     std::lock_guard<std::mutex> l(mu_);
     snapshot = synced_size_;
     fail_sync_ = no_space_ = torn_ = false;
-    tear_budget_ = -1;
+    tear_budget_ = space_budget_ = -1;
   }
   for (const auto& [path, size] : snapshot) {
     if (!base_->Exists(path)) continue;

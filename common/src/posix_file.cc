@@ -184,6 +184,12 @@ class PosixFileSystem final : public FileSystem {
     if (::statvfs(path.c_str(), &s) != 0) return ErrnoStatus("statvfs", path, errno);
     return static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
   }
+  absl::StatusOr<Space> DiskSpace(const std::string& path) override {
+    struct statvfs s;
+    if (::statvfs(path.c_str(), &s) != 0) return ErrnoStatus("statvfs", path, errno);
+    return Space{static_cast<uint64_t>(s.f_bavail) * s.f_frsize,
+                 static_cast<uint64_t>(s.f_blocks) * s.f_frsize};
+  }
 };
 
 }  // namespace

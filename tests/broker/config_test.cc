@@ -79,5 +79,27 @@ TEST(ConfigTest, FloatsAreNotIntegersOrDurations) {
   EXPECT_EQ(c.broker.default_retention_ms, 1000);
 }
 
+TEST(ConfigTest, DiskWatermarkKeys) {
+  BrokerConfig c;
+  EXPECT_EQ(c.broker.disk_min_free_bytes, 0u);  // defaults: RocketMQ's 90 % used
+  EXPECT_DOUBLE_EQ(c.broker.disk_max_used_ratio, 0.9);
+  absl::Status s = LoadConfigText(R"(
+disk_min_free = 536870912
+disk_max_used_ratio = 0.85
+disk_check_interval = "250ms"
+)",
+                                  &c);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(c.broker.disk_min_free_bytes, 512u << 20);
+  EXPECT_DOUBLE_EQ(c.broker.disk_max_used_ratio, 0.85);
+  EXPECT_EQ(c.broker.disk_check_interval_ms, 250);
+  s = LoadConfigText("disk_max_used_ratio = 1.5\n", &c);
+  EXPECT_NE(s.message().find("disk_max_used_ratio"), absl::string_view::npos) << s;
+  s = LoadConfigText("disk_min_free = -1\n", &c);
+  EXPECT_NE(s.message().find("disk_min_free"), absl::string_view::npos) << s;
+  s = LoadConfigText("disk_check_interval = 0\n", &c);
+  EXPECT_NE(s.message().find("disk_check_interval"), absl::string_view::npos) << s;
+}
+
 }  // namespace
 }  // namespace tokimq::broker

@@ -315,7 +315,7 @@ TEST_F(CommitLogTest, FailedFsyncFailsThatAndEveryLaterCallAndReportsNothingUndu
   EXPECT_TRUE(log->Read(a.physical_offset).ok());
 }
 
-TEST_F(CommitLogTest, NoSpaceIsResourceExhaustedAndTheLogStillOpens) {
+TEST_F(CommitLogTest, NoSpaceIsResourceExhaustedAndTheNextAppendSucceedsOnceSpaceReturns) {
   auto log = OpenLog(Options());
   Message a = Msg(0);
   ASSERT_TRUE(log->Append(&a).ok());
@@ -323,16 +323,91 @@ TEST_F(CommitLogTest, NoSpaceIsResourceExhaustedAndTheLogStillOpens) {
   fs_.SetNoSpace(true);
   Message b = Msg(1);
   EXPECT_EQ(log->Append(&b).status().code(), absl::StatusCode::kResourceExhausted);
-  fs_.SetNoSpace(false);
+  Message b2 = Msg(1);
+  EXPECT_EQ(log->Append(&b2).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(a.EncodedSize()));
+  EXPECT_TRUE(log->Flush().ok());  // a full disk is no fsync failure
+  fs_.ClearFaults();
+  // No restart needed: the log was not failed.
   Message c = Msg(2);
-  EXPECT_FALSE(log->Append(&c).ok());
+  auto off = log->Append(&c);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(*off, static_cast<int64_t>(a.EncodedSize()));
+  ASSERT_TRUE(log->Flush().ok());
+  auto read = log->Read(*off);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->properties.at("i"), "2");
+  log.reset();  // crash
+  log = OpenLog(Options());
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(a.EncodedSize() + c.EncodedSize()));
+}
+
+// The 99 messages of issue 14: a batch whose write ran out of space part-way left its first
+// records complete on disk; a restart found them valid and stored them, though the send had
+// failed. Now the append is cut back before it returns.
+TEST_F(CommitLogTest, AppendThatRunsOutOfSpaceLeavesNothingVisibleAfterReopen) {
+  auto log = OpenLog(Options());
+  Message a = Msg(0);
+  ASSERT_TRUE(log->Append(&a).ok());
+  ASSERT_TRUE(log->Flush().ok());
+  const int64_t end = log->MaxOffset();
+  std::vector<Message> batch;
+  for (int i = 1; i <= 5; ++i) batch.push_back(Msg(i));
+  std::vector<Message*> ptrs;
+  for (Message& m : batch) ptrs.push_back(&m);
+  // Room for two and a half records: the write puts down two whole records, then fails.
+  fs_.NoSpaceAfterBytes(batch[0].EncodedSize() * 5 / 2);
+  absl::Status s = log->AppendBatch(ptrs);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_EQ(FileSystem::Default()->Open(SegPath(0), OpenMode::kReadOnly).value()->Size(),
+            static_cast<uint64_t>(end));
+  log.reset();  // crash while the disk is full
+  fs_.ClearFaults();
+  CommitLogRecoveryInfo info;
+  log = OpenLog(Options(), &info);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_EQ(info.truncated_bytes, 0);
+  EXPECT_FALSE(log->ReadNext(end).ok());
+  Message d = Msg(9);
+  auto off = log->Append(&d);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(*off, end);
+}
+
+TEST_F(CommitLogTest, BatchOutOfSpaceInItsNextSegmentIsCutBackInBothSegments) {
+  auto log = OpenLog(Options());  // 4096-byte segments, ~140-byte records
+  int count = 0;
+  while (log->MaxOffset() + 3 * static_cast<int64_t>(Msg(count).EncodedSize()) < 4096) {
+    Message m = Msg(count++);
+    ASSERT_TRUE(log->Append(&m).ok());
+  }
+  const int64_t end = log->MaxOffset();
+  std::vector<Message> batch;
+  for (int i = 0; i < 10; ++i) batch.push_back(Msg(100 + i));  // crosses into segment 4096
+  std::vector<Message*> ptrs;
+  for (Message& m : batch) ptrs.push_back(&m);
+  // The first segment's run and its blank fit; the next segment's run does not.
+  fs_.NoSpaceAfterBytes(4096 - static_cast<uint64_t>(end) + 10);
+  EXPECT_EQ(log->AppendBatch(ptrs).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_FALSE(fs_.Exists(SegPath(4096)));
+  fs_.ClearFaults();
+  ASSERT_TRUE(log->AppendBatch(ptrs).ok());
+  EXPECT_EQ(batch[0].physical_offset, end);
+  EXPECT_EQ(batch.back().physical_offset / 4096, 1);
   log.reset();
   log = OpenLog(Options());
   ASSERT_NE(log, nullptr);
-  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(a.EncodedSize()));
-  Message d = Msg(3);
-  ASSERT_TRUE(log->Append(&d).ok());
-  EXPECT_EQ(d.physical_offset, static_cast<int64_t>(a.EncodedSize()));
+  int n = 0;
+  for (int64_t off = 0; off < log->MaxOffset(); ++n) {
+    auto r = log->ReadNext(off);
+    ASSERT_TRUE(r.ok()) << r.status();
+    off = r->second;
+  }
+  EXPECT_EQ(n, count + 10);
 }
 
 TEST_F(CommitLogTest, TornWriteIsTruncatedOnReopen) {

@@ -15,6 +15,9 @@ namespace {
 
 constexpr size_t kCrcOffset = kTimerUnitSize - 4;
 constexpr size_t kBufferLimit = 64 * 1024;
+// While the buffer cannot be written out (disk full), Append keeps units in memory up to this
+// many bytes (~233k units), then refuses new ones until a write-out succeeds.
+constexpr size_t kMaxBufferWhileFailing = 16 << 20;
 
 std::string SegmentName(int64_t base) {
   char name[32];
@@ -160,30 +163,51 @@ absl::StatusOr<File*> TimerLog::SegmentLocked(int64_t base, bool create) {
 
 absl::StatusOr<int64_t> TimerLog::Append(const TimerUnit& unit) {
   std::lock_guard<std::mutex> l(mu_);
+  // Refused before anything changes: the caller may retry the same unit later.
+  if (buffer_.size() >= kMaxBufferWhileFailing) TOKIMQ_RETURN_IF_ERROR(WriteBufferLocked());
   char buf[kTimerUnitSize];
   EncodeTimerUnit(unit, buf);
   int64_t pos = write_pos_;
   buffer_.append(buf, kTimerUnitSize);
   write_pos_ += kTimerUnitSize;
-  if (buffer_.size() >= kBufferLimit) TOKIMQ_RETURN_IF_ERROR(WriteBufferLocked());
+  // The unit is appended (readable, and written out by a later call) whatever the write-out
+  // does: reporting an error here made the caller append it a second time.
+  if (buffer_.size() >= kBufferLimit) (void)WriteBufferLocked();
   return pos;
 }
 
 absl::Status TimerLog::WriteBufferLocked() {
   size_t done = 0;
+  absl::Status s;
   while (done < buffer_.size()) {
     int64_t pos = written_pos_;
     int64_t base = pos - pos % static_cast<int64_t>(segment_size_);
     size_t room = static_cast<size_t>(base + static_cast<int64_t>(segment_size_) - pos);
     size_t n = std::min(room, buffer_.size() - done);
-    TOKIMQ_ASSIGN_OR_RETURN(File * f, SegmentLocked(base, true));
-    TOKIMQ_RETURN_IF_ERROR(
-        f->PWrite(static_cast<uint64_t>(pos - base), std::string_view(buffer_).substr(done, n)));
+    absl::StatusOr<File*> f = SegmentLocked(base, true);
+    s = f.status();
+    if (s.ok()) {
+      s = (*f)->PWrite(static_cast<uint64_t>(pos - base),
+                       std::string_view(buffer_).substr(done, n));
+    }
+    if (!s.ok()) break;
     done += n;
     written_pos_ += static_cast<int64_t>(n);
   }
-  buffer_.clear();
-  return absl::OkStatus();
+  // What was written leaves the buffer even on a failure (the buffer starts at written_pos_);
+  // the rest is written again at the same positions by the next call.
+  buffer_.erase(0, done);
+  if (!s.ok() && !write_failing_) {
+    write_failing_ = true;
+    TOKIMQ_LOG_WARN(
+        "timerlog {}: writing units at position {} failed ({}); kept in memory and "
+        "retried",
+        dir_, written_pos_, s.ToString());
+  } else if (s.ok() && write_failing_) {
+    write_failing_ = false;
+    TOKIMQ_LOG_INFO("timerlog {}: writes succeed again", dir_);
+  }
+  return s;
 }
 
 absl::Status TimerLog::Flush() {

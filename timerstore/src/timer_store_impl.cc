@@ -397,10 +397,16 @@ void TimerStoreImpl::CheckpointLoop() {
     int64_t now = clock_->NowMs();
     if (now - last_checkpoint >= options_.checkpoint_interval_ms) {
       absl::Status cs = Checkpoint();
-      if (!cs.ok()) {
+      if (absl::IsResourceExhausted(cs)) {
+        // Disk full: nothing is lost (the data stays in memory and in the CommitLog), the next
+        // interval tries again.
+        NoteOutOfSpace(cs, "checkpoint");
+      } else if (!cs.ok()) {
         TOKIMQ_LOG_ERROR("timerstore checkpoint: {}", cs.ToString());
         std::lock_guard<std::mutex> l(run_mu_);
         if (bg_status_.ok()) bg_status_ = cs;
+      } else {
+        NoteWritesSucceed();
       }
       last_checkpoint = now;
     }
@@ -410,7 +416,22 @@ void TimerStoreImpl::CheckpointLoop() {
   }
 }
 
+void TimerStoreImpl::NoteOutOfSpace(const absl::Status& s, const char* what) {
+  if (!out_of_space_.exchange(true, std::memory_order_acq_rel)) {
+    TOKIMQ_LOG_WARN("timerstore: {} ran out of disk space ({}); retrying with backoff", what,
+                    s.ToString());
+  }
+}
+
+void TimerStoreImpl::NoteWritesSucceed() {
+  if (out_of_space_.load(std::memory_order_relaxed) &&
+      out_of_space_.exchange(false, std::memory_order_acq_rel)) {
+    TOKIMQ_LOG_INFO("timerstore: writes succeed again after running out of disk space");
+  }
+}
+
 void TimerStoreImpl::WorkerLoop(int which) {
+  int64_t backoff_ms = 0;  // after a transient (disk full) error: 10 ms doubling to 1 s
   while (true) {
     {
       std::lock_guard<std::mutex> l(run_mu_);
@@ -445,10 +466,24 @@ void TimerStoreImpl::WorkerLoop(int which) {
       run(DequeuePutStep());
       if (n > 0) put_cv_.notify_all();  // room in put_queue_ for dequeue read
     }
+    if (absl::IsResourceExhausted(st)) {
+      // Disk full (the CommitLog cut the failed put back; the units wait to be put again):
+      // transient, not a service failure. Back off rather than retry hot (the retry loop
+      // logged ~6,000 lines/s), and log once per state change.
+      NoteOutOfSpace(st, which == 2 ? "dequeue put" : "a timer service");
+      backoff_ms = std::clamp<int64_t>(backoff_ms * 2, 10, 1000);
+      std::unique_lock<std::mutex> l(run_mu_);
+      run_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+      continue;
+    }
     if (!st.ok()) {
       TOKIMQ_LOG_ERROR("timerstore service {}: {}", which, st.ToString());
       std::lock_guard<std::mutex> l(run_mu_);
       if (bg_status_.ok()) bg_status_ = st;
+    }
+    if (backoff_ms > 0 && st.ok() && n > 0) {
+      backoff_ms = 0;
+      NoteWritesSucceed();
     }
     if (n > 0) continue;
     if (which == 0) {

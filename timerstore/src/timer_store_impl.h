@@ -15,6 +15,7 @@
 // checkpoints); with Start() it runs on its own thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -146,7 +147,12 @@ class TimerStoreImpl final : public TimerStore {
   int64_t PinLocked() const;
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
   // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
+  // A step failing with kResourceExhausted (disk full) is retried with backoff and is not a
+  // service failure (Stop() does not report it).
   void WorkerLoop(int which);
+  // Log once per state change: the first out-of-space error, the first success after it.
+  void NoteOutOfSpace(const absl::Status& s, const char* what);
+  void NoteWritesSucceed();
   // Sets the calling thread's nice value (TimerStoreOptions::service_nice); logs a failure when
   // `report`.
   static void SetThreadNice(int nice, bool report);
@@ -218,6 +224,7 @@ class TimerStoreImpl final : public TimerStore {
   bool stopping_ = false;
   std::vector<std::thread> threads_;
   absl::Status bg_status_;
+  std::atomic<bool> out_of_space_{false};  // see NoteOutOfSpace
 };
 
 }  // namespace tokimq

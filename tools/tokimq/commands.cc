@@ -370,6 +370,17 @@ absl::Status Stats(const ClientOptions& o) {
               st->retention_last_run_ms() > 0
                   ? FormatTimestamp(st->retention_last_run_ms()).c_str()
                   : "never");
+  const char* disk_state = st->disk_state() == proto::DISK_ABOVE_WATERMARK ? "above_watermark"
+                           : st->disk_state() == proto::DISK_FULL          ? "full"
+                                                                           : "ok";
+  std::printf(
+      "disk: state=%s free=%llu total=%llu watermark_free=%llu sends_refused=%lld "
+      "no_space_errors=%lld\n",
+      disk_state, static_cast<unsigned long long>(st->disk_free_bytes()),
+      static_cast<unsigned long long>(st->disk_total_bytes()),
+      static_cast<unsigned long long>(st->disk_watermark_free_bytes()),
+      static_cast<long long>(st->sends_refused()),
+      static_cast<long long>(st->disk_no_space_errors()));
   std::printf("topics:\n");
   for (const auto& t : st->topics()) {
     std::printf("  %-32s %-11s depth=%lld\n", t.name().c_str(), TypeName(t.type()),

@@ -15,7 +15,9 @@
 // Thread-safety: Handle may be called concurrently from any number of threads. Close() once,
 // after the server stopped calling Handle.
 // Durability: Close() stops retention and the services, checkpoints the TimerStore, closes the
-// MessageStore (which writes the clean-shutdown marker) and the RocksDB.
+// MessageStore (which writes the clean-shutdown marker) and the RocksDB. On a full disk the
+// checkpoints and the marker may not fit: Close() logs that and still succeeds (everything
+// acknowledged is in the fsynced CommitLog; the next start recovers as after a crash).
 #pragma once
 
 #include <atomic>
@@ -47,6 +49,7 @@ class TimerStore;
 
 namespace tokimq::broker {
 
+class DiskWatermark;
 class RetentionTask;
 
 // Latest time the manual clock can be advanced to: 9999-12-31T23:59:59.999Z in ms since the
@@ -76,6 +79,15 @@ struct BrokerOptions {
   int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;
   int64_t retention_interval_ms = 60'000;       // how often retention runs; 0 = never
   int64_t max_long_poll_ms = 20'000;            // longer long polls are cut to this
+  // Disk watermarks (broker/src/disk_watermark.h, docs/operations.md "Disk full"): producer
+  // sends are refused with kResourceExhausted while the data dir's file system has fewer than
+  // max(disk_min_free_bytes, total * (1 - disk_max_used_ratio)) bytes free; the rest stays for
+  // the broker's own writes. 0 / >= 1 turns a term off. Checked from a cached statvfs,
+  // refreshed every disk_check_interval_ms or after disk_check_bytes of CommitLog growth.
+  uint64_t disk_min_free_bytes = 0;
+  double disk_max_used_ratio = 0.90;  // RocketMQ's diskSpaceWarningLevelRatio default
+  int64_t disk_check_interval_ms = 1000;
+  uint64_t disk_check_bytes = 64u << 20;
   std::map<std::string, GroupPolicy> group_policies;
 };
 
@@ -152,6 +164,7 @@ class Broker {
   std::unique_ptr<MetadataStore> metadata_;
   std::unique_ptr<ConsumerService> consumers_;
   std::unique_ptr<RetentionTask> retention_;
+  std::unique_ptr<DiskWatermark> watermark_;
   bool closed_ = false;
   std::mutex close_mu_;
 

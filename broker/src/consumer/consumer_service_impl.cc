@@ -632,9 +632,19 @@ void ConsumerServiceImpl::SyncLoop() {
 }
 
 void ConsumerServiceImpl::WorkerLoop() {
+  // Logged once per state change (a full disk fails every retry copy for as long as it lasts).
+  absl::StatusCode failing = absl::StatusCode::kOk;
   while (!stopping_.load()) {
     absl::Status s = RunUntilIdle();
-    if (!s.ok()) TOKIMQ_LOG_ERROR("consumer: lease expiry processing: {}", s.ToString());
+    if (!s.ok() && s.code() != failing) {
+      TOKIMQ_LOG_ERROR(
+          "consumer: lease expiry processing: {} (retried every 100 ms, logged "
+          "once until it succeeds)",
+          s.ToString());
+    } else if (s.ok() && failing != absl::StatusCode::kOk) {
+      TOKIMQ_LOG_INFO("consumer: lease expiry processing succeeds again");
+    }
+    failing = s.code();
     const int64_t next = NextExpiryMs();
     // After an error, retry no sooner than 100 ms (a failing store must not spin this thread).
     int64_t wait_ms = next == INT64_MAX ? 1000 : std::clamp<int64_t>(next - clock_->NowMs(), 0, 1000);

@@ -15,7 +15,12 @@
 //           One fsync acknowledges every append queued before it (group commit).
 // After a failed fsync or a failed write the log is failed: that call and every later Append,
 // Flush and WaitDurable return an error; nothing after the last successful fsync is reported
-// durable. Reopen to recover.
+// durable. Reopen to recover. Except a write that fails for lack of space (ENOSPC, EDQUOT:
+// kResourceExhausted from the File): the append is undone (the segment is cut back to the end
+// of the last good record and fdatasynced, segments it created are removed), the call returns
+// kResourceExhausted and the log stays open, so appends succeed again once space is freed and
+// no record of the refused batch becomes visible, then or after a restart. The first refusal
+// and the first success after it are logged (once per state change).
 //
 // Recovery (Open): after a clean Close (shutdown marker present and matching the files) nothing
 // is scanned. Otherwise segments are scanned from the start of the segment holding the last
@@ -66,7 +71,8 @@ class CommitLog {
   // Appends one record; sets msg->physical_offset and msg->store_ms. Errors:
   // kInvalidArgument (body > max_message_size, encoded record > segment size, or both
   // properties and encoded_properties set),
-  // kResourceExhausted (disk full), kInternal (I/O, or the log already failed).
+  // kResourceExhausted (disk full: nothing stored, the log stays usable), kInternal (I/O, or
+  // the log already failed).
   virtual absl::StatusOr<int64_t> Append(Message* msg) = 0;
   // Appends several records contiguously (may roll segments between them). All-or-nothing from
   // the caller's view: on error none of them is reported appended.

@@ -6,6 +6,9 @@
 //   - SetNoSpace(true): every write fails with kResourceExhausted and writes nothing;
 //   - TearAfterBytes(n): the write that crosses n more bytes writes only the part before the
 //     boundary and fails; every later write fails too (the process "died" mid-write);
+//   - NoSpaceAfterBytes(n): the disk fills up: the write that crosses n more bytes writes only
+//     the part before the boundary and fails with kResourceExhausted, and so does every later
+//     write (writing nothing, FreeSpace 0) until ClearFaults or SetNoSpace(false);
 //   - DropUnsyncedData(): power loss: every tracked file is cut back to its last synced size.
 // Limits: a PWrite into an already-synced region is not reverted by DropUnsyncedData, and the
 // durability of directory entries (create/rename without SyncDir) is not modelled.
@@ -29,6 +32,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   void SetFailSync(bool on);
   void SetNoSpace(bool on);
   void TearAfterBytes(uint64_t bytes);
+  void NoSpaceAfterBytes(uint64_t bytes);
   void ClearFaults();
   // Cuts every tracked file back to its synced size. Close all files of the system under test
   // first, then reopen it as after a restart.
@@ -47,6 +51,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   }
   bool Exists(const std::string& path) override { return base_->Exists(path); }
   absl::StatusOr<uint64_t> FreeSpace(const std::string& path) override;
+  absl::StatusOr<Space> DiskSpace(const std::string& path) override;
 
  private:
   friend class FaultInjectionFile;
@@ -64,6 +69,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   bool no_space_ = false;
   bool torn_ = false;
   int64_t tear_budget_ = -1;  // -1: no tear armed
+  int64_t space_budget_ = -1;  // -1: no disk-full point armed
   uint64_t bytes_written_ = 0;
   int sync_count_ = 0;
 };

@@ -70,6 +70,17 @@ class FileSystem {
   virtual bool Exists(const std::string& path) = 0;
   // Bytes available to an unprivileged writer on the file system holding `path`.
   virtual absl::StatusOr<uint64_t> FreeSpace(const std::string& path) = 0;
+  // Free bytes (as FreeSpace) and the size of that file system in bytes (one statvfs).
+  struct Space {
+    uint64_t free_bytes = 0;
+    uint64_t total_bytes = 0;  // 0: unknown
+  };
+  // The default asks FreeSpace and leaves the total unknown.
+  virtual absl::StatusOr<Space> DiskSpace(const std::string& path) {
+    absl::StatusOr<uint64_t> free = FreeSpace(path);
+    if (!free.ok()) return free.status();
+    return Space{*free, 0};
+  }
 };
 
 // Writes `data` to `path` atomically and durably: temp file, fsync, rename, directory fsync.

@@ -60,7 +60,10 @@ class TimerLog {
                                                         int64_t validate_from = 0);
   ~TimerLog();
 
-  // Appends a unit; returns its position.
+  // Appends a unit; returns its position. The unit is buffered and written out later: a failed
+  // write-out (e.g. disk full) keeps it buffered and is retried by later calls, and is reported
+  // by Flush/WriteOut, not here. Errors (nothing appended): the buffer holds 16 MiB that still
+  // cannot be written.
   absl::StatusOr<int64_t> Append(const TimerUnit& unit);
   // Reads the unit at `pos` (appended or flushed). kOutOfRange past the end, kNotFound below
   // the first stored segment, kDataLoss on CRC mismatch, kInvalidArgument if not unit-aligned.
@@ -98,6 +101,7 @@ class TimerLog {
   int64_t write_pos_ = 0;
   int64_t flushed_pos_ = 0;
   int64_t truncated_bytes_ = 0;
+  bool write_failing_ = false;  // the last write-out failed (logged once per state change)
 };
 
 }  // namespace tokimq
