@@ -72,6 +72,13 @@ struct ReceiveRequest {
   // limit); the first message of a Receive is handed out whatever its size. Keeps a response
   // within the wire frame limit: the broker asks for kMaxReceiveResponseBytes.
   int64_t max_bytes = 0;
+  // A message whose receive answer could exceed this many bytes (ReceiveAnswerBytes: its
+  // record, its key and tag again, fixed fields) is never handed out, since no client could
+  // read the answer and its lease would only expire again, forever: it is moved to the group's
+  // DLQ instead (read from a DLQ topic: skipped), with a warning naming it. 0: no limit. The
+  // broker asks for its wire frame limit. Messages stored within the send limits
+  // (common/message_limits.h, max_message_size) never come near it; older ones might.
+  int64_t max_message_bytes = 0;
 };
 
 // Stored record bytes the broker puts into one Receive response at most (half the default
