@@ -131,7 +131,9 @@ TEST_F(TimerGaugesTest, RestartedStoreCountsPendingByDelayFromTheWheel) {
   const int64_t start = env_.clock().NowMs();
   for (int64_t at : {int64_t{30'000}, kHour + kMin, 2 * kHour, 3 * kHour + kMin}) {
     env_.AdvanceTo(start + at);
-    if (at >= kHour + kMin) EXPECT_EQ(Gauge(), Truth()) << "at +" << at;
+    if (at >= kHour + kMin) {
+      EXPECT_EQ(Gauge(), Truth()) << "at +" << at;
+    }
     EXPECT_EQ(Sum(Gauge()), Pending());
   }
   EXPECT_EQ(Pending(), 0);
