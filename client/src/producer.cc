@@ -28,7 +28,7 @@ absl::Status CheckLimits(const std::vector<OutgoingMessage>& msgs) {
     absl::Status s = CheckMessageHeaders(msgs[i].key, msgs[i].tag, msgs[i].properties);
     if (s.ok()) continue;
     if (msgs.size() == 1) return s;
-    return absl::InvalidArgumentError(fmt::format("message {}: {}", i, s.message()));
+    return absl::InvalidArgumentError(fmt::format("message {}: {}", i, std::string(s.message())));
   }
   return absl::OkStatus();
 }

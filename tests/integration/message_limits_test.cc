@@ -18,6 +18,7 @@ namespace tokimq {
 namespace {
 
 using testing::BrokerProcess;
+using testing::TempDir;
 
 class MessageLimitsTest : public ::testing::Test {
  protected:
