@@ -5,6 +5,7 @@
 // moves on (issue 14, defect 4).
 #include <gmock/gmock.h>
 
+#include "common/message_limits.h"
 #include "consumer/consumer_env.h"
 
 namespace tokimq::testing {
@@ -120,6 +121,27 @@ TEST_P(OversizeTest, AnswerSizeCountsTheKeyAndTagTwice) {
   EXPECT_EQ(svc_->DlqDepth("at"), 0);
   EXPECT_TRUE(RecvLimited("over", "t", answer - 1).empty());
   EXPECT_EQ(svc_->DlqDepth("over"), 1);
+}
+
+TEST_P(OversizeTest, ByteBudgetCountsTheKeyTwice) {
+  // Counting stored records only, six messages with 16 KiB keys fit a 100 KB budget, and their
+  // answer (keys twice) was twice that: ~500 such messages made a 16.3 MiB answer within the
+  // broker's 8 MiB budget, over the 16 MiB frame.
+  for (int i = 0; i < 6; ++i) {
+    Message m;
+    m.topic = "t";
+    m.body = "m" + std::to_string(i);
+    m.properties[prop::kKeys] = std::string(kMaxKeyBytes, 'k');
+    ASSERT_TRUE(store()->Put(std::move(m)).ok());
+  }
+  ReceiveRequest req;
+  req.group = "g";
+  req.topic = "t";
+  req.max_messages = 16;
+  req.max_bytes = 100'000;  // two answers of ~34 KB fit, a third does not
+  auto r = svc_->Receive(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, OversizeTest, ::testing::Values("fake", "real"),

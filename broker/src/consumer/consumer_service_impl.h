@@ -147,13 +147,13 @@ class ConsumerServiceImpl final : public ConsumerService {
     int64_t from = 0;  // first offset scanned
     int64_t next = 0;  // new consume offset
     std::vector<TakenMessage> messages;
-    // Stored record bytes this queue may still add (ReceiveRequest::max_bytes), and whether
-    // its first message may exceed that (nothing taken yet by the whole Receive).
+    // Answer bytes (ReceiveAnswerBytes) this queue may still add (ReceiveRequest::max_bytes),
+    // and whether its first message may exceed that (nothing taken yet by the whole Receive).
     int64_t byte_budget = INT64_MAX;
     bool oversize_first_ok = true;
-    int64_t bytes = 0;  // stored record bytes of `messages`
-    // Whether a record of `size` bytes may be taken within the budget.
-    bool Fits(uint32_t size) const {
+    int64_t bytes = 0;  // answer bytes of `messages`
+    // Whether a message of `size` answer bytes may be taken within the budget.
+    bool Fits(int64_t size) const {
       return (messages.empty() && oversize_first_ok) || bytes + size <= byte_budget;
     }
     std::vector<LeaseRecord> leases;  // parallel to messages

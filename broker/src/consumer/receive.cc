@@ -155,7 +155,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   auto room = [&] { return want - static_cast<int>(t->messages.size()); };
   // A message set aside adds nothing to the answer.
   auto fits = [&](const record::RecordView& v) {
-    return t->Fits(v.size) || Unanswerable(req, v);
+    return t->Fits(ReceiveAnswerBytes(v)) || Unanswerable(req, v);
   };
   TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
                                              [&](const record::RecordView& m) {
@@ -184,7 +184,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     lease.received_ms = now;
     t->leases.push_back(lease);
     t->messages.push_back(Take(m, req.raw_records));
-    t->bytes += m.size;
+    t->bytes += ReceiveAnswerBytes(m);
     return absl::OkStatus();
   }));
   return absl::OkStatus();
@@ -203,7 +203,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     lease.received_ms = now;
     t->leases.push_back(lease);
     t->messages.push_back(Take(m, req.raw_records));
-    t->bytes += m.size;
+    t->bytes += ReceiveAnswerBytes(m);
     return lease;
   };
 
@@ -230,7 +230,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
                              return SetAsideUnanswerable(k, m, req, std::max(lease.attempt, 1u),
                                                          now);
                            }
-                           if (!t->Fits(m.size)) {
+                           if (!t->Fits(ReceiveAnswerBytes(m))) {
                              over_budget = true;  // stays parked; the next Receive takes it
                              return absl::OkStatus();
                            }
@@ -268,7 +268,8 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   // A parked (blocked) message adds nothing to the response; only one handed out must fit.
   auto fits = [&](const record::RecordView& v) {
     std::string_view g = Prop(v, prop::kMessageGroup);
-    return (!g.empty() && blocked(std::string(g))) || t->Fits(v.size) || Unanswerable(req, v);
+    return (!g.empty() && blocked(std::string(g))) || t->Fits(ReceiveAnswerBytes(v)) ||
+           Unanswerable(req, v);
   };
   TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
                                              [&](const record::RecordView& m) {
@@ -339,7 +340,7 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   std::vector<Taken> taken;
   absl::Status scan_error;
   int count = 0;
-  int64_t bytes = 0;  // stored record bytes taken (ReceiveRequest::max_bytes)
+  int64_t bytes = 0;  // receive answer bytes taken (ReceiveRequest::max_bytes)
   for (Progress* p : sources) {
     const int want = req.max_messages - count;
     if (want <= 0 || (req.max_bytes > 0 && bytes >= req.max_bytes)) break;
