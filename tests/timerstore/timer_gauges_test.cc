@@ -165,5 +165,30 @@ TEST_F(TimerGaugesTest, DequeueLagIsZeroWhenNothingDueIsLeft) {
   EXPECT_EQ(env_.ts().metrics().dequeue_lag_ms.Value(), 0);
 }
 
+TEST(TimerGaugesPrecisionTest, BucketBoundsAreExactToTheTickAt100Ms) {
+  TimerEnv env(/*precision_ms=*/100, /*window_ms=*/kHour);
+  env.Open();
+  const int64_t now = env.clock().NowMs();  // ...123: not on a tick
+  // Remaining to the start of the deliver tick, either side of each bound.
+  Buckets want{};
+  int n = 0;
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    for (int64_t remaining : {kBounds[i] - 100, kBounds[i], kBounds[i] + 100}) {
+      const int64_t tick_start = (now + remaining) / 100 * 100 + 100;  // next tick start
+      env.Send("b" + std::to_string(n++), tick_start + 7);
+      const int64_t left = tick_start - now;
+      size_t b = 0;
+      while (b < kBounds.size() && left > kBounds[b]) ++b;
+      want[b]++;
+    }
+  }
+  env.Run();
+  env.ts().RefreshGauges();
+  Buckets got{};
+  for (size_t i = 0; i < got.size(); ++i) got[i] = env.ts().metrics().pending_by_bucket[i].Value();
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(Sum(got), n);
+}
+
 }  // namespace
 }  // namespace tokimq::testing
