@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::flush_on(spdlog::level::info);
 
-
+  config.broker.max_frame_bytes = config.server.max_frame_bytes;
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   tokimq::broker::Server server(broker->get(), config.server);

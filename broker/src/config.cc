@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "common/duration.h"
+#include "common/message_limits.h"
 
 namespace tokimq::broker {
 namespace {
@@ -172,7 +173,19 @@ absl::Status LoadConfigText(const std::string& text, BrokerConfig* config) {
   // toml++ is built with exceptions here; they stop at this shim.
   try {
     toml::table root = toml::parse(text);
-    return Apply(root, config);
+    absl::Status s = Apply(root, config);
+    if (!s.ok()) return s;
+    // A message of the max size must still fit one receive answer (docs/protocol.md "Message
+    // limits"), else it is stored and can never be received.
+    const uint64_t need = uint64_t{config->broker.max_message_size} + kMaxMessageOverheadBytes;
+    if (need > config->server.max_frame_bytes) {
+      return absl::InvalidArgumentError(fmt::format(
+          "max_message_size = {} needs max_frame_bytes >= {} (the body plus {} bytes of key, "
+          "tag, properties and fields in a receive answer); max_frame_bytes is {}",
+          config->broker.max_message_size, need, kMaxMessageOverheadBytes,
+          config->server.max_frame_bytes));
+    }
+    return absl::OkStatus();
   } catch (const toml::parse_error& err) {
     return absl::InvalidArgumentError(fmt::format("config line {}: {}", err.source().begin.line,
                                                   std::string(err.description())));

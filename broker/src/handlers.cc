@@ -7,6 +7,7 @@
 #include "common/coding.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/message_limits.h"
 #include "common/metrics.h"
 #include "common/names.h"
 #include "common/status.h"
@@ -257,6 +258,11 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
             fmt::format("property {} is reserved for the timer store", reserved)));
       }
     }
+    // Key, tag and properties: one limit each and one on their total (common/message_limits.h;
+    // an 8.5 MiB key used to be stored, and its receive answer exceeded the frame limit).
+    if (absl::Status hs = CheckMessageHeaders(e.key(), e.tag(), e.properties()); !hs.ok()) {
+      return where(hs);
+    }
     if (topic->type == TopicType::kFifo) {
       const char* what = e.message_group().empty() ? "message group (the key)" : "message group";
       if (group.empty()) {
@@ -377,6 +383,9 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   // messages in one response used to exceed it, and the client refused every such response
   // while the messages stayed leased. Half the default frame leaves room for the fields.
   r.max_bytes = kMaxReceiveResponseBytes;
+  // And one message alone must fit: a message stored before the key/tag/property limits could
+  // exceed the frame (an 8.5 MiB key is in the answer twice) and would stay leased forever.
+  r.max_message_bytes = options_.max_frame_bytes;
   return consumers_->Receive(r);
 }
 
@@ -489,6 +498,7 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
     }
     ts->set_depth(depth);
   }
+  timers_->RefreshGauges();  // pending by delay and the lags as of now, not the last checkpoint
   TimerMetrics& tm = timers_->metrics();
   proto::TimerStats* timer = resp->mutable_timer();
   timer->set_pending(tm.pending.Value());

@@ -1,5 +1,7 @@
 #include "client/producer.h"
 
+#include "common/message_limits.h"
+#include "fmt/format.h"
 #include "proto/status.h"
 
 namespace tokimq::client {
@@ -17,6 +19,18 @@ void Fill(const OutgoingMessage& m, proto::SendEntry* e) {
   } else if (m.delay_ms) {
     e->set_delay_ms(*m.delay_ms);
   }
+}
+
+// The broker's limits on key, tag and properties, checked before anything is sent (the broker
+// checks them again): the caller learns which message broke which limit without a round trip.
+absl::Status CheckLimits(const std::vector<OutgoingMessage>& msgs) {
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    absl::Status s = CheckMessageHeaders(msgs[i].key, msgs[i].tag, msgs[i].properties);
+    if (s.ok()) continue;
+    if (msgs.size() == 1) return s;
+    return absl::InvalidArgumentError(fmt::format("message {}: {}", i, std::string(s.message())));
+  }
+  return absl::OkStatus();
 }
 
 proto::Request BatchRequest(const std::vector<OutgoingMessage>& msgs) {
@@ -62,11 +76,13 @@ absl::StatusOr<SendReceipt> Producer::Send(const OutgoingMessage& msg) {
 absl::StatusOr<std::vector<SendReceipt>> Producer::SendBatch(
     const std::vector<OutgoingMessage>& msgs) {
   if (msgs.empty()) return std::vector<SendReceipt>{};
+  if (absl::Status s = CheckLimits(msgs); !s.ok()) return s;
   return ToReceipts(conn_.Call(BatchRequest(msgs)), msgs.size());
 }
 
 void Producer::SendBatchAsync(const std::vector<OutgoingMessage>& msgs,
                               std::function<void(absl::StatusOr<std::vector<SendReceipt>>)> done) {
+  if (absl::Status s = CheckLimits(msgs); !s.ok()) return done(s);
   auto conn = conn_.Get();
   if (!conn.ok()) return done(conn.status());
   size_t n = msgs.size();

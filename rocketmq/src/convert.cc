@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "commitlog/message.h"
+#include "common/message_limits.h"
 #include "common/names.h"
 #include "timerstore/timer_store.h"
 
@@ -64,6 +65,9 @@ std::optional<v2::Status> TopicNameError(const std::string& topic) {
   if (s.ok()) return std::nullopt;
   return MakeStatus(v2::Code::ILLEGAL_TOPIC, std::string(s.message()));
 }
+
+static_assert(std::string_view(kRmqPropPrefix) == kEndpointPropertyPrefix,
+              "the endpoint's own properties are the ones the native limits set apart");
 
 bool IsReservedProperty(const std::string& name) {
   return name.rfind(kRmqPropPrefix, 0) == 0 || NativeSystemProperties().count(name) > 0;
@@ -204,6 +208,20 @@ v2::Status CheckMessageGroup(const v2::SystemProperties& sp, const proto::TopicC
                           " topic: FIFO messages (with a message group) need a FIFO topic");
   }
   return OkStatus();
+}
+
+v2::Status CheckHeaderLimits(const proto::SendEntry& entry) {
+  HeaderLimit which = HeaderLimit::kNone;
+  absl::Status s = CheckMessageHeaders(entry.key(), entry.tag(), entry.properties(), &which);
+  if (s.ok()) return OkStatus();
+  v2::Code code = v2::Code::MESSAGE_PROPERTIES_TOO_LARGE;
+  switch (which) {
+    case HeaderLimit::kKey: code = v2::Code::ILLEGAL_MESSAGE_KEY; break;
+    case HeaderLimit::kTag: code = v2::Code::ILLEGAL_MESSAGE_TAG; break;
+    case HeaderLimit::kPropertyName: code = v2::Code::ILLEGAL_MESSAGE_PROPERTY_KEY; break;
+    default: break;
+  }
+  return MakeStatus(code, std::string(s.message()));
 }
 
 void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2::Message* out) {

@@ -68,6 +68,14 @@ bool DecodeRecallHandle(const std::string& handle, std::string* message_id, std:
 // holds control characters (RocketMQ refuses those too).
 v2::Status CheckMessageGroup(const v2::SystemProperties& sp, const proto::TopicConfig& topic);
 
+// The native message limits (common/message_limits.h) on a native send entry built from a
+// RocketMQ message: OK, or ILLEGAL_MESSAGE_KEY (keys over 16 KiB), ILLEGAL_MESSAGE_TAG (tag over
+// 16 KiB), ILLEGAL_MESSAGE_PROPERTY_KEY (a property name over 1 KiB or empty), or
+// MESSAGE_PROPERTIES_TOO_LARGE (a value over 16 KiB, more than 128 user properties, or keys,
+// tag and properties over 32 KiB together), with the native error text. The endpoint's own
+// __RMQ_ properties do not count against the 128.
+v2::Status CheckHeaderLimits(const proto::SendEntry& entry);
+
 // Builds the RocketMQ view of a received native message. `invisible_ms` is the lease the
 // receive asked for.
 void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2::Message* out);

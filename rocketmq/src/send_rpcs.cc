@@ -79,7 +79,9 @@ v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
   if (!sp.born_host().empty()) props[kRmqBornHost] = sp.born_host();
   if (sp.has_trace_context()) props[kRmqTraceContext] = sp.trace_context();
   if (sp.body_encoding() == v2::Encoding::GZIP) props[kRmqBodyEncoding] = "GZIP";
-  return OkStatus();
+  // The native limits on what the broker will store (the broker checks them again), answered
+  // with RocketMQ's codes.
+  return CheckHeaderLimits(*out);
 }
 
 grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "common/crc32c.h"
 #include "common/fault_injection_fs.h"
 #include "common/file.h"
+#include "common/message_limits.h"
 #include "common/metrics.h"
 #include "test_util.h"
 
@@ -249,6 +251,87 @@ TEST(FileTest, WriteFileAtomicReplacesContent) {
   EXPECT_EQ(ReadWholeFile(fs, p).value(), "two!");
   EXPECT_FALSE(fs->Exists(p + ".tmp"));
   EXPECT_EQ(ReadWholeFile(fs, dir.Join("missing")).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tokimq
+
+// ---- Message limits (common/message_limits.h; issue 14 defect 4) ----
+
+namespace tokimq {
+namespace {
+
+TEST(MessageLimitsTest, EachLimitIsInclusiveAndNamedWhenExceeded) {
+  std::map<std::string, std::string> none;
+  HeaderLimit which = HeaderLimit::kNone;
+  EXPECT_TRUE(CheckMessageHeaders(std::string(kMaxKeyBytes, 'k'), "", none, &which).ok());
+  EXPECT_EQ(which, HeaderLimit::kNone);
+  absl::Status s = CheckMessageHeaders(std::string(8'912'896, 'k'), "", none, &which);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(which, HeaderLimit::kKey);
+  EXPECT_EQ(s.message(), "key of 8912896 bytes exceeds the limit of 16384 bytes");
+
+  EXPECT_TRUE(CheckMessageHeaders("", std::string(kMaxTagBytes, 't'), none).ok());
+  s = CheckMessageHeaders("", std::string(100'000, 't'), none, &which);
+  EXPECT_EQ(which, HeaderLimit::kTag);
+  EXPECT_EQ(s.message(), "tag of 100000 bytes exceeds the limit of 16384 bytes");
+
+  std::map<std::string, std::string> props;
+  props[std::string(kMaxPropertyNameBytes, 'n')] = std::string(kMaxPropertyValueBytes, 'v');
+  EXPECT_TRUE(CheckMessageHeaders("", "", props).ok());
+  props = {{std::string(kMaxPropertyNameBytes + 1, 'n'), "v"}};
+  s = CheckMessageHeaders("", "", props, &which);
+  EXPECT_EQ(which, HeaderLimit::kPropertyName);
+  EXPECT_NE(s.message().find("of 1025 bytes exceeds the limit of 1024 bytes"),
+            std::string::npos) << s;
+  EXPECT_LT(s.message().size(), 200u);  // the name is cut in the error
+  props = {{"", "v"}};
+  EXPECT_FALSE(CheckMessageHeaders("", "", props, &which).ok());
+  EXPECT_EQ(which, HeaderLimit::kPropertyName);
+  props = {{"big", std::string(kMaxPropertyValueBytes + 1, 'v')}};
+  s = CheckMessageHeaders("", "", props, &which);
+  EXPECT_EQ(which, HeaderLimit::kPropertyValue);
+  EXPECT_EQ(s.message(), "value of property 'big' of 16385 bytes exceeds the limit of 16384 bytes");
+}
+
+TEST(MessageLimitsTest, CountAndTotalBytes) {
+  std::map<std::string, std::string> props;
+  for (size_t i = 0; i < kMaxProperties; ++i) props["p" + std::to_string(i)] = "v";
+  HeaderLimit which = HeaderLimit::kNone;
+  EXPECT_TRUE(CheckMessageHeaders("", "", props).ok());
+  // The endpoint's own properties do not count against the 128, but have their own bound.
+  for (size_t i = 0; i < kMaxEndpointProperties; ++i) {
+    props[std::string(kEndpointPropertyPrefix) + std::to_string(i)] = "v";
+  }
+  EXPECT_TRUE(CheckMessageHeaders("", "", props).ok());
+  props["__RMQ_one_too_many"] = "v";
+  EXPECT_FALSE(CheckMessageHeaders("", "", props, &which).ok());
+  EXPECT_EQ(which, HeaderLimit::kPropertyCount);
+  props.erase("__RMQ_one_too_many");
+  props["p128"] = "v";
+  absl::Status s = CheckMessageHeaders("", "", props, &which);
+  EXPECT_EQ(which, HeaderLimit::kPropertyCount);
+  EXPECT_EQ(s.message(), "129 properties exceed the limit of 128 per message");
+  std::map<std::string, std::string> many;
+  for (int i = 0; i < 10'000; ++i) many["p" + std::to_string(i)] = "v";
+  EXPECT_EQ(CheckMessageHeaders("", "", many).message(),
+            "10000 properties exceed the limit of 128 per message");
+
+  // Total: key + tag + names + values, at most 32 KiB; each part within its own limit.
+  const std::string key(kMaxKeyBytes, 'k');
+  const std::string tag(kMaxTagBytes, 't');
+  EXPECT_TRUE(CheckMessageHeaders(key, tag, std::map<std::string, std::string>{}).ok());
+  s = CheckMessageHeaders(key, tag, std::map<std::string, std::string>{{"a", ""}}, &which);
+  EXPECT_EQ(which, HeaderLimit::kHeaderBytes);
+  EXPECT_EQ(s.message(),
+            "key, tag and properties of 32769 bytes together exceed the limit of 32768 bytes");
+}
+
+TEST(MessageLimitsTest, ReceiveAnswerOverheadFitsTheDefaultFrameWithTheDefaultBody) {
+  // A 4 MiB body (the default max message size) plus everything else a receive answer can hold
+  // stays far below the 16 MiB frame; the broker refuses configs where it would not.
+  EXPECT_LE((4u << 20) + kMaxMessageOverheadBytes, 16u << 20);
+  EXPECT_GE(kMaxMessageOverheadBytes, 2 * kMaxHeaderBytes);
 }
 
 }  // namespace

@@ -75,6 +75,23 @@ TEST_F(CliTest, CreateSendAdvanceConsume) {
   EXPECT_NE(r.out.find("\n  prop UNIQ_KEY="), std::string::npos) << r.out;
 }
 
+// The message limits (docs/protocol.md "Message limits") hold for the CLI too, with the limit
+// named (issue 14, defect 4).
+TEST_F(CliTest, SendOverAMessageLimitFailsNamingIt) {
+  ASSERT_EQ(Run("topic create --name lim --type normal --queues 1").exit_code, 0);
+  RunResult r = Run("send --topic lim --key " + std::string(16'385, 'k') + " --body x");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("key of 16385 bytes exceeds the limit of 16384 bytes"), std::string::npos)
+      << r.out;
+  r = Run("send --topic lim --tag " + std::string(20'000, 't') + " --body x");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("tag of 20000 bytes exceeds"), std::string::npos) << r.out;
+  r = Run("send --topic lim --key " + std::string(16'384, 'k') + " --body at-the-limit");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = Run("stats");
+  EXPECT_NE(r.out.find("depth=1"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, FifoTopicWithMessageGroups) {
   ASSERT_EQ(Run("topic create --name pay --type fifo --queues 2").exit_code, 0);
   RunResult r = Run("send --topic pay --body x");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commitlog/message.h"
+#include "common/message_limits.h"
 #include "convert.h"
 #include "in_flight_cache.h"
 #include "messaging_service.h"
@@ -213,6 +214,71 @@ TEST(MessageGroupTest, SendEntryCarriesTheGroup) {
   m.mutable_system_properties()->set_message_type(v2::MessageType::TRANSACTION);
   EXPECT_EQ(svc.PrepareSendEntry(m, Topic("f", proto::FIFO), 0, &refused).code(),
             v2::Code::UNSUPPORTED);
+}
+
+// Issue 14 defect 4: keys, tags and properties are bounded on the gRPC send too, with the codes
+// RocketMQ's proxy uses; what RocketMQ accepts by default (128 user properties, 16 KiB of them
+// with tag and keys) passes, plus the endpoint's own __RMQ_ properties.
+TEST(MessageLimitsTest, SendEntriesOverTheLimitsGetRocketMqCodes) {
+  GrpcEndpointOptions o;
+  MessagingServiceImpl svc(nullptr, o);
+  auto base = [] {
+    v2::Message m;
+    m.mutable_topic()->set_name("n");
+    m.set_body("x");
+    m.mutable_system_properties()->set_message_id("ID1");
+    m.mutable_system_properties()->set_born_host("10.0.0.1");
+    m.mutable_system_properties()->set_trace_context("00-abc-def-01");
+    return m;
+  };
+  auto code = [&](const v2::Message& m) {
+    proto::SendEntry e;
+    return svc.PrepareSendEntry(m, Topic("n", proto::NORMAL), 0, &e).code();
+  };
+
+  // RocketMQ's defaults at their edge: 128 user properties and 16 KiB of user bytes.
+  v2::Message full = base();
+  for (int i = 0; i < 128; ++i) {
+    (*full.mutable_user_properties())["p" + std::to_string(i)] = std::string(100, 'v');
+  }
+  full.mutable_system_properties()->set_tag(std::string(1000, 't'));
+  full.mutable_system_properties()->add_keys(std::string(2000, 'k'));
+  proto::SendEntry e;
+  ASSERT_EQ(svc.PrepareSendEntry(full, Topic("n", proto::NORMAL), 0, &e).code(), v2::Code::OK);
+  EXPECT_EQ(e.properties_size(), 131);  // 128 + message id, born host, trace context
+
+  v2::Message m = base();
+  m.mutable_system_properties()->add_keys(std::string(kMaxKeyBytes + 1, 'k'));
+  EXPECT_EQ(code(m), v2::Code::ILLEGAL_MESSAGE_KEY);
+  m = base();  // several keys: their joined length counts
+  for (int i = 0; i < 3; ++i) m.mutable_system_properties()->add_keys(std::string(6000, 'k'));
+  EXPECT_EQ(code(m), v2::Code::ILLEGAL_MESSAGE_KEY);
+
+  m = base();
+  m.mutable_system_properties()->set_tag(std::string(100'000, 't'));
+  EXPECT_EQ(code(m), v2::Code::ILLEGAL_MESSAGE_TAG);
+
+  m = base();
+  (*m.mutable_user_properties())[std::string(kMaxPropertyNameBytes + 1, 'n')] = "v";
+  EXPECT_EQ(code(m), v2::Code::ILLEGAL_MESSAGE_PROPERTY_KEY);
+
+  m = base();
+  (*m.mutable_user_properties())["big"] = std::string(kMaxPropertyValueBytes + 1, 'v');
+  EXPECT_EQ(code(m), v2::Code::MESSAGE_PROPERTIES_TOO_LARGE);
+
+  m = base();
+  for (int i = 0; i < 129; ++i) (*m.mutable_user_properties())["p" + std::to_string(i)] = "v";
+  EXPECT_EQ(code(m), v2::Code::MESSAGE_PROPERTIES_TOO_LARGE);
+
+  m = base();  // each within its own limit, too much together
+  for (int i = 0; i < 3; ++i) {
+    (*m.mutable_user_properties())["p" + std::to_string(i)] = std::string(12'000, 'v');
+  }
+  EXPECT_EQ(code(m), v2::Code::MESSAGE_PROPERTIES_TOO_LARGE);
+
+  m = base();  // the endpoint's own fields are bounded like any property
+  m.mutable_system_properties()->set_trace_context(std::string(kMaxPropertyValueBytes + 1, 'c'));
+  EXPECT_EQ(code(m), v2::Code::MESSAGE_PROPERTIES_TOO_LARGE);
 }
 
 TEST(ConvertTest, ReservedPropertyNames) {

@@ -94,11 +94,16 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     for (const auto& [upos, unit] : rolls) {
       ScheduledUnit su{upos, unit, tick};
       if (recalled_.contains(unit.phys_offset)) {
+        SettleSeededLocked(su, /*recalled=*/true, /*stale_roll=*/false);
         InflightLocked(tick).outstanding++;
         FinishUnitLocked(su, /*pending_decrement=*/false);
         continue;
       }
-      if (rolled_from_.contains(upos)) continue;  // continuation written before a crash
+      if (rolled_from_.contains(upos)) {  // continuation written before a crash
+        SettleSeededLocked(su, /*recalled=*/false, /*stale_roll=*/true);
+        continue;
+      }
+      SettleSeededLocked(su, /*recalled=*/false, /*stale_roll=*/false);
       TimerUnit next = unit;
       next.ref = upos;
       next.roll_count = unit.roll_count + 1;
@@ -113,6 +118,9 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
       const ScheduledUnit& su = run[i];
       // Linked after its own tick was walked: LinkUnitLocked already handed it over.
       if (check && handed_early_.erase(su.pos) > 0) continue;
+      if (seed_end_pos_ >= 0) {
+        SettleSeededLocked(su, recalled_.contains(su.unit.phys_offset), /*stale_roll=*/false);
+      }
       inflight.outstanding++;
       if (check && recalled_.contains(su.unit.phys_offset)) {
         FinishUnitLocked(su, /*pending_decrement=*/false);
@@ -130,6 +138,10 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     break;  // one non-empty slot per step keeps the step bounded
   }
   MaybeCompleteTicksLocked();
+  if (seed_end_pos_ >= 0 && next_walk_tick_ >= seed_until_tick_) {
+    seed_end_pos_ = -1;  // every seeded slot walked: all counts are at deliver ticks now
+    seed_recalled_.clear();
+  }
   int64_t read_tick = ReadTickLocked();
   if (dedup_until_tick_ >= 0 && read_tick > dedup_until_tick_) {
     delivered_phys_.clear();

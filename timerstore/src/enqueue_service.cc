@@ -120,6 +120,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       TOKIMQ_RETURN_IF_ERROR(timerlog_->Append(u).status());
       recalled_[target] = deliver;
       metrics_.pending.Sub(1);
+      pending_by_delay_.Sub(TickOf(deliver));
       last_enqueued_phys_ = m.physical_offset;
     } else {
       TimerUnit u;
@@ -129,6 +130,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       u.topic_hash = m.topic_hash;
       TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(u).status());
       metrics_.pending.Add(1);
+      pending_by_delay_.Add(TickOf(deliver));
       pins_[m.physical_offset >> kPinBucketShift]++;
       last_enqueued_phys_ = m.physical_offset;
     }

@@ -168,6 +168,7 @@ absl::Status TimerStoreImpl::Recover() {
   timer_max_queue_offset_ = qmax;
   next_walk_tick_ = read_tick;
   metrics_.pending.Set(std::max<int64_t>(0, pending));
+  SeedPendingByDelayLocked(read_tick);
   RefreshGaugesLocked(clock_->NowMs());
   // Re-enqueue what the timer topic has beyond the TimerLog now, so recalls written before the
   // crash are known before the first Recall or delivery.

@@ -139,6 +139,7 @@ void TimerStoreImpl::FinishUnitLocked(const ScheduledUnit& su, bool pending_decr
   InflightTick& t = it->second;
   if (pending_decrement) {
     metrics_.pending.Sub(1);
+    pending_by_delay_.Sub(TickOf(su.unit.deliver_ms));
     t.done_pending++;
   }
   t.pin_release[su.unit.phys_offset >> kPinBucketShift]++;
@@ -171,22 +172,79 @@ int64_t TimerStoreImpl::PinLocked() const {
 }
 
 void TimerStoreImpl::RefreshGaugesLocked(int64_t now) {
-  static constexpr int64_t kBounds[8] = {5'000,     60'000,     300'000,    900'000,
-                                         3'600'000, 14'400'000, 28'800'000, 86'400'000};
-  int64_t counts[9] = {0};
-  int64_t read_tick = ReadTickLocked();
-  int64_t p = options_.precision_ms;
-  for (int64_t t = wheel_->NextLiveTick(read_tick, read_tick + slots_total_);
-       t < read_tick + slots_total_; t = wheel_->NextLiveTick(t + 1, read_tick + slots_total_)) {
-    TimerSlot s = wheel_->Get(t);
-    int64_t remaining = t * p - now;
-    int b = 0;
-    while (b < 8 && remaining > kBounds[b]) ++b;
-    counts[b] += s.count;
-  }
-  for (int b = 0; b < 9; ++b) metrics_.pending_by_bucket[b].Set(counts[b]);
+  int64_t counts[PendingByDelay::kBuckets];
+  pending_by_delay_.Buckets(now, options_.precision_ms, counts);
+  for (int b = 0; b < PendingByDelay::kBuckets; ++b) metrics_.pending_by_bucket[b].Set(counts[b]);
   metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
-  metrics_.dequeue_lag_ms.Set(std::max<int64_t>(0, now - (read_tick + 1) * p));
+  // The oldest tick with due work left: a walked tick whose units are not all finished, or a
+  // due slot not walked yet. (The read tick alone said nothing: it trails by a tick or two when
+  // all is done, and the gauge kept the value of the last checkpoint, e.g. 55 min on a manual
+  // clock advanced by that much, after everything was delivered.)
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (const auto& [tick, t] : inflight_) {
+    if (t.outstanding > 0) {
+      oldest = tick;
+      break;
+    }
+  }
+  const int64_t due_limit = std::min(TickOf(now) + 1, oldest);
+  for (int64_t t = wheel_->NextLiveTick(next_walk_tick_, due_limit); t < due_limit;
+       t = wheel_->NextLiveTick(t + 1, due_limit)) {
+    if (wheel_->Get(t).count > 0) {
+      oldest = t;
+      break;
+    }
+  }
+  const int64_t lag = oldest == std::numeric_limits<int64_t>::max()
+                          ? 0
+                          : now - (oldest + 1) * options_.precision_ms;
+  metrics_.dequeue_lag_ms.Set(std::max<int64_t>(0, lag));
+}
+
+void TimerStoreImpl::RefreshGauges() {
+  std::lock_guard<std::mutex> l(mu_);
+  RefreshGaugesLocked(clock_->NowMs());
+}
+
+void TimerStoreImpl::SeedPendingByDelayLocked(int64_t read_tick) {
+  pending_by_delay_.Clear();
+  const int64_t limit = read_tick + slots_total_ + 1;
+  for (int64_t t = wheel_->NextLiveTick(read_tick, limit); t < limit;
+       t = wheel_->NextLiveTick(t + 1, limit)) {
+    pending_by_delay_.Add(t, wheel_->Get(t).count);
+  }
+  seed_end_pos_ = timerlog_->WritePos();
+  seed_from_tick_ = read_tick;
+  seed_until_tick_ = limit;
+  // Recalled messages left `pending` when their recall was enqueued; their units stay in the
+  // wheel until walked. Normal units sit in the slot of their deliver tick: uncounted there now.
+  // (A recalled roll unit sits elsewhere: its walk takes it from its slot, and this Sub then
+  // found nothing, or took the count of another message due in the same tick until that one is
+  // delivered. Recalls of messages beyond the wheel window only; counted in underflows().)
+  seed_recalled_.clear();
+  for (const auto& [phys, deliver] : recalled_) {
+    const int64_t tick = TickOf(deliver);
+    if (tick < read_tick || tick >= limit) continue;
+    seed_recalled_.insert(phys);
+    pending_by_delay_.Sub(tick);
+  }
+}
+
+void TimerStoreImpl::SettleSeededLocked(const ScheduledUnit& su, bool recalled, bool stale_roll) {
+  if (!SeededLocked(su)) return;
+  const int64_t slot = su.unit.slot_tick;
+  const int64_t deliver_tick = TickOf(su.unit.deliver_ms);
+  if (stale_roll) {
+    pending_by_delay_.Sub(slot);
+    return;
+  }
+  if (recalled && seed_recalled_.contains(su.unit.phys_offset)) {
+    if (deliver_tick != slot) pending_by_delay_.Sub(slot);  // the seed took it at deliver_tick
+    return;
+  }
+  if (deliver_tick == slot) return;
+  pending_by_delay_.Sub(slot);
+  pending_by_delay_.Add(deliver_tick);
 }
 
 absl::StatusOr<std::vector<ScheduleResult>> TimerStore::ScheduleBatch(

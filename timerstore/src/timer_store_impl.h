@@ -28,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/log_limiter.h"
+#include "pending_by_delay.h"
 #include "timerstore/fine_scheduler.h"
 #include "timerstore/timer_checkpoint.h"
 #include "timerstore/timer_log.h"
@@ -57,6 +58,7 @@ class TimerStoreImpl final : public TimerStore {
   absl::Status Stop() override;
   absl::Status Checkpoint() override;
   TimerMetrics& metrics() override { return metrics_; }
+  void RefreshGauges() override;
 
   // Service steps; each returns the number of items it moved (0 = nothing to do now).
   absl::StatusOr<size_t> EnqueueGetStep();
@@ -143,7 +145,23 @@ class TimerStoreImpl final : public TimerStore {
   // Dequeue read's idle wait (l holds mu_): until the earliest loaded unit is due, an earlier
   // one is loaded, or a 100 ms cap (Stop). Manual clock: Clock::WaitUntilMs with a 1 ms cap.
   void WaitForDueLocked(std::unique_lock<std::mutex>& l);
+  // Sets the pending-by-delay, enqueue-lag and dequeue-lag gauges as of `now` (exact: from
+  // pending_by_delay_, inflight_ and the wheel).
   void RefreshGaugesLocked(int64_t now);
+  // Recovery, after the wheel is complete: pending_by_delay_ from the wheel's slot counts of
+  // [read_tick, read_tick + window]. Units then in the wheel count at their slot tick (for a
+  // roll unit, its parking slot) until their slot is walked; SettleSeededLocked re-keys them.
+  void SeedPendingByDelayLocked(int64_t read_tick);
+  // Whether `su` was counted by the seed (linked before it, in a seeded slot).
+  bool SeededLocked(const ScheduledUnit& su) const {
+    return su.pos < seed_end_pos_ && su.unit.slot_tick >= seed_from_tick_;
+  }
+  // The walk of a seeded unit's slot: its count moves from the slot tick to its deliver tick
+  // (where the rest of the store counts it). `recalled`: the message was recalled; if that was
+  // before the seed, the seed already took its count off its deliver tick, and the count left
+  // at a different slot tick goes. `stale_roll`: a roll unit whose continuation exists (crash
+  // between the two): only the continuation counts.
+  void SettleSeededLocked(const ScheduledUnit& su, bool recalled, bool stale_roll);
   int64_t PinLocked() const;
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
   // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
@@ -164,6 +182,12 @@ class TimerStoreImpl final : public TimerStore {
   TimerStoreOptions options_;
   int64_t slots_total_;  // window / precision
   TimerMetrics metrics_;
+  PendingByDelay pending_by_delay_;  // guarded by mu_
+  // Seed bookkeeping (SeedPendingByDelayLocked); -1 / empty when nothing seeded is left.
+  int64_t seed_end_pos_ = -1;        // TimerLog end when seeded
+  int64_t seed_from_tick_ = 0;       // first seeded slot tick
+  int64_t seed_until_tick_ = -1;     // past the last seeded slot tick
+  absl::flat_hash_set<int64_t> seed_recalled_;  // recalled (phys) when seeded
 
   std::mutex checkpoint_mu_;  // serialises Checkpoint(); taken before mu_
   mutable std::mutex mu_;

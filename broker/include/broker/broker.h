@@ -64,6 +64,9 @@ struct BrokerOptions {
   int64_t async_flush_interval_ms = 200;
   uint64_t commitlog_segment_size = uint64_t{1} << 30;
   uint32_t max_message_size = 4u << 20;         // bytes of body
+  // The wire frame limit (ServerOptions::max_frame_bytes; main copies it here): a receive never
+  // answers with one message whose answer would exceed it (ReceiveRequest::max_message_bytes).
+  uint32_t max_frame_bytes = 16u << 20;
   int64_t timer_precision_ms = 1000;
   int64_t timer_window_ms = 7LL * 24 * 3600 * 1000;
   // TimerStoreOptions::service_nice: the timer's enqueue/dequeue threads run at this nice value

@@ -68,14 +68,24 @@ struct ReceiveRequest {
   // decoded Message: one copy instead of a Message with a property map, for callers that
   // re-encode it anyway (the broker's handlers build the wire response from the record).
   bool raw_records = false;
-  // Stop adding messages once their stored records would exceed this many bytes (0: no
-  // limit); the first message of a Receive is handed out whatever its size. Keeps a response
-  // within the wire frame limit: the broker asks for kMaxReceiveResponseBytes.
+  // Stop adding messages once their receive answers would exceed this many bytes (0: no
+  // limit): each counts as its stored record plus its key and tag again plus 1 KiB of fixed
+  // fields (ReceiveAnswerBytes; the answer repeats key and tag, so counting records alone let
+  // ~500 messages with 16 KiB keys make a 16.3 MiB answer within an 8 MiB record budget). The
+  // first message of a Receive is handed out whatever its size (max_message_bytes bounds it).
+  // Keeps a response within the wire frame limit: the broker asks for kMaxReceiveResponseBytes.
   int64_t max_bytes = 0;
+  // A message whose receive answer could exceed this many bytes (ReceiveAnswerBytes: its
+  // record, its key and tag again, fixed fields) is never handed out, since no client could
+  // read the answer and its lease would only expire again, forever: it is moved to the group's
+  // DLQ instead (read from a DLQ topic: skipped), with a warning naming it. 0: no limit. The
+  // broker asks for its wire frame limit. Messages stored within the send limits
+  // (common/message_limits.h, max_message_size) never come near it; older ones might.
+  int64_t max_message_bytes = 0;
 };
 
-// Stored record bytes the broker puts into one Receive response at most (half the default
-// 16 MiB frame limit, docs/protocol.md), beyond the first message.
+// Answer bytes the broker puts into one Receive response at most (half the default 16 MiB
+// frame limit, docs/protocol.md), beyond the first message.
 inline constexpr int64_t kMaxReceiveResponseBytes = 8LL << 20;
 
 struct ReceivedMessage {

@@ -64,6 +64,10 @@ namespace tokimq::consumer {
 // Group-state WAL sync period of the background syncer.
 inline constexpr int64_t kWalSyncIntervalMs = 50;
 
+// Bytes a stored record can take in a receive answer at most: the record, its key and tag
+// again as fields of their own, and the fixed fields (ReceiveRequest::max_message_bytes).
+int64_t ReceiveAnswerBytes(const record::RecordView& v);
+
 // Limits for request validation.
 inline constexpr int kMaxReceiveBatch = 1024;
 inline constexpr int64_t kMaxInvisibleMs = 12LL * 3600 * 1000;
@@ -144,13 +148,13 @@ class ConsumerServiceImpl final : public ConsumerService {
     int64_t from = 0;  // first offset scanned
     int64_t next = 0;  // new consume offset
     std::vector<TakenMessage> messages;
-    // Stored record bytes this queue may still add (ReceiveRequest::max_bytes), and whether
-    // its first message may exceed that (nothing taken yet by the whole Receive).
+    // Answer bytes (ReceiveAnswerBytes) this queue may still add (ReceiveRequest::max_bytes),
+    // and whether its first message may exceed that (nothing taken yet by the whole Receive).
     int64_t byte_budget = INT64_MAX;
     bool oversize_first_ok = true;
-    int64_t bytes = 0;  // stored record bytes of `messages`
-    // Whether a record of `size` bytes may be taken within the budget.
-    bool Fits(uint32_t size) const {
+    int64_t bytes = 0;  // answer bytes of `messages`
+    // Whether a message of `size` answer bytes may be taken within the budget.
+    bool Fits(int64_t size) const {
       return (messages.empty() && oversize_first_ok) || bytes + size <= byte_budget;
     }
     std::vector<LeaseRecord> leases;  // parallel to messages
@@ -190,6 +194,11 @@ class ConsumerServiceImpl final : public ConsumerService {
                                     const std::function<int()>& room,
                                     const std::function<bool(const record::RecordView&)>& fits,
                                     const RecordVisit& visit);
+  // A message whose receive answer would exceed req.max_message_bytes (p->mu held): copied to
+  // the group's DLQ with a warning, or only skipped with one when read from a DLQ topic (a copy
+  // would land in the same topic). The caller counts it as consumed. Errors: the DLQ put's.
+  absl::Status SetAsideUnanswerable(const QueueKey& k, const record::RecordView& m,
+                                    const ReceiveRequest& req, uint32_t attempt, int64_t now);
   // A TakenMessage of `v` (decoded, or its record bytes when `raw`).
   static TakenMessage Take(const record::RecordView& v, bool raw);
   // Scans `p` (p->mu held) for up to `want` messages; fills *t without changing `p`.

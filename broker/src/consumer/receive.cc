@@ -34,6 +34,30 @@ bool IsSystemSubTopic(const std::string& topic) {
 // Entries per ReadQueue call while scanning.
 constexpr int kScanChunk = 64;
 
+// Bytes of a receive answer's fields besides the record's own parts: receipt handle, message
+// id, ids, offsets and times, and the answer's framing.
+constexpr int64_t kAnswerFixedBytes = 1024;
+
+}  // namespace
+
+int64_t ReceiveAnswerBytes(const record::RecordView& v) {
+  // The record holds topic, properties and body with 4-byte lengths where the answer has 1-5
+  // byte ones; the answer repeats the key and the tag as fields of their own.
+  return int64_t{v.size} + static_cast<int64_t>(Prop(v, prop::kKeys).size()) +
+         static_cast<int64_t>(Prop(v, prop::kTag).size()) + kAnswerFixedBytes;
+}
+
+namespace {
+
+// Whether `v`'s answer could exceed req.max_message_bytes (so it must be set aside). Records
+// of at most half the limit never do (key and tag are part of the record): the common case
+// costs a comparison.
+bool Unanswerable(const ReceiveRequest& req, const record::RecordView& v) {
+  if (req.max_message_bytes <= 0) return false;
+  if (2 * int64_t{v.size} + kAnswerFixedBytes <= req.max_message_bytes) return false;
+  return ReceiveAnswerBytes(v) > req.max_message_bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<int> ConsumerServiceImpl::QueueCountOf(const std::string& topic) const {
@@ -86,6 +110,27 @@ absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(
   return next;
 }
 
+absl::Status ConsumerServiceImpl::SetAsideUnanswerable(const QueueKey& k,
+                                                       const record::RecordView& m,
+                                                       const ReceiveRequest& req,
+                                                       uint32_t attempt, int64_t now) {
+  const int64_t bytes = ReceiveAnswerBytes(m);
+  if (k.read_topic.rfind(kDlqPrefix, 0) == 0) {
+    TOKIMQ_LOG_WARN("consumer: message {}/{}@{} needs a receive answer of {} bytes, over the "
+                    "{}-byte frame limit; it cannot be delivered and is skipped for group {}",
+                    k.read_topic, k.queue_id, m.queue_offset, bytes, req.max_message_bytes,
+                    k.group);
+    return absl::OkStatus();
+  }
+  TOKIMQ_LOG_WARN("consumer: message {}/{}@{} needs a receive answer of {} bytes, over the "
+                  "{}-byte frame limit; moved to {} instead of being delivered",
+                  k.read_topic, k.queue_id, m.queue_offset, bytes, req.max_message_bytes,
+                  DlqTopic(k.group));
+  Message copy;
+  record::MessageFromView(m, &copy);
+  return PutCopy(k, std::move(copy), attempt, /*to_dlq=*/true, now);
+}
+
 ConsumerServiceImpl::TakenMessage ConsumerServiceImpl::Take(const record::RecordView& v,
                                                             bool raw) {
   TakenMessage t;
@@ -109,7 +154,10 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
 
   const bool retry_view = k.read_topic != k.topic;
   auto room = [&] { return want - static_cast<int>(t->messages.size()); };
-  auto fits = [&](const record::RecordView& v) { return t->Fits(v.size); };
+  // A message set aside adds nothing to the answer.
+  auto fits = [&](const record::RecordView& v) {
+    return t->Fits(ReceiveAnswerBytes(v)) || Unanswerable(req, v);
+  };
   TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
                                              [&](const record::RecordView& m) {
     // The retry topic is shared by every topic of the group: this view takes only its own.
@@ -117,6 +165,11 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     // Filtered-out messages count as consumed for the group (RocketMQ semantics).
     if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
     const int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
+    if (Unanswerable(req, m)) {
+      return SetAsideUnanswerable(k, m, req,
+                                  static_cast<uint32_t>(std::clamp<int64_t>(attempt, 1, INT32_MAX)),
+                                  now);
+    }
     if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
       // Waited past the group's TTL before anyone received it: DLQ, not a delivery. A crash
       // before the progress write repeats this move (a duplicate in the DLQ).
@@ -132,7 +185,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     lease.received_ms = now;
     t->leases.push_back(lease);
     t->messages.push_back(Take(m, req.raw_records));
-    t->bytes += m.size;
+    t->bytes += ReceiveAnswerBytes(m);
     return absl::OkStatus();
   }));
   return absl::OkStatus();
@@ -151,7 +204,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     lease.received_ms = now;
     t->leases.push_back(lease);
     t->messages.push_back(Take(m, req.raw_records));
-    t->bytes += m.size;
+    t->bytes += ReceiveAnswerBytes(m);
     return lease;
   };
 
@@ -173,7 +226,12 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
                          [&](const record::RecordView& m) -> absl::Status {
                            if (m.queue_offset != offset) return absl::OkStatus();
                            found = true;
-                           if (!t->Fits(m.size)) {
+                           if (Unanswerable(req, m)) {
+                             t->dropped.push_back(offset);
+                             return SetAsideUnanswerable(k, m, req, std::max(lease.attempt, 1u),
+                                                         now);
+                           }
+                           if (!t->Fits(ReceiveAnswerBytes(m))) {
                              over_budget = true;  // stays parked; the next Receive takes it
                              return absl::OkStatus();
                            }
@@ -211,7 +269,8 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   // A parked (blocked) message adds nothing to the response; only one handed out must fit.
   auto fits = [&](const record::RecordView& v) {
     std::string_view g = Prop(v, prop::kMessageGroup);
-    return (!g.empty() && blocked(std::string(g))) || t->Fits(v.size);
+    return (!g.empty() && blocked(std::string(g))) || t->Fits(ReceiveAnswerBytes(v)) ||
+           Unanswerable(req, v);
   };
   TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
                                              [&](const record::RecordView& m) {
@@ -228,6 +287,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
       ++parked;
       return absl::OkStatus();
     }
+    if (Unanswerable(req, m)) return SetAsideUnanswerable(k, m, req, 1, now);
     if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
       Message copy;
       record::MessageFromView(m, &copy);
@@ -281,7 +341,7 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
   std::vector<Taken> taken;
   absl::Status scan_error;
   int count = 0;
-  int64_t bytes = 0;  // stored record bytes taken (ReceiveRequest::max_bytes)
+  int64_t bytes = 0;  // receive answer bytes taken (ReceiveRequest::max_bytes)
   for (Progress* p : sources) {
     const int want = req.max_messages - count;
     if (want <= 0 || (req.max_bytes > 0 && bytes >= req.max_bytes)) break;

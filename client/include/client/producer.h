@@ -50,7 +50,9 @@ class Producer {
   explicit Producer(ClientOptions options);
 
   absl::StatusOr<SendReceipt> Send(const OutgoingMessage& msg);
-  // All messages in one request; all are validated before any is stored.
+  // All messages in one request; all are validated before any is stored. Key, tag and
+  // properties over a limit of common/message_limits.h: kInvalidArgument before anything is
+  // sent ("message <i>: ..." for a batch of several), as the broker would answer.
   absl::StatusOr<std::vector<SendReceipt>> SendBatch(const std::vector<OutgoingMessage>& msgs);
   std::future<absl::StatusOr<SendReceipt>> SendAsync(const OutgoingMessage& msg);
   // `done` runs on the thread that reads the response (the connection's background thread, or

@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "common/message_limits.h"  // kMaxMessageGroupBytes and the other limits
+
 namespace tokimq {
 
 // Record flags (persisted: values are never renumbered).
@@ -45,10 +47,6 @@ struct Message {
   // Bytes this message occupies as a CommitLog record (see docs/formats/commitlog.md).
   size_t EncodedSize() const;
 };
-
-// Longest FIFO message group the broker accepts (SQS allows 128 characters; RocketMQ sets no
-// documented limit). Bytes.
-inline constexpr size_t kMaxMessageGroupBytes = 256;
 
 // Property names. Values are decimal strings unless said otherwise. Following RocketMQ, the
 // timer topic keeps the real destination in properties while the message waits.

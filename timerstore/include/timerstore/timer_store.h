@@ -73,9 +73,13 @@ struct ScheduleResult {
 // In-process metrics. All values exact; gauges never below zero.
 struct TimerMetrics {
   Gauge pending;                 // scheduled, not yet delivered, recalled or dropped
-  Gauge pending_by_bucket[9];    // <=5s, 1m, 5m, 15m, 1h, 4h, 8h, 1d, more (by remaining delay)
+  // Pending by remaining delay (deliver tick start - now): <=5s, 1m, 5m, 15m, 1h, 4h, 8h, 1d,
+  // more. Sums to `pending`. Set by RefreshGauges (and at checkpoints): read it after that.
+  Gauge pending_by_bucket[9];
   Gauge enqueue_lag;             // timer-topic messages not yet in the TimerLog
-  Gauge dequeue_lag_ms;          // now - oldest due slot not yet fully dequeued
+  // now - end of the oldest due tick with messages not yet put into their topics; 0 when every
+  // due message is delivered. Set by RefreshGauges (and at checkpoints).
+  Gauge dequeue_lag_ms;
   Counter delivered;
   Counter rolled;
   Counter recalled;
@@ -127,6 +131,11 @@ class TimerStore {
   virtual absl::Status Checkpoint() = 0;
 
   virtual TimerMetrics& metrics() = 0;
+  // Brings the computed gauges of metrics() (pending_by_bucket, dequeue_lag_ms, enqueue_lag) up
+  // to now; call before reading them (the broker's Stats does). Takes the store's state lock
+  // for one pass over the pending deliver ticks of the next day (about 86,400 at 1 s
+  // precision at most). Any thread.
+  virtual void RefreshGauges() {}
 };
 
 }  // namespace tokimq
