@@ -11,6 +11,7 @@
 
 #include "broker/broker.h"
 #include "broker/config.h"
+#include "broker/fd_budget.h"
 #include "broker/server.h"
 #include "common/duration.h"
 #if TOKIMQ_WITH_ROCKETMQ
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   int grpc_port = 8081;
   bool manual_clock = false;
   int64_t manual_start_ms = 0;
+  int64_t max_open_files = -1;
   app.add_option("-c,--config", config_file, "TOML config file (flags override it)");
   app.add_option("--data-dir", data_dir, "data directory (default ./data)");
   app.add_option("--bind", bind, "listen address (default 127.0.0.1)");
@@ -60,6 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--flush", flush, "commit log flush: async (default) or sync")
       ->check(CLI::IsMember({"sync", "async"}));
   app.add_option("--timer-precision", precision, "timer wheel tick, e.g. 100ms or 1s");
+  app.add_option("--max-open-files", max_open_files,
+                 "ConsumeQueue files kept open at most (default 0: from the descriptor limit)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   CLI11_PARSE(app, argc, argv);
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
     if (!ms.ok() || *ms <= 0) return Fail("bad --timer-precision " + precision);
     config.broker.timer_precision_ms = *ms;
   }
+  if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
 
@@ -102,6 +108,14 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::flush_on(spdlog::level::info);
 
+
+  // Issue 25: raise the descriptor soft limit to the hard one, size the ConsumeQueue file
+  // cache from it, and say what that holds.
+  const tokimq::broker::NoFileLimit nofile = tokimq::broker::RaiseNoFileLimit();
+  if (config.broker.max_open_files == 0) {
+    config.broker.max_open_files = tokimq::broker::MaxOpenFilesFor(nofile.soft);
+  }
+  spdlog::info("{}", tokimq::broker::DescribeBudget(nofile, config.broker.max_open_files));
 
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());

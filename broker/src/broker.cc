@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "broker/fd_budget.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
 #include "common/coding.h"
@@ -59,6 +60,7 @@ absl::Status Broker::OpenStores() {
   // MemTable::Add was ~6 % of broker instructions with the default skiplist.
   db_options.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
   db_options.allow_concurrent_memtable_write = false;
+  db_options.max_open_files = kRocksDbMaxOpenFiles;  // descriptor budget: broker/fd_budget.h
   rocksdb::DB* raw_db = nullptr;
   TOKIMQ_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
@@ -94,6 +96,9 @@ absl::Status Broker::OpenStores() {
   store_options.commitlog.max_message_size = options_.max_message_size;
   store_options.commitlog.flush_mode = options_.flush_mode;
   store_options.commitlog.async_flush_interval_ms = options_.async_flush_interval_ms;
+  store_options.max_open_files = options_.max_open_files != 0
+                                     ? options_.max_open_files
+                                     : MaxOpenFilesFor(CurrentNoFileLimit().soft);
   TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
 
   TimerStoreOptions timer_options;

@@ -165,7 +165,9 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
     if (seg == nullptr) {
       auto created = CreateSegment(base);
       if (!created.ok()) {
-        Fail(created.status());
+        // Out of descriptors or memory before anything was written: the append fails, the log
+        // does not (the next append opens the segment again). Issue 25.
+        if (!absl::IsResourceExhausted(created.status())) Fail(created.status());
         return created.status();
       }
       seg = *created;

@@ -106,7 +106,7 @@ uint64_t TagHashOf(const Message& m) {
 class MessageStoreImpl final : public MessageStore {
  public:
   MessageStoreImpl(FileSystem* fs, Clock* clock, MessageStoreOptions opt)
-      : fs_(fs), clock_(clock), opt_(std::move(opt)) {}
+      : fs_(fs), clock_(clock), opt_(std::move(opt)), cq_files_(fs, opt_.max_open_files) {}
   ~MessageStoreImpl() override { StopCheckpointer(); }
 
   absl::Status Init() {
@@ -395,6 +395,7 @@ class MessageStoreImpl final : public MessageStore {
   }
 
   CommitLog* commit_log() override { return log_.get(); }
+  const FileCache* file_cache() const override { return &cq_files_; }
 
   absl::Status Close() override {
     StopCheckpointer();
@@ -423,7 +424,8 @@ class MessageStoreImpl final : public MessageStore {
     if (auto cq = Find(topic, queue_id)) return cq;
     TOKIMQ_ASSIGN_OR_RETURN(
         std::shared_ptr<ConsumeQueue> cq,
-        ConsumeQueue::Open(fs_, absl::StrCat(opt_.dir, "/consumequeue/", topic, "/", queue_id),
+        ConsumeQueue::Open(&cq_files_,
+                           absl::StrCat(opt_.dir, "/consumequeue/", topic, "/", queue_id),
                            opt_.consume_queue_segment_entries));
     std::unique_lock<std::shared_mutex> l(map_mu_);
     queues_[topic][queue_id] = cq;
@@ -455,6 +457,7 @@ class MessageStoreImpl final : public MessageStore {
   FileSystem* fs_;
   Clock* clock_;
   MessageStoreOptions opt_;
+  FileCache cq_files_;  // the ConsumeQueues' files; declared before (destroyed after) queues_
   std::unique_ptr<CommitLogImpl> log_;
 
   std::mutex put_mu_;  // serialises Put/PutBatch; held before map_mu_
@@ -471,6 +474,7 @@ class MessageStoreImpl final : public MessageStore {
   std::mutex cp_mu_;
   std::condition_variable cp_cv_;
   bool stop_ = false;
+  bool checkpoint_failing_ = false;  // CheckpointLoop only: logs once per state change
   std::thread checkpointer_;
 };
 
@@ -573,7 +577,14 @@ void MessageStoreImpl::CheckpointLoop() {
     if (stop_) break;
     l.unlock();
     absl::Status s = Checkpoint();
-    if (!s.ok()) TOKIMQ_LOG_WARN("message store checkpoint failed: {}", s.ToString());
+    // Once per change of state, not once a second while e.g. out of descriptors.
+    if (!s.ok() && !checkpoint_failing_) {
+      TOKIMQ_LOG_WARN("message store checkpoint failed (retried every {} ms): {}",
+                      opt_.checkpoint_interval_ms, s.ToString());
+    } else if (s.ok() && checkpoint_failing_) {
+      TOKIMQ_LOG_INFO("message store checkpoint succeeds again");
+    }
+    checkpoint_failing_ = !s.ok();
     l.lock();
   }
 }

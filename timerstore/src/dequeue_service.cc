@@ -168,8 +168,13 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
     const ScheduledUnit& su = due[i];
     copies[i] = DeliveredCopy(*read, su, now);
   });
+  std::vector<ScheduledUnit> retry;  // transient read errors (issue 25): never dropped
   for (size_t i = 0; i < due.size(); ++i) {
     ScheduledUnit& su = due[i];
+    if (!copies[i] && absl::IsResourceExhausted(errors[i])) {
+      retry.push_back(std::move(su));
+      continue;
+    }
     if (!copies[i]) {
       TOKIMQ_LOG_WARN("timerstore: unit at {} points to CommitLog offset {} ({}); dropped", su.pos,
                       su.unit.phys_offset,
@@ -186,6 +191,18 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
   }
   MaybeCompleteTicksLocked();
   for (LoadedCopy& c : loaded) put_queue_.push_back(std::move(c));
+  if (!retry.empty()) {
+    // Back to the millisecond stage; the worker backs off on this status (WorkerLoop).
+    absl::Status st;
+    for (const absl::Status& e : errors) {
+      if (absl::IsResourceExhausted(e)) {
+        st = e;
+        break;
+      }
+    }
+    for (ScheduledUnit& su : retry) AddFineLocked(std::move(su));
+    return st;
+  }
   return due.size();
 }
 

@@ -165,25 +165,36 @@ absl::StatusOr<int64_t> TimerLog::Append(const TimerUnit& unit) {
   int64_t pos = write_pos_;
   buffer_.append(buf, kTimerUnitSize);
   write_pos_ += kTimerUnitSize;
-  if (buffer_.size() >= kBufferLimit) TOKIMQ_RETURN_IF_ERROR(WriteBufferLocked());
+  if (buffer_.size() >= kBufferLimit) {
+    absl::Status s = WriteBufferLocked();
+    // Out of descriptors, memory or space (issue 25): the unit stays buffered (readable) and
+    // the next write or Flush retries it; failing here would leave a buffered unit unlinked.
+    if (!s.ok() && !absl::IsResourceExhausted(s)) return s;
+  }
   return pos;
 }
 
 absl::Status TimerLog::WriteBufferLocked() {
   size_t done = 0;
+  absl::Status s;
   while (done < buffer_.size()) {
     int64_t pos = written_pos_;
     int64_t base = pos - pos % static_cast<int64_t>(segment_size_);
     size_t room = static_cast<size_t>(base + static_cast<int64_t>(segment_size_) - pos);
     size_t n = std::min(room, buffer_.size() - done);
-    TOKIMQ_ASSIGN_OR_RETURN(File * f, SegmentLocked(base, true));
-    TOKIMQ_RETURN_IF_ERROR(
-        f->PWrite(static_cast<uint64_t>(pos - base), std::string_view(buffer_).substr(done, n)));
+    absl::StatusOr<File*> f = SegmentLocked(base, true);
+    if (!f.ok()) {
+      s = f.status();
+      break;
+    }
+    s = (*f)->PWrite(static_cast<uint64_t>(pos - base), std::string_view(buffer_).substr(done, n));
+    if (!s.ok()) break;
     done += n;
     written_pos_ += static_cast<int64_t>(n);
   }
-  buffer_.clear();
-  return absl::OkStatus();
+  // What was not written stays buffered for the next call (it starts at written_pos_).
+  buffer_.erase(0, done);
+  return s;
 }
 
 absl::Status TimerLog::Flush() {

@@ -371,6 +371,7 @@ absl::Status TimerStoreImpl::Checkpoint() {
 
 void TimerStoreImpl::CheckpointLoop() {
   int64_t last_checkpoint = clock_->NowMs();
+  bool checkpoint_exhausted = false;  // logs a transient failure once per state change
   while (true) {
     {
       std::lock_guard<std::mutex> l(run_mu_);
@@ -379,10 +380,17 @@ void TimerStoreImpl::CheckpointLoop() {
     int64_t now = clock_->NowMs();
     if (now - last_checkpoint >= options_.checkpoint_interval_ms) {
       absl::Status cs = Checkpoint();
-      if (!cs.ok()) {
+      if (!cs.ok() && absl::IsResourceExhausted(cs)) {
+        // Transient (issue 25): retried at the next interval, logged once per state change.
+        if (!checkpoint_exhausted) TOKIMQ_LOG_WARN("timerstore checkpoint: {}", cs.ToString());
+        checkpoint_exhausted = true;
+      } else if (!cs.ok()) {
         TOKIMQ_LOG_ERROR("timerstore checkpoint: {}", cs.ToString());
         std::lock_guard<std::mutex> l(run_mu_);
         if (bg_status_.ok()) bg_status_ = cs;
+      } else if (checkpoint_exhausted) {
+        TOKIMQ_LOG_INFO("timerstore checkpoint succeeds again");
+        checkpoint_exhausted = false;
       }
       last_checkpoint = now;
     }
@@ -393,6 +401,12 @@ void TimerStoreImpl::CheckpointLoop() {
 }
 
 void TimerStoreImpl::WorkerLoop(int which) {
+  // Out of descriptors, memory or space (kResourceExhausted, issue 25) is transient: the step is
+  // retried after a backoff (10 ms doubling to 1 s), logged once when it starts failing and
+  // once when it makes progress again, and not reported by Stop(). Whatever the failed step
+  // held is retried (dequeue put returns its units to the FineScheduler): never parked, never
+  // dropped. Other errors are logged and kept for Stop() as before.
+  int64_t exhausted_backoff_ms = 0;  // > 0 while the last failure was transient
   while (true) {
     {
       std::lock_guard<std::mutex> l(run_mu_);
@@ -427,10 +441,24 @@ void TimerStoreImpl::WorkerLoop(int which) {
       run(DequeuePutStep());
       if (n > 0) put_cv_.notify_all();  // room in put_queue_ for dequeue read
     }
+    if (!st.ok() && absl::IsResourceExhausted(st)) {
+      if (exhausted_backoff_ms == 0) {
+        TOKIMQ_LOG_WARN("timerstore service {}: {}; retrying with backoff until it clears", which,
+                        st.ToString());
+      }
+      exhausted_backoff_ms = std::clamp<int64_t>(exhausted_backoff_ms * 2, 10, 1000);
+      std::unique_lock<std::mutex> l(run_mu_);
+      run_cv_.wait_for(l, std::chrono::milliseconds(exhausted_backoff_ms),
+                       [&] { return stopping_; });
+      continue;
+    }
     if (!st.ok()) {
       TOKIMQ_LOG_ERROR("timerstore service {}: {}", which, st.ToString());
       std::lock_guard<std::mutex> l(run_mu_);
       if (bg_status_.ok()) bg_status_ = st;
+    } else if (n > 0 && exhausted_backoff_ms > 0) {
+      TOKIMQ_LOG_INFO("timerstore service {}: resources available again, resumed", which);
+      exhausted_backoff_ms = 0;
     }
     if (n > 0) continue;
     if (which == 0) {

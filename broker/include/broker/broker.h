@@ -72,6 +72,9 @@ struct BrokerOptions {
   int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;
   int64_t retention_interval_ms = 60'000;       // how often retention runs; 0 = never
   int64_t max_long_poll_ms = 20'000;            // longer long polls are cut to this
+  // ConsumeQueue files kept open at most (MessageStoreOptions::max_open_files). 0: sized from
+  // the RLIMIT_NOFILE soft limit (broker/fd_budget.h, docs/operations.md "File descriptors").
+  size_t max_open_files = 0;
   std::map<std::string, GroupPolicy> group_policies;
 };
 

@@ -6,6 +6,9 @@
 //   - SetNoSpace(true): every write fails with kResourceExhausted and writes nothing;
 //   - TearAfterBytes(n): the write that crosses n more bytes writes only the part before the
 //     boundary and fails; every later write fails too (the process "died" mid-write);
+//   - SetFailOpen(true): every Open fails with kResourceExhausted, as open(2) does with EMFILE;
+//   - SetOpenFileLimit(n): an Open fails that way while n files of this file system are open
+//     (a per-process descriptor limit); open_files() counts them;
 //   - DropUnsyncedData(): power loss: every tracked file is cut back to its last synced size.
 // Limits: a PWrite into an already-synced region is not reverted by DropUnsyncedData, and the
 // durability of directory entries (create/rename without SyncDir) is not modelled.
@@ -29,6 +32,9 @@ class FaultInjectionFileSystem final : public FileSystem {
   void SetFailSync(bool on);
   void SetNoSpace(bool on);
   void TearAfterBytes(uint64_t bytes);
+  void SetFailOpen(bool on);
+  // -1: no limit (the default).
+  void SetOpenFileLimit(int64_t n);
   void ClearFaults();
   // Cuts every tracked file back to its synced size. Close all files of the system under test
   // first, then reopen it as after a restart.
@@ -36,6 +42,10 @@ class FaultInjectionFileSystem final : public FileSystem {
   // Total bytes successfully written through this file system (to pick tear points).
   uint64_t bytes_written() const;
   int sync_count() const;
+  // Files opened through this file system and not yet destroyed.
+  int64_t open_files() const;
+  // Successful Open calls so far.
+  uint64_t open_count() const;
 
   absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override;
   absl::Status Rename(const std::string& from, const std::string& to) override;
@@ -56,6 +66,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   absl::Status AdmitSync();
   void OnSynced(const std::string& path, uint64_t size);
   void OnTruncated(const std::string& path, uint64_t size);
+  void OnClosed();
 
   FileSystem* base_;
   mutable std::mutex mu_;
@@ -66,6 +77,10 @@ class FaultInjectionFileSystem final : public FileSystem {
   int64_t tear_budget_ = -1;  // -1: no tear armed
   uint64_t bytes_written_ = 0;
   int sync_count_ = 0;
+  bool fail_open_ = false;
+  int64_t open_file_limit_ = -1;
+  int64_t open_files_ = 0;
+  uint64_t open_count_ = 0;
 };
 
 }  // namespace tokimq
