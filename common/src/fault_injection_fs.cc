@@ -127,13 +127,7 @@ void FaultInjectionFileSystem::OnTruncated(const std::string& path, uint64_t siz
 
 absl::StatusOr<std::unique_ptr<File>> FaultInjectionFileSystem::Open(const std::string& path,
                                                                       OpenMode mode) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (fail_open_ || (open_file_limit_ >= 0 && open_files_ >= open_file_limit_)) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("injected failure: open ", path, ": Too many open files"));
-    }
-  }
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
   bool existed = base_->Exists(path);
   TOKIMQ_ASSIGN_OR_RETURN(auto f, base_->Open(path, mode));
   {
@@ -167,7 +161,23 @@ absl::Status FaultInjectionFileSystem::Remove(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status FaultInjectionFileSystem::AdmitOpen(const std::string& path) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (fail_open_ || (open_file_limit_ >= 0 && open_files_ >= open_file_limit_)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("injected failure: open ", path, ": Too many open files"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FaultInjectionFileSystem::ListDir(
+    const std::string& path) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
+  return base_->ListDir(path);
+}
+
 absl::Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
   TOKIMQ_RETURN_IF_ERROR(AdmitSync());
   return base_->SyncDir(path);
 }

@@ -8,7 +8,8 @@
 //     boundary and fails; every later write fails too (the process "died" mid-write);
 //   - SetFailOpen(true): every Open fails with kResourceExhausted, as open(2) does with EMFILE;
 //   - SetOpenFileLimit(n): an Open fails that way while n files of this file system are open
-//     (a per-process descriptor limit); open_files() counts them;
+//     (a per-process descriptor limit); open_files() counts them. Both faults fail ListDir and
+//     SyncDir too (opendir and open of a directory need a descriptor);
 //   - DropUnsyncedData(): power loss: every tracked file is cut back to its last synced size.
 // Limits: a PWrite into an already-synced region is not reverted by DropUnsyncedData, and the
 // durability of directory entries (create/rename without SyncDir) is not modelled.
@@ -52,9 +53,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   absl::Status Remove(const std::string& path) override;
   absl::Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
   absl::Status SyncDir(const std::string& path) override;
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
-    return base_->ListDir(path);
-  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override;
   bool Exists(const std::string& path) override { return base_->Exists(path); }
   absl::StatusOr<uint64_t> FreeSpace(const std::string& path) override;
 
@@ -64,6 +63,8 @@ class FaultInjectionFileSystem final : public FileSystem {
   // writing that many (OK to write all).
   absl::Status AdmitWrite(size_t n, size_t* allowed);
   absl::Status AdmitSync();
+  // kResourceExhausted when an open of `path` would fail (SetFailOpen, SetOpenFileLimit).
+  absl::Status AdmitOpen(const std::string& path);
   void OnSynced(const std::string& path, uint64_t size);
   void OnTruncated(const std::string& path, uint64_t size);
   void OnClosed();
