@@ -1,0 +1,138 @@
+// Issue 25: thousands of delay topics under `ulimit -n 1024` (Debian's systemd default). Before,
+// every ConsumeQueue held a descriptor: the timer failed on EMFILE and retried forever (an error
+// storm), nothing more was delivered, and SIGTERM exited 1. The real broker binary runs with
+// RLIMIT_NOFILE 1024 (soft and hard) and a manual clock.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker_process.h"
+#include "client/admin.h"
+#include "client/producer.h"
+#include "client/simple_consumer.h"
+#include "test_util.h"
+
+namespace tokimq {
+namespace {
+
+using client::OutgoingMessage;
+
+constexpr int kTopics = 2000;
+constexpr int kQueues = 8;
+constexpr int64_t kDelayMs = 60'000;
+
+struct LogCounts {
+  int lines = 0;
+  int warnings = 0;
+  int errors = 0;
+};
+
+LogCounts CountLog(const std::string& path) {
+  LogCounts c;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    ++c.lines;
+    if (line.find("[warning]") != std::string::npos) ++c.warnings;
+    if (line.find("[error]") != std::string::npos) ++c.errors;
+  }
+  return c;
+}
+
+std::string Topic(int t) { return "delay" + std::to_string(t); }
+
+TEST(FdLimitTest, TwoThousandDelayTopicsOfEightQueuesUnder1024Descriptors) {
+  tokimq::testing::TempDir dir;
+  tokimq::testing::BrokerProcess broker(dir.Join("data"), {"--manual-clock"});
+  broker.set_nofile_limit(1024);
+  ASSERT_TRUE(broker.Start()) << "see " << dir.Join("data.log");
+  client::AdminClient admin(broker.Options());
+  client::Producer producer(broker.Options());
+
+  for (int t = 0; t < kTopics; ++t) {
+    proto::TopicConfig cfg;
+    cfg.set_name(Topic(t));
+    cfg.set_type(proto::DELAY);
+    cfg.set_queues(kQueues);
+    cfg.set_max_delay_ms(2 * kDelayMs);
+    auto created = admin.CreateTopic(cfg);
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+  // Eight delayed messages per topic in one batch: round robin puts one in every queue.
+  for (int t = 0; t < kTopics; ++t) {
+    std::vector<OutgoingMessage> batch(kQueues);
+    for (int q = 0; q < kQueues; ++q) {
+      batch[q].topic = Topic(t);
+      batch[q].body = Topic(t) + "#" + std::to_string(q);
+      batch[q].delay_ms = kDelayMs;
+    }
+    auto sent = producer.SendBatch(batch);
+    ASSERT_TRUE(sent.ok()) << sent.status();
+    std::vector<bool> seen(kQueues);
+    for (const auto& r : *sent) seen[static_cast<size_t>(r.queue_id)] = true;
+    for (int q = 0; q < kQueues; ++q) ASSERT_TRUE(seen[q]) << Topic(t) << " queue " << q;
+  }
+  ASSERT_TRUE(tokimq::testing::AwaitTimerEnqueued(admin).ok());
+  ASSERT_TRUE(admin.AdvanceClock(kDelayMs + 1000).ok());
+
+  // The timer moves all 16,000 into 16,000 ConsumeQueues (bounded real time).
+  const int64_t total = int64_t{kTopics} * kQueues;
+  int64_t delivered = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto st = admin.Stats();
+    ASSERT_TRUE(st.ok()) << st.status();
+    delivered = st->timer().delivered();
+    if (delivered >= total) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(delivered, total);
+
+  // Every message can be received from its topic, each once.
+  client::SimpleConsumer consumer(broker.Options(), "g");
+  client::ReceiveOptions ro;
+  ro.max_messages = 32;
+  ro.long_poll_ms = 0;
+  int64_t received = 0;
+  for (int t = 0; t < kTopics; ++t) {
+    std::vector<bool> seen(kQueues);
+    int got_here = 0;
+    for (int attempt = 0; attempt < 4 && got_here < kQueues; ++attempt) {
+      auto got = consumer.Receive(Topic(t), ro);
+      ASSERT_TRUE(got.ok()) << Topic(t) << ": " << got.status();
+      for (const auto& m : *got) {
+        ASSERT_FALSE(seen[static_cast<size_t>(m.queue_id)]) << Topic(t) << " twice";
+        seen[static_cast<size_t>(m.queue_id)] = true;
+        EXPECT_EQ(m.body, Topic(t) + "#" + std::to_string(m.queue_id));
+        ++got_here;
+      }
+    }
+    ASSERT_EQ(got_here, kQueues) << Topic(t);
+    received += got_here;
+  }
+  EXPECT_EQ(received, total);
+
+  // The broker's descriptors stayed within the limit, with room to spare.
+  int fds = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(broker.pid()) + "/fd")) {
+    (void)e;
+    ++fds;
+  }
+  EXPECT_LT(fds, 1024);
+
+  EXPECT_EQ(broker.Stop(), 0);  // SIGTERM: clean exit
+  // No error storm: a quiet log (before: 1.2 million error lines).
+  const LogCounts log = CountLog(dir.Join("data.log"));
+  EXPECT_EQ(log.errors, 0) << "see " << dir.Join("data.log");
+  EXPECT_LE(log.warnings, 5) << "see " << dir.Join("data.log");
+  EXPECT_LE(log.lines, 100) << "see " << dir.Join("data.log");
+}
+
+}  // namespace
+}  // namespace tokimq
