@@ -58,8 +58,7 @@ absl::Status ConsumeQueue::RemoveFileLocked(const SegmentFile& f) {
 absl::Status ConsumeQueue::Load() {
   if (!fs_->Exists(dir_)) {
     TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir_));
-    TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(DirName(dir_)));
-    TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(DirName(DirName(dir_))));
+    parents_unsynced_ = true;  // fsynced by the next Sync (before any checkpoint covers it)
   }
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir_));
   std::vector<std::string> segs;
@@ -188,14 +187,16 @@ absl::Status ConsumeQueue::WriteBuffered() {
   return WriteBufferedLocked();
 }
 
-absl::Status ConsumeQueue::Sync() {
+absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
   // Handles taken under mu_ (a file removed meanwhile must not be reopened, i.e. recreated);
   // fsyncs outside it.
   std::vector<std::shared_ptr<File>> to_sync;
   bool dir_changed = false;
+  bool parents = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     TOKIMQ_RETURN_IF_ERROR(WriteBufferedLocked());
+    parents = parents_unsynced_;
     for (size_t i = 0; i < dirty_.size(); ++i) {
       const int64_t first = dirty_[i];
       if (first < 0) {
@@ -216,6 +217,15 @@ absl::Status ConsumeQueue::Sync() {
   }
   for (const auto& f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->Sync());
   if (dir_changed) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  if (parents) {
+    for (const std::string& d : {DirName(dir_), DirName(DirName(dir_))}) {
+      if (synced_dirs != nullptr && synced_dirs->contains(d)) continue;
+      TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(d));
+      if (synced_dirs != nullptr) synced_dirs->insert(d);
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    parents_unsynced_ = false;
+  }
   return absl::OkStatus();
 }
 

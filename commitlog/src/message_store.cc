@@ -565,7 +565,8 @@ absl::Status MessageStoreImpl::Checkpoint() {
     dispatched = log_->MaxOffset();
     all = AllQueues();
   }
-  for (const auto& cq : all) TOKIMQ_RETURN_IF_ERROR(cq->Sync());
+  absl::flat_hash_set<std::string> synced_dirs;  // a topic directory once, not per queue
+  for (const auto& cq : all) TOKIMQ_RETURN_IF_ERROR(cq->Sync(&synced_dirs));
   return WriteOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic, dispatched);
 }
 
