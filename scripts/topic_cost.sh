@@ -5,6 +5,7 @@
 #
 #   scripts/topic_cost.sh [BUILD_DIR] [TOPICS] [MAX_OPEN_FILES]
 #   scripts/topic_cost.sh build/release 10000
+#   BROKER=/path/to/older/tokimq-broker scripts/topic_cost.sh build/release 1000   (before/after)
 #
 # Runs bin/tokimq-broker (--manual-clock, grpc off) in a temp dir and bin/tokimq-topic-cost
 # against it, sampling /proc/<pid> after each phase, then restarts the broker (SIGTERM, start)
@@ -14,6 +15,9 @@ build=${1:-build/release}
 topics=${2:-1000}
 max_open=${3:-0}
 bin=$build/bin
+broker=${BROKER:-$bin/tokimq-broker}
+extra=()
+[ "$max_open" != 0 ] && extra=(--max-open-files "$max_open")
 dir=$(mktemp -d /tmp/topic-cost.XXXXXX)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 
@@ -30,8 +34,8 @@ sample() {  # label
 start() {
   rm -f "$dir/port"
   local t0=$(date +%s.%N)
-  "$bin/tokimq-broker" --data-dir "$dir/data" --port 0 --port-file "$dir/port" --grpc-port 0 \
-    --manual-clock --max-open-files "$max_open" --log-file "$dir/broker.log" &
+  "$broker" --data-dir "$dir/data" --port 0 --port-file "$dir/port" --grpc-port 0 \
+    --manual-clock "${extra[@]}" --log-file "$dir/broker.log" &
   pid=$!
   while [ ! -s "$dir/port" ]; do sleep 0.01; done
   port=$(cat "$dir/port")
@@ -42,16 +46,19 @@ start() {
 start
 sample empty
 coproc COST { "$bin/tokimq-topic-cost" --addr 127.0.0.1:$port --topics "$topics" --pause; }
+cost_pid=$COST_PID
 while read -r line <&"${COST[0]}"; do
   echo "$line"
   case $line in PHASE*) sample "after-$(echo "$line" | cut -d' ' -f2)"; echo >&"${COST[1]}" ;; esac
 done
-wait $COST_PID || true
-kill -TERM $pid; wait $pid; echo "shutdown exit $?"
+wait $cost_pid || true
+sleep 5  # a few checkpoints: every queue's file written and fsynced
+sample settled
+t0=$(date +%s.%N); kill -TERM $pid; rc=0; wait $pid || rc=$?; echo "shutdown exit $rc after $(echo "$(date +%s.%N) - $t0" | bc) s"
 start
 sample restarted
 "$bin/tokimq-topic-cost" --addr 127.0.0.1:$port --topics "$topics" --skip-create --receive
 sample after-receive
 grep -c . "$dir/broker.log" | sed 's/^/log lines: /'
 grep -E 'file descriptors|re-dispatched|\[warning\]|\[error\]' "$dir/broker.log" | head -5
-kill -TERM $pid; wait $pid; echo "shutdown exit $?"
+t0=$(date +%s.%N); kill -TERM $pid; rc=0; wait $pid || rc=$?; echo "shutdown exit $rc after $(echo "$(date +%s.%N) - $t0" | bc) s"
