@@ -151,14 +151,16 @@ TEST(FdLimitTest, TwoThousandDelayTopicsOfEightQueuesUnder1024Descriptors) {
   EXPECT_EQ(received, total);
   timer.Done("receive");
 
-  // The broker's descriptors stayed within the limit, with room to spare.
+  // The broker's descriptors stay within its budget.
   int fds = 0;
   for (const auto& e :
        std::filesystem::directory_iterator("/proc/" + std::to_string(broker.pid()) + "/fd")) {
     (void)e;
     ++fds;
   }
-  EXPECT_LT(fds, 1024);
+  // 1024 - 64 reserved, halved: a cache of 480 ConsumeQueue files, plus ~20 fixed descriptors
+  // and the test's connections (16,000 queue files were open before).
+  EXPECT_LE(fds, 480 + 64) << "open descriptors";
 
   EXPECT_EQ(broker.Stop(), 0);  // SIGTERM: clean exit
   timer.Done("stop");
