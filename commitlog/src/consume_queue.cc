@@ -197,8 +197,7 @@ absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
     std::lock_guard<std::mutex> l(mu_);
     TOKIMQ_RETURN_IF_ERROR(WriteBufferedLocked());
     parents = parents_unsynced_;
-    for (size_t i = 0; i < dirty_.size(); ++i) {
-      const int64_t first = dirty_[i];
+    for (int64_t first : dirty_) {
       if (first < 0) {
         dir_changed = true;
         continue;
@@ -206,11 +205,8 @@ absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
       auto it = files_.find(first);
       if (it == files_.end()) continue;
       auto file = HandleLocked(*it->second);
-      if (!file.ok()) {  // out of descriptors: the rest stays dirty for the next Sync
-        dirty_.erase(dirty_.begin(), dirty_.begin() + static_cast<std::ptrdiff_t>(i));
-        if (dir_changed) dirty_.push_back(-1);
-        return file.status();
-      }
+      // Out of descriptors: nothing synced, everything stays dirty for the next Sync.
+      if (!file.ok()) return file.status();
       to_sync.push_back(std::move(*file));
     }
     dirty_.clear();

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "commitlog/consume_queue.h"
 #include "commitlog/message_store.h"
 #include "common/fault_injection_fs.h"
 #include "test_util.h"
@@ -153,6 +154,35 @@ TEST_F(ConsumeQueueFileCacheTest, CommitLogRollWhileOutOfDescriptorsFailsThatPut
   EXPECT_EQ(r->queue_offset, i);
   EXPECT_GE(r->physical_offset, 4096);
   ASSERT_TRUE(s->Close().ok());
+}
+
+// A Sync that cannot reopen one of its files fails, and syncs nothing it did not report: the
+// files it had handles for stay dirty too, so the next Sync makes every one durable (a power
+// loss after it keeps every entry).
+TEST_F(ConsumeQueueFileCacheTest, SyncThatCannotReopenAFileKeepsEveryFileDirty) {
+  FileCache cache(&fs_, 1);
+  const std::string dir = dir_.Join("q");
+  {
+    auto cq = ConsumeQueue::Open(&cache, dir, 8);
+    ASSERT_TRUE(cq.ok()) << cq.status();
+    for (int i = 0; i < 16; ++i) {
+      ASSERT_TRUE((*cq)->Append({int64_t{100} * i, 100, 0}).ok());
+    }
+    ASSERT_TRUE((*cq)->WriteBuffered().ok());  // two files; the cache keeps the second
+    ASSERT_TRUE((*cq)->Get(0).ok());           // now the first, the second is evicted
+    fs_.SetFailOpen(true);
+    absl::Status s = (*cq)->Sync();
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    fs_.SetFailOpen(false);
+    ASSERT_TRUE((*cq)->Sync().ok());
+  }
+  ASSERT_TRUE(fs_.DropUnsyncedData().ok());  // power loss
+  auto cq = ConsumeQueue::Open(&cache, dir, 8);
+  ASSERT_TRUE(cq.ok()) << cq.status();
+  EXPECT_EQ((*cq)->MaxOffset(), 16);
+  auto e = (*cq)->Get(3);
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->physical_offset, 300);
 }
 
 }  // namespace
