@@ -4,10 +4,12 @@
 // RLIMIT_NOFILE 1024 (soft and hard) and a manual clock.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +61,15 @@ std::string LogTail(const std::string& path) {
 
 std::string Topic(int t) { return "delay" + std::to_string(t); }
 
+constexpr int kClients = 4;
+
+// Runs fn(0) .. fn(kClients - 1) on threads of their own and waits for them.
+void RunClients(const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kClients; ++w) threads.emplace_back(fn, w);
+  for (auto& t : threads) t.join();
+}
+
 // Real time of one phase, printed for the record (the machine may be loaded).
 class PhaseTimer {
  public:
@@ -81,32 +92,55 @@ TEST(FdLimitTest, TwoThousandDelayTopicsOfEightQueuesUnder1024Descriptors) {
   ASSERT_TRUE(broker.Start()) << "see " << dir.Join("data.log");
   timer.Done("start");
   client::AdminClient admin(broker.Options());
-  client::Producer producer(broker.Options());
 
-  for (int t = 0; t < kTopics; ++t) {
-    proto::TopicConfig cfg;
-    cfg.set_name(Topic(t));
-    cfg.set_type(proto::DELAY);
-    cfg.set_queues(kQueues);
-    cfg.set_max_delay_ms(2 * kDelayMs);
-    auto created = admin.CreateTopic(cfg);
-    ASSERT_TRUE(created.ok()) << created.status();
-  }
+  // kClients connections work in parallel, client w on the topics t with t % kClients == w:
+  // one synchronous round trip per topic made most of the test's time.
+  std::atomic<int> failures{0};
+  RunClients([&](int w) {
+    client::AdminClient a(broker.Options());
+    for (int t = w; t < kTopics; t += kClients) {
+      proto::TopicConfig cfg;
+      cfg.set_name(Topic(t));
+      cfg.set_type(proto::DELAY);
+      cfg.set_queues(kQueues);
+      cfg.set_max_delay_ms(2 * kDelayMs);
+      auto created = a.CreateTopic(cfg);
+      if (!created.ok()) {
+        ADD_FAILURE() << Topic(t) << ": " << created.status();
+        failures++;
+        return;
+      }
+    }
+  });
+  ASSERT_EQ(failures.load(), 0);
   timer.Done("create");
   // Eight delayed messages per topic in one batch: round robin puts one in every queue.
-  for (int t = 0; t < kTopics; ++t) {
-    std::vector<OutgoingMessage> batch(kQueues);
-    for (int q = 0; q < kQueues; ++q) {
-      batch[q].topic = Topic(t);
-      batch[q].body = Topic(t) + "#" + std::to_string(q);
-      batch[q].delay_ms = kDelayMs;
+  RunClients([&](int w) {
+    client::Producer producer(broker.Options());
+    for (int t = w; t < kTopics; t += kClients) {
+      std::vector<OutgoingMessage> batch(kQueues);
+      for (int q = 0; q < kQueues; ++q) {
+        batch[q].topic = Topic(t);
+        batch[q].body = Topic(t) + "#" + std::to_string(q);
+        batch[q].delay_ms = kDelayMs;
+      }
+      auto sent = producer.SendBatch(batch);
+      if (!sent.ok()) {
+        ADD_FAILURE() << Topic(t) << ": " << sent.status();
+        failures++;
+        return;
+      }
+      std::vector<bool> seen(kQueues);
+      for (const auto& r : *sent) seen[static_cast<size_t>(r.queue_id)] = true;
+      for (int q = 0; q < kQueues; ++q) {
+        if (!seen[q]) {
+          ADD_FAILURE() << Topic(t) << " queue " << q << " got no message";
+          failures++;
+        }
+      }
     }
-    auto sent = producer.SendBatch(batch);
-    ASSERT_TRUE(sent.ok()) << sent.status();
-    std::vector<bool> seen(kQueues);
-    for (const auto& r : *sent) seen[static_cast<size_t>(r.queue_id)] = true;
-    for (int q = 0; q < kQueues; ++q) ASSERT_TRUE(seen[q]) << Topic(t) << " queue " << q;
-  }
+  });
+  ASSERT_EQ(failures.load(), 0);
   timer.Done("send");
   ASSERT_TRUE(tokimq::testing::AwaitTimerEnqueued(admin).ok());
   timer.Done("enqueue");
@@ -127,28 +161,33 @@ TEST(FdLimitTest, TwoThousandDelayTopicsOfEightQueuesUnder1024Descriptors) {
   timer.Done("deliver");
 
   // Every message can be received from its topic, each once.
-  client::SimpleConsumer consumer(broker.Options(), "g");
-  client::ReceiveOptions ro;
-  ro.max_messages = 32;
-  ro.long_poll_ms = 0;
-  int64_t received = 0;
-  for (int t = 0; t < kTopics; ++t) {
-    std::vector<bool> seen(kQueues);
-    int got_here = 0;
-    for (int attempt = 0; attempt < 4 && got_here < kQueues; ++attempt) {
-      auto got = consumer.Receive(Topic(t), ro);
-      ASSERT_TRUE(got.ok()) << Topic(t) << ": " << got.status();
-      for (const auto& m : *got) {
-        ASSERT_FALSE(seen[static_cast<size_t>(m.queue_id)]) << Topic(t) << " twice";
-        seen[static_cast<size_t>(m.queue_id)] = true;
-        EXPECT_EQ(m.body, Topic(t) + "#" + std::to_string(m.queue_id));
-        ++got_here;
+  std::atomic<int64_t> received{0};
+  RunClients([&](int w) {
+    client::SimpleConsumer consumer(broker.Options(), "g");
+    client::ReceiveOptions ro;
+    ro.max_messages = 32;
+    ro.long_poll_ms = 0;
+    for (int t = w; t < kTopics; t += kClients) {
+      std::vector<bool> seen(kQueues);
+      int got_here = 0;
+      for (int attempt = 0; attempt < 4 && got_here < kQueues; ++attempt) {
+        auto got = consumer.Receive(Topic(t), ro);
+        if (!got.ok()) {
+          ADD_FAILURE() << Topic(t) << ": " << got.status();
+          return;
+        }
+        for (const auto& m : *got) {
+          EXPECT_FALSE(seen[static_cast<size_t>(m.queue_id)]) << Topic(t) << " twice";
+          seen[static_cast<size_t>(m.queue_id)] = true;
+          EXPECT_EQ(m.body, Topic(t) + "#" + std::to_string(m.queue_id));
+          ++got_here;
+        }
       }
+      EXPECT_EQ(got_here, kQueues) << Topic(t);
+      received += got_here;
     }
-    ASSERT_EQ(got_here, kQueues) << Topic(t);
-    received += got_here;
-  }
-  EXPECT_EQ(received, total);
+  });
+  EXPECT_EQ(received.load(), total);
   timer.Done("receive");
 
   // The broker's descriptors stay within its budget.
