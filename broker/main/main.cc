@@ -114,6 +114,12 @@ int main(int argc, char** argv) {
   const tokimq::broker::NoFileLimit nofile = tokimq::broker::RaiseNoFileLimit();
   if (config.broker.max_open_files == 0) {
     config.broker.max_open_files = tokimq::broker::MaxOpenFilesFor(nofile.soft);
+  } else if (const size_t fit = tokimq::broker::ClampMaxOpenFiles(config.broker.max_open_files,
+                                                                   nofile.soft);
+             fit < config.broker.max_open_files) {
+    spdlog::warn("max_open_files {} does not fit the descriptor limit {}: using {}",
+                 config.broker.max_open_files, nofile.soft, fit);
+    config.broker.max_open_files = fit;
   }
   spdlog::info("{}", tokimq::broker::DescribeBudget(nofile, config.broker.max_open_files));
 

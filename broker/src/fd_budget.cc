@@ -48,6 +48,12 @@ size_t MaxOpenFilesFor(uint64_t nofile) {
       std::clamp<uint64_t>(left / 2, kMinAutoOpenFiles, kMaxAutoOpenFiles));
 }
 
+size_t ClampMaxOpenFiles(size_t configured, uint64_t nofile) {
+  const uint64_t left = nofile > kReservedDescriptors ? nofile - kReservedDescriptors : 0;
+  const uint64_t cap = std::max<uint64_t>(left / 4 * 3, kMinAutoOpenFiles);
+  return static_cast<size_t>(std::min<uint64_t>(configured, cap));
+}
+
 std::string DescribeBudget(const NoFileLimit& limit, size_t max_open_files) {
   const std::string raised =
       limit.raised_from != 0 ? fmt::format(" (raised from {})", limit.raised_from) : "";

@@ -30,6 +30,12 @@ TEST(FdBudgetTest, DescriptionSaysWhatTheCacheHoldsAndWarnsWhenNothingIsLeft) {
   EXPECT_NE(DescribeBudget(l, 2000).find("WARNING"), std::string::npos);
 }
 
+TEST(FdBudgetTest, ConfiguredCacheAboveTheLimitIsLowered) {
+  EXPECT_EQ(ClampMaxOpenFiles(4000, 1024), 720u);  // 3/4 of 1024 - 64
+  EXPECT_EQ(ClampMaxOpenFiles(500, 1024), 500u);   // fits: kept
+  EXPECT_EQ(ClampMaxOpenFiles(4000, 20), kMinAutoOpenFiles);
+}
+
 TEST(FdBudgetTest, RaiseNeverLowersTheLimit) {
   const NoFileLimit before = CurrentNoFileLimit();
   const NoFileLimit after = RaiseNoFileLimit();

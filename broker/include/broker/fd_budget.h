@@ -42,6 +42,11 @@ NoFileLimit RaiseNoFileLimit();
 // The ConsumeQueue file cache size for a soft limit of `nofile` descriptors:
 // clamp((nofile - kReservedDescriptors) / 2, kMinAutoOpenFiles, kMaxAutoOpenFiles).
 size_t MaxOpenFilesFor(uint64_t nofile);
+// A configured cache size the limit can hold: at most 3/4 of what the limit leaves after
+// kReservedDescriptors (at least kMinAutoOpenFiles). A cache above the limit held every
+// descriptor and left checkpoints, connections and segment rolls failing for good (RocksDB
+// clamps its max_open_files to the limit the same way).
+size_t ClampMaxOpenFiles(size_t configured, uint64_t nofile);
 // One line for the start-up log: the limit, what the cache holds, what is left.
 std::string DescribeBudget(const NoFileLimit& limit, size_t max_open_files);
 
