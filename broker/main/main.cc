@@ -11,6 +11,7 @@
 
 #include "broker/broker.h"
 #include "broker/config.h"
+#include "broker/fd_budget.h"
 #include "broker/server.h"
 #include "common/duration.h"
 #if TOKIMQ_WITH_ROCKETMQ
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   int grpc_port = 8081;
   bool manual_clock = false;
   int64_t manual_start_ms = 0;
+  int64_t max_open_files = -1;
   app.add_option("-c,--config", config_file, "TOML config file (flags override it)");
   app.add_option("--data-dir", data_dir, "data directory (default ./data)");
   app.add_option("--bind", bind, "listen address (default 127.0.0.1)");
@@ -73,6 +75,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--disk-check-interval", disk_check_interval,
                  "how often free disk space is checked, e.g. 1s (default)");
+  app.add_option("--max-open-files", max_open_files,
+                 "ConsumeQueue files kept open at most (default 0: from the descriptor limit)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   CLI11_PARSE(app, argc, argv);
@@ -105,6 +110,7 @@ int main(int argc, char** argv) {
     if (!ms.ok() || *ms <= 0) return Fail("bad --disk-check-interval " + disk_check_interval);
     config.broker.disk_check_interval_ms = *ms;
   }
+  if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
 
@@ -126,6 +132,21 @@ int main(int argc, char** argv) {
   spdlog::flush_on(spdlog::level::info);
 
   config.broker.max_frame_bytes = config.server.max_frame_bytes;
+
+  // Issue 25: raise the descriptor soft limit to the hard one, size the ConsumeQueue file
+  // cache from it, and say what that holds.
+  const tokimq::broker::NoFileLimit nofile = tokimq::broker::RaiseNoFileLimit();
+  if (config.broker.max_open_files == 0) {
+    config.broker.max_open_files = tokimq::broker::MaxOpenFilesFor(nofile.soft);
+  } else if (const size_t fit = tokimq::broker::ClampMaxOpenFiles(config.broker.max_open_files,
+                                                                   nofile.soft);
+             fit < config.broker.max_open_files) {
+    spdlog::warn("max_open_files {} does not fit the descriptor limit {}: using {}",
+                 config.broker.max_open_files, nofile.soft, fit);
+    config.broker.max_open_files = fit;
+  }
+  spdlog::info("{}", tokimq::broker::DescribeBudget(nofile, config.broker.max_open_files));
+
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   tokimq::broker::Server server(broker->get(), config.server);

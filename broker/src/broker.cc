@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "broker/fd_budget.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
 #include "common/coding.h"
@@ -67,6 +68,7 @@ absl::Status Broker::OpenStores() {
   db_options.info_log = NewRocksDbLogger();
   // Created first: RocksDB logs an error line when it lists a missing directory.
   TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir + "/meta"));
+  db_options.max_open_files = kRocksDbMaxOpenFiles;  // descriptor budget: broker/fd_budget.h
   rocksdb::DB* raw_db = nullptr;
   TOKIMQ_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
@@ -102,6 +104,9 @@ absl::Status Broker::OpenStores() {
   store_options.commitlog.max_message_size = options_.max_message_size;
   store_options.commitlog.flush_mode = options_.flush_mode;
   store_options.commitlog.async_flush_interval_ms = options_.async_flush_interval_ms;
+  store_options.max_open_files = options_.max_open_files != 0
+                                     ? options_.max_open_files
+                                     : MaxOpenFilesFor(CurrentNoFileLimit().soft);
   TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
   DiskWatermarkOptions wm;
   wm.path = dir;

@@ -138,6 +138,8 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetDuration(node, key, &b.default_retention_ms);
     } else if (key == "retention_interval") {
       s = GetDuration(node, key, &b.retention_interval_ms);
+    } else if (key == "max_open_files") {
+      s = GetInt(node, key, &b.max_open_files, 0, int64_t{1} << 24);
     } else if (key == "max_long_poll") {
       s = GetDuration(node, key, &b.max_long_poll_ms);
     } else if (key == "disk_min_free") {

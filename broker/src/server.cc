@@ -42,6 +42,7 @@ class Server::Impl {
       guards_.emplace_back(ios_.back()->get_executor());
     }
     acceptor_.emplace(*ios_[0]);
+    accept_retry_.emplace(*ios_[0]);
   }
 
   absl::Status Start();
@@ -60,6 +61,10 @@ class Server::Impl {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::optional<tcp::acceptor> acceptor_;
   size_t next_io_ = 0;  // round-robin over ios_ for new connections; acceptor thread only
+  // Out of descriptors, accept fails at once for as long as a connection waits in the backlog:
+  // Accept waits on this timer before trying again, and logs once per episode. Acceptor thread.
+  std::optional<asio::steady_timer> accept_retry_;
+  bool accept_exhausted_ = false;
   asio::thread_pool workers_;
   std::vector<std::thread> io_threads_;
   std::mutex mu_;
@@ -344,8 +349,26 @@ void Server::Impl::Accept() {
   acceptor_->async_accept(io, [this](boost::system::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+      if (ec == asio::error::no_descriptors || ec == asio::error::no_memory ||
+          ec == asio::error::no_buffer_space || ec.value() == ENFILE) {
+        // Issue 25: retrying at once spun and logged per attempt. Wait, then try again.
+        if (!accept_exhausted_) {
+          TOKIMQ_LOG_WARN("accept: {}; new connections wait until descriptors free up",
+                          ec.message());
+        }
+        accept_exhausted_ = true;
+        accept_retry_->expires_after(std::chrono::milliseconds(100));
+        accept_retry_->async_wait([this](boost::system::error_code tec) {
+          if (!tec && acceptor_->is_open()) Accept();
+        });
+        return;
+      }
       TOKIMQ_LOG_WARN("accept: {}", ec.message());
       return Accept();
+    }
+    if (accept_exhausted_) {
+      TOKIMQ_LOG_INFO("accept: descriptors available again");
+      accept_exhausted_ = false;
     }
     boost::system::error_code opt_ec;
     socket.set_option(tcp::no_delay(true), opt_ec);
@@ -379,6 +402,7 @@ void Server::Impl::Stop() {
   asio::post(*ios_[0], [this] {
     boost::system::error_code ec;
     acceptor_->close(ec);
+    accept_retry_->cancel();
   });
   for (auto& c : conns) asio::post(c->executor(), [c] { c->Drain(); });
   workers_.join();  // requests already running finish (long polls are capped)

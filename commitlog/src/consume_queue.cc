@@ -29,19 +29,36 @@ ConsumeQueueEntry DecodeEntry(const char* p) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ConsumeQueue>> ConsumeQueue::Open(FileSystem* fs, std::string dir,
+absl::StatusOr<std::unique_ptr<ConsumeQueue>> ConsumeQueue::Open(FileCache* cache,
+                                                                 std::string dir,
                                                                  uint64_t entries_per_segment) {
   if (entries_per_segment == 0) return absl::InvalidArgumentError("entries_per_segment is 0");
-  std::unique_ptr<ConsumeQueue> cq(new ConsumeQueue(fs, std::move(dir), entries_per_segment));
+  std::unique_ptr<ConsumeQueue> cq(new ConsumeQueue(cache, std::move(dir), entries_per_segment));
   TOKIMQ_RETURN_IF_ERROR(cq->Load());
   return cq;
+}
+
+absl::StatusOr<std::unique_ptr<ConsumeQueue>> ConsumeQueue::Open(FileSystem* fs, std::string dir,
+                                                                 uint64_t entries_per_segment) {
+  auto cache = std::make_unique<FileCache>(fs, FileCache::kDefaultCapacity);
+  TOKIMQ_ASSIGN_OR_RETURN(auto cq, Open(cache.get(), std::move(dir), entries_per_segment));
+  cq->own_cache_ = std::move(cache);
+  return cq;
+}
+
+absl::StatusOr<std::shared_ptr<File>> ConsumeQueue::HandleLocked(const SegmentFile& f) const {
+  return cache_->Open(f.path, OpenMode::kReadWrite);
+}
+
+absl::Status ConsumeQueue::RemoveFileLocked(const SegmentFile& f) {
+  cache_->Forget(f.path);
+  return fs_->Remove(f.path);
 }
 
 absl::Status ConsumeQueue::Load() {
   if (!fs_->Exists(dir_)) {
     TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir_));
-    TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(DirName(dir_)));
-    TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(DirName(DirName(dir_))));
+    parents_unsynced_ = true;  // fsynced by the next Sync (before any checkpoint covers it)
   }
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir_));
   std::vector<std::string> segs;
@@ -65,14 +82,15 @@ absl::Status ConsumeQueue::Load() {
     }
     auto f = std::make_shared<SegmentFile>();
     f->first = first;
-    TOKIMQ_ASSIGN_OR_RETURN(f->file, fs_->Open(path, OpenMode::kReadWrite));
-    const uint64_t size = f->file->Size();
+    f->path = path;
+    TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<File> file, HandleLocked(*f));
+    const uint64_t size = file->Size();
     const int64_t entries = static_cast<int64_t>(size / kEntrySize);
     if (entries > per_segment_) {
       return absl::FailedPreconditionError(
           absl::StrCat("consume queue file ", path, " holds more than ", per_segment_, " entries"));
     }
-    if (size % kEntrySize != 0) TOKIMQ_RETURN_IF_ERROR(f->file->Truncate(entries * kEntrySize));
+    if (size % kEntrySize != 0) TOKIMQ_RETURN_IF_ERROR(file->Truncate(entries * kEntrySize));
     if (expected < 0) min_ = first;
     expected = first + entries;
     ended = entries < per_segment_;
@@ -122,8 +140,8 @@ absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(int64_t q
   if (!create) return absl::NotFoundError("no consume queue file");
   auto f = std::make_shared<SegmentFile>();
   f->first = first;
-  TOKIMQ_ASSIGN_OR_RETURN(f->file,
-                          fs_->Open(absl::StrFormat("%s/%020d", dir_, first), OpenMode::kTruncate));
+  f->path = absl::StrFormat("%s/%020d", dir_, first);
+  TOKIMQ_RETURN_IF_ERROR(cache_->Open(f->path, OpenMode::kTruncate).status());
   if (files_.empty()) {
     min_ = first;
     // Retention may already have moved the valid minimum past `first` while every entry was
@@ -151,7 +169,12 @@ absl::Status ConsumeQueue::WriteBufferedLocked() {
         std::min<size_t>(pending_.size() - done, static_cast<size_t>(per_segment_ - rel));
     buf.resize(n * kEntrySize);
     for (size_t i = 0; i < n; ++i) EncodeEntry(pending_[done + i], buf.data() + i * kEntrySize);
-    s = (*f)->file->PWrite(static_cast<uint64_t>(rel) * kEntrySize, buf);
+    auto file = HandleLocked(**f);
+    if (!file.ok()) {
+      s = file.status();
+      break;
+    }
+    s = (*file)->PWrite(static_cast<uint64_t>(rel) * kEntrySize, buf);
     if (!s.ok()) break;
     if (dirty_.empty() || dirty_.back() != (*f)->first) dirty_.push_back((*f)->first);
     written_ += static_cast<int64_t>(n);
@@ -167,24 +190,41 @@ absl::Status ConsumeQueue::WriteBuffered() {
   return WriteBufferedLocked();
 }
 
-absl::Status ConsumeQueue::Sync() {
-  std::vector<std::shared_ptr<SegmentFile>> to_sync;
+absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
+  // Handles taken under mu_ (a file removed meanwhile must not be reopened, i.e. recreated);
+  // fsyncs outside it.
+  std::vector<std::shared_ptr<File>> to_sync;
   bool dir_changed = false;
+  bool parents = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     TOKIMQ_RETURN_IF_ERROR(WriteBufferedLocked());
+    parents = parents_unsynced_;
     for (int64_t first : dirty_) {
       if (first < 0) {
         dir_changed = true;
         continue;
       }
       auto it = files_.find(first);
-      if (it != files_.end()) to_sync.push_back(it->second);
+      if (it == files_.end()) continue;
+      auto file = HandleLocked(*it->second);
+      // Out of descriptors: nothing synced, everything stays dirty for the next Sync.
+      if (!file.ok()) return file.status();
+      to_sync.push_back(std::move(*file));
     }
     dirty_.clear();
   }
-  for (const auto& f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->file->Sync());
+  for (const auto& f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->Sync());
   if (dir_changed) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  if (parents) {
+    for (const std::string& d : {DirName(dir_), DirName(DirName(dir_))}) {
+      if (synced_dirs != nullptr && synced_dirs->contains(d)) continue;
+      TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(d));
+      if (synced_dirs != nullptr) synced_dirs->insert(d);
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    parents_unsynced_ = false;
+  }
   return absl::OkStatus();
 }
 
@@ -203,9 +243,9 @@ absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(int64_t 
     const int64_t rel = q - it->first;
     const size_t cnt = std::min<size_t>(n - out.size(), static_cast<size_t>(per_segment_ - rel));
     buf.resize(cnt * kEntrySize);
+    TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<File> file, HandleLocked(*it->second));
     TOKIMQ_ASSIGN_OR_RETURN(
-        size_t got,
-        it->second->file->PRead(static_cast<uint64_t>(rel) * kEntrySize, buf.size(), buf.data()));
+        size_t got, file->PRead(static_cast<uint64_t>(rel) * kEntrySize, buf.size(), buf.data()));
     if (got != buf.size()) {
       return absl::DataLossError(absl::StrCat("consume queue ", dir_, ": short read at entry ", q));
     }
@@ -255,13 +295,14 @@ absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
   const int64_t keep_first = queue_offset - queue_offset % per_segment_;
   for (auto it = files_.begin(); it != files_.end();) {
     if (it->first > keep_first) {
-      TOKIMQ_RETURN_IF_ERROR(fs_->Remove(it->second->file->path()));
+      TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*it->second));
       it = files_.erase(it);
       dirty_.push_back(-1);
     } else {
       if (it->first == keep_first) {
-        TOKIMQ_RETURN_IF_ERROR(it->second->file->Truncate(
-            static_cast<uint64_t>(queue_offset - keep_first) * kEntrySize));
+        TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<File> file, HandleLocked(*it->second));
+        TOKIMQ_RETURN_IF_ERROR(
+            file->Truncate(static_cast<uint64_t>(queue_offset - keep_first) * kEntrySize));
         dirty_.push_back(it->first);
       }
       ++it;
@@ -295,7 +336,7 @@ absl::Status ConsumeQueue::AdvanceMinValid(int64_t min_physical_offset) {
   min_valid_ = lo;
   bool removed = false;
   while (files_.size() > 1 && files_.begin()->first + per_segment_ <= min_valid_) {
-    TOKIMQ_RETURN_IF_ERROR(fs_->Remove(files_.begin()->second->file->path()));
+    TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*files_.begin()->second));
     files_.erase(files_.begin());
     removed = true;
   }

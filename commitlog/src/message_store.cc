@@ -116,7 +116,7 @@ uint64_t TagHashOf(const Message& m) {
 class MessageStoreImpl final : public MessageStore {
  public:
   MessageStoreImpl(FileSystem* fs, Clock* clock, MessageStoreOptions opt)
-      : fs_(fs), clock_(clock), opt_(std::move(opt)) {}
+      : fs_(fs), clock_(clock), opt_(std::move(opt)), cq_files_(fs, opt_.max_open_files) {}
   ~MessageStoreImpl() override { StopCheckpointer(); }
 
   absl::Status Init() {
@@ -405,6 +405,7 @@ class MessageStoreImpl final : public MessageStore {
   }
 
   CommitLog* commit_log() override { return log_.get(); }
+  const FileCache* file_cache() const override { return &cq_files_; }
 
   absl::Status Close() override {
     StopCheckpointer();
@@ -433,7 +434,8 @@ class MessageStoreImpl final : public MessageStore {
     if (auto cq = Find(topic, queue_id)) return cq;
     TOKIMQ_ASSIGN_OR_RETURN(
         std::shared_ptr<ConsumeQueue> cq,
-        ConsumeQueue::Open(fs_, absl::StrCat(opt_.dir, "/consumequeue/", topic, "/", queue_id),
+        ConsumeQueue::Open(&cq_files_,
+                           absl::StrCat(opt_.dir, "/consumequeue/", topic, "/", queue_id),
                            opt_.consume_queue_segment_entries));
     std::unique_lock<std::shared_mutex> l(map_mu_);
     queues_[topic][queue_id] = cq;
@@ -465,6 +467,7 @@ class MessageStoreImpl final : public MessageStore {
   FileSystem* fs_;
   Clock* clock_;
   MessageStoreOptions opt_;
+  FileCache cq_files_;  // the ConsumeQueues' files; declared before (destroyed after) queues_
   std::unique_ptr<CommitLogImpl> log_;
 
   std::mutex put_mu_;  // serialises Put/PutBatch; held before map_mu_
@@ -571,7 +574,8 @@ absl::Status MessageStoreImpl::Checkpoint() {
     dispatched = log_->MaxOffset();
     all = AllQueues();
   }
-  for (const auto& cq : all) TOKIMQ_RETURN_IF_ERROR(cq->Sync());
+  absl::flat_hash_set<std::string> synced_dirs;  // a topic directory once, not per queue
+  for (const auto& cq : all) TOKIMQ_RETURN_IF_ERROR(cq->Sync(&synced_dirs));
   return WriteOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic, dispatched);
 }
 

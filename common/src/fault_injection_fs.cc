@@ -9,6 +9,7 @@ class FaultInjectionFile final : public File {
  public:
   FaultInjectionFile(FaultInjectionFileSystem* fs, std::unique_ptr<File> base)
       : fs_(fs), base_(std::move(base)) {}
+  ~FaultInjectionFile() override { fs_->OnClosed(); }
 
   absl::Status Append(std::string_view data) override { return PWrite(base_->Size(), data); }
 
@@ -58,10 +59,31 @@ void FaultInjectionFileSystem::NoSpaceAfterBytes(uint64_t bytes) {
   std::lock_guard<std::mutex> l(mu_);
   space_budget_ = static_cast<int64_t>(bytes);
 }
+void FaultInjectionFileSystem::SetFailOpen(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_open_ = on;
+}
+void FaultInjectionFileSystem::SetOpenFileLimit(int64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  open_file_limit_ = n;
+}
 void FaultInjectionFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
-  fail_sync_ = no_space_ = torn_ = false;
+  fail_sync_ = no_space_ = torn_ = fail_open_ = false;
   tear_budget_ = space_budget_ = -1;
+  open_file_limit_ = -1;
+}
+int64_t FaultInjectionFileSystem::open_files() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return open_files_;
+}
+uint64_t FaultInjectionFileSystem::open_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return open_count_;
+}
+void FaultInjectionFileSystem::OnClosed() {
+  std::lock_guard<std::mutex> l(mu_);
+  --open_files_;
 }
 uint64_t FaultInjectionFileSystem::bytes_written() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -118,10 +140,13 @@ void FaultInjectionFileSystem::OnTruncated(const std::string& path, uint64_t siz
 
 absl::StatusOr<std::unique_ptr<File>> FaultInjectionFileSystem::Open(const std::string& path,
                                                                       OpenMode mode) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
   bool existed = base_->Exists(path);
   TOKIMQ_ASSIGN_OR_RETURN(auto f, base_->Open(path, mode));
   {
     std::lock_guard<std::mutex> l(mu_);
+    ++open_files_;
+    ++open_count_;
     if (mode == OpenMode::kTruncate || !existed) {
       synced_size_[path] = 0;
     } else if (!synced_size_.count(path)) {
@@ -149,7 +174,23 @@ absl::Status FaultInjectionFileSystem::Remove(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status FaultInjectionFileSystem::AdmitOpen(const std::string& path) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (fail_open_ || (open_file_limit_ >= 0 && open_files_ >= open_file_limit_)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("injected failure: open ", path, ": Too many open files"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> FaultInjectionFileSystem::ListDir(
+    const std::string& path) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
+  return base_->ListDir(path);
+}
+
 absl::Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
   TOKIMQ_RETURN_IF_ERROR(AdmitSync());
   return base_->SyncDir(path);
 }

@@ -21,7 +21,11 @@ namespace {
 
 absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err) {
   std::string msg = absl::StrCat(std::string(op), " ", path, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
+  // Out of space, descriptors (per process or system wide) or memory: all transient, all
+  // kResourceExhausted, so callers answer RESOURCE_EXHAUSTED and retry later (issue 25).
+  if (err == ENOSPC || err == EDQUOT || err == EMFILE || err == ENFILE || err == ENOMEM) {
+    return absl::ResourceExhaustedError(msg);
+  }
   if (err == ENOENT) return absl::NotFoundError(msg);
   return absl::InternalError(msg);
 }
@@ -44,7 +48,9 @@ class PosixFile final : public File {
       if (m == nullptr && !map_failed_ && len > 0) {
         void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
         if (p == MAP_FAILED) {
-          map_failed_ = true;  // e.g. a write-only descriptor: PRead it is, for good
+          // e.g. a write-only descriptor: PRead it is, for good. Out of memory or map count
+          // (ENOMEM) is transient: PRead this time, map again on a later call.
+          if (errno != ENOMEM) map_failed_ = true;
           return nullptr;
         }
         map_len_ = len;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,11 @@ class BrokerProcess {
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (nofile_limit_ > 0) {  // as `ulimit -n`: soft and hard
+        struct rlimit rl;
+        rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(nofile_limit_);
+        if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::_exit(126);
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -72,6 +78,9 @@ class BrokerProcess {
     return o;
   }
   int port() const { return port_; }
+  // RLIMIT_NOFILE (soft and hard) of the broker from the next Start; 0 = inherited.
+  void set_nofile_limit(uint64_t n) { nofile_limit_ = n; }
+  pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
 
  private:
@@ -89,6 +98,7 @@ class BrokerProcess {
   std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   int port_ = 0;
+  uint64_t nofile_limit_ = 0;
 };
 
 // Waits (bounded real time, 30 s) until the broker's timer store has linked every timer-topic

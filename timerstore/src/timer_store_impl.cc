@@ -31,7 +31,8 @@ uint32_t IdCrc(const Message& m) {
 // refuses would only be parked at its deliver time (issue 14).
 absl::Status CheckRealDestination(const Message& m) {
   TOKIMQ_RETURN_IF_ERROR(ValidateDestination(m.topic));
-  if (m.queue_id < 0) return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", m.queue_id));
+  if (m.queue_id < 0)
+    return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", m.queue_id));
   return absl::OkStatus();
 }
 
@@ -108,9 +109,8 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   // Its own tick was already walked but `slot` was not (slot == next_walk_tick_, no walked
   // tick in flight): see below. Units recovery knows as delivered or recalled are left to the
   // walk, which settles them.
-  const bool early = slot >= next_walk_tick_ && u.flags == kUnitNormal &&
-                     tick < next_walk_tick_ && !delivered_phys_.contains(u.phys_offset) &&
-                     !recalled_.contains(u.phys_offset);
+  const bool early = slot >= next_walk_tick_ && u.flags == kUnitNormal && tick < next_walk_tick_ &&
+                     !delivered_phys_.contains(u.phys_offset) && !recalled_.contains(u.phys_offset);
   // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
   if (early) InflightLocked(slot);
   TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
@@ -476,20 +476,23 @@ void TimerStoreImpl::CheckpointLoop() {
 
 void TimerStoreImpl::NoteOutOfSpace(const absl::Status& s, const char* what) {
   if (!out_of_space_.exchange(true, std::memory_order_acq_rel)) {
-    TOKIMQ_LOG_WARN("timerstore: {} ran out of disk space ({}); retrying with backoff", what,
-                    s.ToString());
+    TOKIMQ_LOG_WARN(
+        "timerstore: {} ran out of a resource (disk space, file descriptors or memory: {}); "
+        "retrying with backoff",
+        what, s.ToString());
   }
 }
 
 void TimerStoreImpl::NoteWritesSucceed() {
   if (out_of_space_.load(std::memory_order_relaxed) &&
       out_of_space_.exchange(false, std::memory_order_acq_rel)) {
-    TOKIMQ_LOG_INFO("timerstore: writes succeed again after running out of disk space");
+    TOKIMQ_LOG_INFO("timerstore: writes succeed again after running out of a resource");
   }
 }
 
 void TimerStoreImpl::WorkerLoop(int which) {
-  int64_t backoff_ms = 0;  // after a transient (disk full) error: 10 ms doubling to 1 s
+  int64_t backoff_ms = 0;  // after a transient error (kResourceExhausted: disk full, out of
+                           // descriptors or memory): 10 ms doubling to 1 s
   while (true) {
     {
       std::lock_guard<std::mutex> l(run_mu_);
@@ -605,9 +608,10 @@ void TimerStoreImpl::WaitForDueLocked(std::unique_lock<std::mutex>& l) {
 void TimerStoreImpl::SetThreadNice(int nice, bool report) {
   errno = 0;
   if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice) != 0 && report) {
-    TOKIMQ_LOG_WARN("timerstore: cannot set the timer threads' nice value to {} ({}); they run "
-                    "at the process's priority",
-                    nice, std::strerror(errno));
+    TOKIMQ_LOG_WARN(
+        "timerstore: cannot set the timer threads' nice value to {} ({}); they run "
+        "at the process's priority",
+        nice, std::strerror(errno));
   }
 }
 

@@ -91,6 +91,9 @@ struct BrokerOptions {
   double disk_max_used_ratio = 0.90;  // RocketMQ's diskSpaceWarningLevelRatio default
   int64_t disk_check_interval_ms = 1000;
   uint64_t disk_check_bytes = 64u << 20;
+  // ConsumeQueue files kept open at most (MessageStoreOptions::max_open_files). 0: sized from
+  // the RLIMIT_NOFILE soft limit (broker/fd_budget.h, docs/operations.md "File descriptors").
+  size_t max_open_files = 0;
   std::map<std::string, GroupPolicy> group_policies;
 };
 

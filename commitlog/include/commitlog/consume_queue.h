@@ -10,6 +10,12 @@
 // (WriteBuffered, or automatically once kWriteBatch entries are pending). They are rebuilt from
 // the CommitLog after a crash, so they are fsynced only by Sync() (MessageStore checkpoints).
 //
+// Descriptors: the queue keeps the paths of its files, not open files; it takes a handle from a
+// FileCache (common/file_cache.h) for each read, write, sync or truncate, so the descriptors
+// of all queues together are bounded by the cache's capacity (issue 25: one open file per
+// queue ran a broker with thousands of topics out of descriptors). A failed open (kResource-
+// Exhausted when out of descriptors) fails that call only; the next call opens again.
+//
 // Thread-safety: one appender (MessageStore serialises Put); Get/Entries/Min/Max from any thread.
 #pragma once
 
@@ -21,9 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "commitlog/message_store.h"
 #include "common/file.h"
+#include "common/file_cache.h"
 
 namespace tokimq {
 
@@ -34,6 +42,10 @@ class ConsumeQueue {
 
   // Opens (creating `dir` if needed) and loads the segment list. A trailing partial entry and
   // files after a short (not full) file are dropped: they are rebuilt from the CommitLog.
+  // Its files are opened through `cache` (shared by many queues; must outlive the queue).
+  static absl::StatusOr<std::unique_ptr<ConsumeQueue>> Open(FileCache* cache, std::string dir,
+                                                            uint64_t entries_per_segment);
+  // The same with a cache of its own (FileCache::kDefaultCapacity files) over `fs`.
   static absl::StatusOr<std::unique_ptr<ConsumeQueue>> Open(FileSystem* fs, std::string dir,
                                                             uint64_t entries_per_segment);
 
@@ -54,8 +66,14 @@ class ConsumeQueue {
 
   // Writes buffered entries to the files (no fsync).
   absl::Status WriteBuffered();
-  // WriteBuffered, then fsyncs the files written since the last Sync.
-  absl::Status Sync();
+  // WriteBuffered, then fsyncs the files written since the last Sync, and, the first time
+  // after the queue's directory was created, the directories above it (topic and root) so the
+  // queue is found after a crash. Directories named in `synced_dirs` are taken as synced
+  // already, and those it syncs are added (one checkpoint syncs a topic directory once, not
+  // once per queue). Creating a queue does not fsync directories itself: that cost two
+  // directory fsyncs per new queue on the put path (issue 25, 16,000 new queues took ~40 s
+  // to receive their first message).
+  absl::Status Sync(absl::flat_hash_set<std::string>* synced_dirs = nullptr);
   // Drops every entry at or after `queue_offset`.
   absl::Status TruncateTo(int64_t queue_offset);
   // Moves MinValidOffset to the first entry with physical offset >= min_physical_offset and
@@ -67,15 +85,24 @@ class ConsumeQueue {
  private:
   struct SegmentFile {
     int64_t first = 0;  // queue offset of its first entry
-    std::unique_ptr<File> file;
+    std::string path;   // opened through cache_ when used
   };
-  ConsumeQueue(FileSystem* fs, std::string dir, uint64_t per_segment)
-      : fs_(fs), dir_(std::move(dir)), per_segment_(static_cast<int64_t>(per_segment)) {}
+  ConsumeQueue(FileCache* cache, std::string dir, uint64_t per_segment)
+      : cache_(cache),
+        fs_(cache->fs()),
+        dir_(std::move(dir)),
+        per_segment_(static_cast<int64_t>(per_segment)) {}
   absl::Status Load();
   absl::StatusOr<std::vector<ConsumeQueueEntry>> ReadLocked(int64_t from, size_t n) const;
   absl::StatusOr<SegmentFile*> FileForLocked(int64_t queue_offset, bool create);
+  // A handle to an existing segment file (reopened through the cache if it was evicted).
+  absl::StatusOr<std::shared_ptr<File>> HandleLocked(const SegmentFile& f) const;
+  // Removes a segment file (and its cached handle).
+  absl::Status RemoveFileLocked(const SegmentFile& f);
   absl::Status WriteBufferedLocked();
 
+  std::unique_ptr<FileCache> own_cache_;  // set by Open(FileSystem*, ...) only
+  FileCache* cache_;
   FileSystem* fs_;
   const std::string dir_;
   const int64_t per_segment_;
@@ -87,6 +114,7 @@ class ConsumeQueue {
   std::vector<ConsumeQueueEntry> pending_;  // entries [written_, written_ + size); mu_
   std::vector<int64_t> dirty_;              // files written since the last Sync; mu_
   bool write_error_logged_ = false;         // mu_
+  bool parents_unsynced_ = false;  // dir_ created, parents not yet fsynced; mu_
 };
 
 }  // namespace tokimq

@@ -35,6 +35,7 @@
 #include "commitlog/commit_log.h"
 #include "commitlog/message.h"
 #include "commitlog/record.h"
+#include "common/file_cache.h"
 
 namespace tokimq {
 
@@ -45,6 +46,11 @@ struct MessageStoreOptions {
   // How often a background thread fsyncs the ConsumeQueues and writes the dispatch checkpoint
   // (bounds the CommitLog rescan after a crash). 0 = only on Flush/Close.
   int64_t checkpoint_interval_ms = 1000;
+  // How many ConsumeQueue files the store keeps open at most, over all queues (the capacity of
+  // its FileCache, common/file_cache.h; RocksDB's max_open_files). 0: FileCache::kDefaultCapacity.
+  // Files in use by a reader at that moment come on top. The broker sizes it from its
+  // descriptor limit (docs/operations.md "File descriptors").
+  size_t max_open_files = 0;
 };
 
 struct PutResult {
@@ -147,6 +153,8 @@ class MessageStore {
 
   virtual absl::Status Flush() = 0;
   virtual CommitLog* commit_log() = 0;
+  // The cache through which the ConsumeQueue files are opened (nullptr if the store has none).
+  virtual const FileCache* file_cache() const { return nullptr; }
   // Flush, persist ConsumeQueues and the checkpoint, write the clean-shutdown marker. Idempotent.
   virtual absl::Status Close() = 0;
 
