@@ -35,7 +35,10 @@ TEST(TimerResourceTest, OutOfDescriptorsAtDeliveryRetriesEveryUnitAndDeliversEac
   // needs a descriptor.
   env.fs().SetFailOpen(true);
   env.clock().SetMs(due);
+  // Each round is past the dequeue steps' backoff (10 ms doubling to 1 s, on the store's clock),
+  // so each one tries again and fails again.
   for (int round = 0; round < 3; ++round) {
+    env.clock().SetMs(due + round * 1000);
     absl::Status st = env.ts().RunUntilIdle();
     EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
   }
@@ -44,7 +47,7 @@ TEST(TimerResourceTest, OutOfDescriptorsAtDeliveryRetriesEveryUnitAndDeliversEac
   for (int t = 0; t < kTopics; ++t) EXPECT_TRUE(env.Delivered("t" + std::to_string(t)).empty());
 
   env.fs().SetFailOpen(false);  // descriptors are back
-  env.Run();
+  env.AdvanceTo(due + 3000);     // past the longest backoff
   EXPECT_EQ(env.ts().metrics().delivered.Value(), kTopics * 3);
   EXPECT_EQ(env.ts().metrics().dropped.Value(), 0);
   for (const auto& [topic, ids] : expected) env.CheckHistory(ids, topic);
