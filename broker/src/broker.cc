@@ -162,6 +162,9 @@ absl::Status Broker::OpenStores() {
     absl::StatusOr<TopicConfig> t = ResolveTopic(topic);
     return t.ok() && t->type == TopicType::kFifo;
   };
+  deps.admit_state_write = [wm = watermark_.get()](uint64_t bytes) {
+    return wm->AdmitOwnWrite(bytes);
+  };
   TOKIMQ_ASSIGN_OR_RETURN(consumers_, NewConsumerService(std::move(deps)));
   for (const auto& [group, policy] : options_.group_policies) {
     consumers_->SetGroupPolicy(group, policy);

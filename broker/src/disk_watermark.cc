@@ -70,7 +70,7 @@ void DiskWatermark::SetState(DiskState s) {
 void DiskWatermark::RefreshLocked() {
   refreshed_ms_.store(clock_->NowMs(), std::memory_order_relaxed);
   refresh_now_.store(false, std::memory_order_relaxed);
-  const int64_t appended = appended_bytes_();
+  const int64_t appended = Appended();
   absl::StatusOr<FileSystem::Space> space = fs_->DiskSpace(opt_.path);
   if (!space.ok()) {
     // Keep the last figures; the next interval tries again.
@@ -105,7 +105,7 @@ uint64_t DiskWatermark::FreeEstimate(bool force) {
   const bool due =
       force || refresh_now_.load(std::memory_order_relaxed) ||
       now - refreshed_ms_.load(std::memory_order_relaxed) >= opt_.refresh_interval_ms ||
-      appended_bytes_() - appended_at_refresh_.load(std::memory_order_relaxed) >=
+      Appended() - appended_at_refresh_.load(std::memory_order_relaxed) >=
           static_cast<int64_t>(opt_.refresh_bytes);
   if (due) {
     // One caller refreshes; the others go on with the cached figures meanwhile.
@@ -113,9 +113,23 @@ uint64_t DiskWatermark::FreeEstimate(bool force) {
     if (l.owns_lock()) RefreshLocked();
   }
   const int64_t grown = std::max<int64_t>(
-      0, appended_bytes_() - appended_at_refresh_.load(std::memory_order_relaxed));
+      0, Appended() - appended_at_refresh_.load(std::memory_order_relaxed));
   const uint64_t free = free_bytes_.load(std::memory_order_acquire);
   return free > static_cast<uint64_t>(grown) ? free - static_cast<uint64_t>(grown) : 0;
+}
+
+absl::Status DiskWatermark::AdmitOwnWrite(uint64_t bytes) {
+  const uint64_t need = kOwnWriteFloorBytes + bytes;
+  uint64_t free = FreeEstimate(false);
+  if (free < need) free = FreeEstimate(true);  // the estimate only grows stale downwards
+  if (free < need) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "no room for group state: {} bytes free on {}, the broker keeps {} for its metadata "
+        "store; retry after space is freed",
+        free, opt_.path, kOwnWriteFloorBytes));
+  }
+  own_bytes_.fetch_add(static_cast<int64_t>(2 * bytes), std::memory_order_relaxed);
+  return absl::OkStatus();
 }
 
 absl::Status DiskWatermark::AdmitProducer(uint64_t bytes) {

@@ -62,6 +62,15 @@ class DiskWatermark {
   // A write failed for lack of space (ENOSPC/EDQUOT): state kFull, producers refused, until a
   // refresh (on its usual schedule) finds at least max(threshold, 4 MiB) free.
   void NoteNoSpace();
+  // OK, or kResourceExhausted ("no room for group state: ...") when a write of `bytes` by the
+  // broker itself to its metadata store (RocksDB: receives, acks, leases) would leave fewer than
+  // kOwnWriteFloorBytes free. RocksDB's WAL writer aborts the process on a write that runs out
+  // of space (Debian's 7.8 keeps its assertions: found by a break-it pass with acks on a disk
+  // filled by another process), so those writes are refused before the disk is full instead.
+  // The bytes count (twice: WAL, then table file) towards the free estimate until the next
+  // refresh; below the floor the disk is asked again at once, so a freed disk is seen at once.
+  absl::Status AdmitOwnWrite(uint64_t bytes);
+  static constexpr uint64_t kOwnWriteFloorBytes = 4u << 20;
   // Forces a statvfs now (tests, start-up).
   void Refresh();
 
@@ -78,6 +87,10 @@ class DiskWatermark {
  private:
   // Refreshes when due (or `force`); returns the current free-space estimate.
   uint64_t FreeEstimate(bool force);
+  // Bytes written since start: the CommitLog's (appended_bytes_) and the metadata store's.
+  int64_t Appended() const {
+    return appended_bytes_() + own_bytes_.load(std::memory_order_relaxed);
+  }
   void RefreshLocked();
   uint64_t ThresholdFor(uint64_t total) const;
   void SetState(DiskState s);
@@ -96,6 +109,7 @@ class DiskWatermark {
   std::atomic<int> state_{static_cast<int>(DiskState::kOk)};
   std::atomic<int64_t> sends_refused_{0};
   std::atomic<int64_t> no_space_errors_{0};
+  std::atomic<int64_t> own_bytes_{0};  // AdmitOwnWrite bytes admitted (x2), since start
 };
 
 }  // namespace tokimq::broker

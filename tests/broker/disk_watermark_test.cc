@@ -139,5 +139,28 @@ TEST_F(DiskWatermarkTest, NoSpaceRefusesProducersUntilACheckFindsRoom) {
   EXPECT_EQ(wm->snapshot().sends_refused, 2);
 }
 
+// Group-state writes (RocksDB) are refused before the disk is full: RocksDB's WAL writer aborts
+// the process on a write that runs out of space (found with acks on a disk another process
+// filled below the producer watermark).
+TEST_F(DiskWatermarkTest, OwnWritesAreRefusedBelowTheFloorAndCountUntilTheNextCheck) {
+  fs_.total = 100 * kMiB;
+  fs_.free = 6 * kMiB;  // below the producer watermark (10 MiB), above the 4 MiB floor
+  auto wm = Make(0, 0.9);
+  EXPECT_EQ(wm->AdmitProducer(1000).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(wm->AdmitOwnWrite(512 * 1024).ok()) << "6 MiB - 0.5 MiB stays above 4 MiB";
+  const int calls = fs_.calls;
+  // The first write counts twice (WAL, then table file): 6 - 1 = 5 MiB estimated free, so a
+  // second 0.5 MiB write still fits, a third does not, and the disk is asked before refusing.
+  EXPECT_TRUE(wm->AdmitOwnWrite(512 * 1024).ok());
+  fs_.free = 4 * kMiB + 100;  // what the disk really has now
+  absl::Status s = wm->AdmitOwnWrite(512 * 1024);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("no room for group state"), absl::string_view::npos) << s;
+  EXPECT_EQ(fs_.calls, calls + 1) << "asked the disk again before refusing";
+  fs_.free = 20 * kMiB;  // space freed: seen by the next write at once, no interval to wait
+  EXPECT_TRUE(wm->AdmitOwnWrite(512 * 1024).ok());
+  EXPECT_EQ(fs_.calls, calls + 2);
+}
+
 }  // namespace
 }  // namespace tokimq::broker

@@ -165,6 +165,10 @@ struct ConsumerServiceDeps {
   // Whether `topic` is a FIFO topic (message groups: see ConsumerService above). Optional:
   // absent means no topic is FIFO.
   std::function<bool(const std::string& topic)> is_fifo;
+  // Asked before each group-state write of `bytes` to `db`; a non-OK status (kResourceExhausted
+  // when the disk has no room left for it) fails that write and the request behind it, before
+  // RocksDB sees it. Optional: absent admits every write.
+  std::function<absl::Status(uint64_t bytes)> admit_state_write;
 };
 
 // Creates the RocksDB/TimerStore-backed implementation; recovers group state from `db`.

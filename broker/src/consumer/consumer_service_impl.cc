@@ -27,7 +27,8 @@ ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
       timers_(deps.timers),
       db_(deps.db),
       queue_count_(std::move(deps.queue_count)),
-      is_fifo_(std::move(deps.is_fifo)) {}
+      is_fifo_(std::move(deps.is_fifo)),
+      admit_state_write_(std::move(deps.admit_state_write)) {}
 
 void ConsumerServiceImpl::Progress::SetLease(int64_t offset, LeaseRecord lease) {
   if (!fifo) {
@@ -111,6 +112,7 @@ absl::StatusOr<std::unique_ptr<ConsumerService>> ConsumerServiceImpl::Create(
 }
 
 absl::Status ConsumerServiceImpl::WriteSynced(rocksdb::WriteBatch* batch) {
+  if (admit_state_write_) TOKIMQ_RETURN_IF_ERROR(admit_state_write_(batch->GetDataSize()));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::Status s = db_->Write(wo, batch);
@@ -119,6 +121,7 @@ absl::Status ConsumerServiceImpl::WriteSynced(rocksdb::WriteBatch* batch) {
 }
 
 absl::Status ConsumerServiceImpl::WriteState(rocksdb::WriteBatch* batch) {
+  if (admit_state_write_) TOKIMQ_RETURN_IF_ERROR(admit_state_write_(batch->GetDataSize()));
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), batch);
   if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
   wal_dirty_.store(true, std::memory_order_release);

@@ -284,6 +284,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   rocksdb::DB* const db_;
   std::function<absl::StatusOr<int>(const std::string&)> queue_count_;
   std::function<bool(const std::string&)> is_fifo_;
+  std::function<absl::Status(uint64_t)> admit_state_write_;
   uint64_t secret_ = 0;
 
   mutable std::mutex map_mu_;
