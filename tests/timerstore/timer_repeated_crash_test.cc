@@ -28,6 +28,8 @@ constexpr int kSessionSteps = static_cast<int>(std::size(kSession));
 
 enum class CrashKind { kKill, kPowerLoss };
 
+const char* Name(CrashKind k) { return k == CrashKind::kKill ? "kill" : "power loss"; }
+
 struct CrashAt {
   int steps = 0;  // steps of kSession done before the crash (0: right after recovery)
   CrashKind kind = CrashKind::kKill;
@@ -83,6 +85,7 @@ class TimerRepeatedCrashTest : public ::testing::TestWithParam<int64_t> {
   // Session 1 runs `crashes[0].steps` steps and crashes, the recovered store runs
   // `crashes[1].steps` and crashes, ...; the last recovered store runs until every message is
   // due, and the history must be exact.
+  void RunPairMatrix(CrashKind first, CrashKind second);
   void RunScenario(const std::vector<CrashAt>& crashes) {
     TimerEnv env(GetParam(), kWindowMs);
     env.Open();
@@ -207,40 +210,35 @@ TEST_P(TimerRepeatedCrashTest, CheckpointAfterRecoveryKeepsRollContinuationsKnow
   EXPECT_EQ(env.ts().metrics().pending.Value(), 0);
 }
 
-// Two crashes within a session's length of each other, at every pair of step boundaries
-// (including right after recovery), both kill -9.
-TEST_P(TimerRepeatedCrashTest, TwoKillsAtEveryPairOfStepBoundaries) {
+// Runs the scenario {crash `first` after a steps, crash `second` after b steps} for every pair
+// (a, b) of step boundaries, stopping at the first failure.
+void TimerRepeatedCrashTest::RunPairMatrix(CrashKind first, CrashKind second) {
   for (int a = 0; a <= kSessionSteps; ++a) {
     for (int b = 0; b <= kSessionSteps; ++b) {
-      SCOPED_TRACE(::testing::Message() << "kill after " << a << " then after " << b);
-      RunScenario({{a, CrashKind::kKill}, {b, CrashKind::kKill}});
+      SCOPED_TRACE(::testing::Message() << Name(first) << " after " << a << ", then "
+                                        << Name(second) << " after " << b);
+      RunScenario({{a, first}, {b, second}});
       if (HasFailure()) return;
     }
   }
+}
+
+// Two crashes within a session's length of each other, at every pair of step boundaries
+// (including right after recovery), both kill -9.
+TEST_P(TimerRepeatedCrashTest, TwoKillsAtEveryPairOfStepBoundaries) {
+  RunPairMatrix(CrashKind::kKill, CrashKind::kKill);
 }
 
 TEST_P(TimerRepeatedCrashTest, TwoPowerLossesAtEveryPairOfStepBoundaries) {
   // At P = 1000 only (fsync-bound: ~80 scenarios); the kill matrix runs at both precisions.
   if (GetParam() != 1000) GTEST_SKIP() << "runs at P = 1000";
-  for (int a = 0; a <= kSessionSteps; ++a) {
-    for (int b = 0; b <= kSessionSteps; ++b) {
-      SCOPED_TRACE(::testing::Message() << "power loss after " << a << " then after " << b);
-      RunScenario({{a, CrashKind::kPowerLoss}, {b, CrashKind::kPowerLoss}});
-      if (HasFailure()) return;
-    }
-  }
+  RunPairMatrix(CrashKind::kPowerLoss, CrashKind::kPowerLoss);
 }
 
 TEST_P(TimerRepeatedCrashTest, KillThenPowerLossAtEveryPairOfStepBoundaries) {
   // At P = 1000 only (fsync-bound: ~80 scenarios); the kill matrix runs at both precisions.
   if (GetParam() != 1000) GTEST_SKIP() << "runs at P = 1000";
-  for (int a = 0; a <= kSessionSteps; ++a) {
-    for (int b = 0; b <= kSessionSteps; ++b) {
-      SCOPED_TRACE(::testing::Message() << "kill after " << a << ", power loss after " << b);
-      RunScenario({{a, CrashKind::kKill}, {b, CrashKind::kPowerLoss}});
-      if (HasFailure()) return;
-    }
-  }
+  RunPairMatrix(CrashKind::kKill, CrashKind::kPowerLoss);
 }
 
 // Three crashes, the middle one right after recovery (before the recovered store did
