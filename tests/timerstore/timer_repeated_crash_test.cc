@@ -215,8 +215,8 @@ TEST_P(TimerRepeatedCrashTest, CheckpointAfterRecoveryKeepsRollContinuationsKnow
 void TimerRepeatedCrashTest::RunPairMatrix(CrashKind first, CrashKind second) {
   for (int a = 0; a <= kSessionSteps; ++a) {
     for (int b = 0; b <= kSessionSteps; ++b) {
-      SCOPED_TRACE(::testing::Message() << Name(first) << " after " << a << ", then "
-                                        << Name(second) << " after " << b);
+      SCOPED_TRACE(::testing::Message()
+                   << Name(first) << " after " << a << ", then " << Name(second) << " after " << b);
       RunScenario({{a, first}, {b, second}});
       if (HasFailure()) return;
     }
