@@ -11,6 +11,7 @@
 #include "commitlog/record.h"
 #include "common/coding.h"
 #include "consumer/group_state.h"
+#include "consumer/receipt_handle.h"
 #include "proto/framing.h"
 #include "proto/tokimq.pb.h"
 #include "timerstore/recall_handle.h"

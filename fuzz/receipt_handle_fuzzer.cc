@@ -1,4 +1,4 @@
-// Fuzz target: receipt handles (broker/src/consumer/group_state.h, EncodeReceipt /
+// Fuzz target: receipt handles (broker/src/consumer/receipt_handle.h, EncodeReceipt /
 // DecodeReceipt; docs/formats/group-state.md).
 //
 // The first byte picks a mode, the next 8 are the handle secret, the rest is the payload:
@@ -16,7 +16,7 @@
 
 #include "common/coding.h"
 #include "common/crc32c.h"
-#include "consumer/group_state.h"
+#include "consumer/receipt_handle.h"
 #include "fuzz_check.h"
 
 namespace tokimq::consumer {

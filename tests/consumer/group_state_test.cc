@@ -1,7 +1,10 @@
 // Group-state codecs: keys, values, receipt handles, backoff schedule, tag filter.
 #include <gtest/gtest.h>
 
+#include "consumer/backoff_policy.h"
 #include "consumer/group_state.h"
+#include "consumer/receipt_handle.h"
+#include "consumer/tag_filter.h"
 
 namespace tokimq::consumer {
 namespace {

@@ -1,16 +1,15 @@
-// ConsumerServiceImpl: construction, recovery, ack / renew / nack, policy, gauges and threads.
-// Receive lives in receive.cc, lease expiry in lease_expiry.cc.
+// ConsumerServiceImpl: construction, group-state writes, ack / renew / nack, policy, gauges and
+// threads. Receive lives in receive.cc, lease expiry in lease_expiry.cc, recovery in
+// consumer_state_recovery.cc.
 #include "consumer/consumer_service_impl.h"
 
 #include <algorithm>
-#include <random>
 #include <set>
 #include <tuple>
 
 #include "common/logging.h"
 #include "common/names.h"
 #include "common/status.h"
-#include "rocksdb/iterator.h"
 #include "rocksdb/write_batch.h"
 
 namespace tokimq {
@@ -29,75 +28,6 @@ ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
       queue_count_(std::move(deps.queue_count)),
       is_fifo_(std::move(deps.is_fifo)),
       admit_state_write_(std::move(deps.admit_state_write)) {}
-
-void ConsumerServiceImpl::Progress::SetLease(int64_t offset, LeaseRecord lease) {
-  if (!fifo) {
-    leases[offset] = std::move(lease);
-    return;
-  }
-  auto it = leases.find(offset);
-  if (it != leases.end()) {
-    Unlink(offset, it->second);
-    it->second = std::move(lease);
-  } else {
-    it = leases.emplace(offset, std::move(lease)).first;
-  }
-  Link(offset, it->second);
-}
-
-void ConsumerServiceImpl::Progress::EraseLease(int64_t offset) {
-  auto it = leases.find(offset);
-  if (it == leases.end()) return;
-  if (fifo) Unlink(offset, it->second);
-  leases.erase(it);
-}
-
-void ConsumerServiceImpl::Progress::SetFifo(bool on) {
-  if (on == fifo || (!on && parked > 0)) return;
-  fifo = on;
-  groups.clear();
-  ready.clear();
-  parked = 0;
-  if (on) {
-    for (const auto& [offset, lease] : leases) Link(offset, lease);
-  }
-}
-
-void ConsumerServiceImpl::Progress::Link(int64_t offset, const LeaseRecord& lease) {
-  if (lease.parked) ++parked;
-  if (lease.msg_group.empty()) {
-    if (lease.parked) ready.insert(offset);
-    return;
-  }
-  std::set<int64_t>& mine = groups[lease.msg_group];
-  if (!mine.empty() && *mine.begin() < offset) {
-    mine.insert(offset);  // behind the group's head: waits
-    return;
-  }
-  if (!mine.empty()) ready.erase(*mine.begin());  // the old head is no longer the head
-  mine.insert(offset);
-  if (lease.parked) ready.insert(offset);
-}
-
-void ConsumerServiceImpl::Progress::Unlink(int64_t offset, const LeaseRecord& lease) {
-  if (lease.parked) --parked;
-  ready.erase(offset);
-  if (lease.msg_group.empty()) return;
-  auto git = groups.find(lease.msg_group);
-  if (git == groups.end()) return;
-  std::set<int64_t>& mine = git->second;
-  const bool was_head = !mine.empty() && *mine.begin() == offset;
-  mine.erase(offset);
-  if (mine.empty()) {
-    groups.erase(git);
-    return;
-  }
-  if (was_head) {
-    const int64_t head = *mine.begin();
-    auto lit = leases.find(head);
-    if (lit != leases.end() && lit->second.parked) ready.insert(head);
-  }
-}
 
 ConsumerServiceImpl::~ConsumerServiceImpl() { Stop().IgnoreError(); }
 
@@ -182,173 +112,7 @@ void ConsumerServiceImpl::StageLeases(const Progress* p, const std::vector<int64
   }
 }
 
-absl::Status ConsumerServiceImpl::Recover() {
-  // Handle secret: created once, so handles stay valid across restarts.
-  std::string value;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kHandleSecretKey, &value);
-  if (s.IsNotFound()) {
-    std::random_device rd;
-    secret_ = (uint64_t{rd()} << 32) ^ rd();
-    rocksdb::WriteBatch batch;
-    batch.Put(kHandleSecretKey, EncodeSecretValue(kHandleSecretKey, secret_));
-    TOKIMQ_RETURN_IF_ERROR(WriteSynced(&batch));
-  } else if (!s.ok()) {
-    return absl::UnavailableError("group state read failed: " + s.ToString());
-  } else {
-    TOKIMQ_ASSIGN_OR_RETURN(secret_, DecodeSecretValue(kHandleSecretKey, value));
-  }
-
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  const std::string prefix = kKeyPrefix;
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    std::string_view key(it->key().data(), it->key().size());
-    std::string_view val(it->value().data(), it->value().size());
-    std::optional<ParsedKey> pk = ParseKey(key);
-    if (!pk) {
-      TOKIMQ_LOG_WARN("consumer: ignoring unknown group-state key {}", std::string(key));
-      continue;
-    }
-    switch (pk->kind) {
-      case ParsedKey::kHandleSecret:
-        break;
-      case ParsedKey::kLeaseTopicOffset:
-        // Written by brokers that expired leases through marker messages; unused now.
-        break;
-      case ParsedKey::kPolicy: {
-        TOKIMQ_ASSIGN_OR_RETURN(GroupPolicy policy, DecodePolicyValue(key, val));
-        GetGroup(pk->queue.group)->policy = std::move(policy);
-        break;
-      }
-      case ParsedKey::kProgress: {
-        TOKIMQ_ASSIGN_OR_RETURN(int64_t off, DecodeOffsetValue(key, val));
-        GetProgress(pk->queue)->consume_offset = off;
-        break;
-      }
-      case ParsedKey::kLease: {
-        TOKIMQ_ASSIGN_OR_RETURN(LeaseRecord lease, DecodeLeaseValue(key, val));
-        lease.block = kLegacyLeaseKey;
-        GetProgress(pk->queue)->SetLease(pk->queue_offset, lease);
-        GetGroup(pk->queue.group)->in_flight.fetch_add(1);
-        break;
-      }
-      case ParsedKey::kLeaseBlock: {
-        TOKIMQ_ASSIGN_OR_RETURN(std::vector<BlockLease> leases, DecodeLeaseBlockValue(key, val));
-        if (leases.front().first < pk->queue_offset) {
-          return absl::DataLossError("group state: lease block entry below its key " +
-                                     std::string(key));
-        }
-        Progress* p = GetProgress(pk->queue);
-        int64_t live = 0;
-        for (auto& [offset, lease] : leases) {
-          lease.block = pk->queue_offset;
-          if (!lease.parked) ++live;
-          p->SetLease(offset, std::move(lease));
-        }
-        GetGroup(pk->queue.group)->in_flight.fetch_add(live);
-        break;
-      }
-    }
-  }
-  if (!it->status().ok()) {
-    return absl::UnavailableError("group state scan failed: " + it->status().ToString());
-  }
-
-  // Reconcile with the store: if its tail was lost in a crash, offsets at/after its end will be
-  // assigned to new messages, so neither progress nor leases may point there.
-  rocksdb::WriteBatch fix;
-  std::vector<Progress*> all;
-  {
-    std::lock_guard<std::mutex> l(map_mu_);
-    for (auto& [k, p] : progress_) all.push_back(p.get());
-  }
-  for (Progress* p : all) {
-    int64_t max = store_->MaxQueueOffset(p->key.read_topic, p->key.queue_id);
-    std::vector<int64_t> gone;
-    for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end(); ++it2) {
-      TOKIMQ_LOG_WARN("consumer: dropping lease past queue end {}/{} offset {}",
-                      p->key.read_topic, p->key.queue_id, it2->first);
-      gone.push_back(it2->first);
-    }
-    if (!gone.empty()) {
-      StageLeases(p, gone, {}, &fix);
-      int64_t live = 0;
-      for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end(); ++it2) {
-        if (!it2->second.parked) ++live;
-      }
-      for (int64_t offset : gone) p->EraseLease(offset);
-      GetGroup(p->key.group)->in_flight.fetch_sub(live);
-    }
-    if (p->consume_offset < 0 && !p->leases.empty()) {
-      p->consume_offset = p->leases.rbegin()->first + 1;
-    }
-    if (p->consume_offset > max) {
-      TOKIMQ_LOG_WARN("consumer: consume offset {} past queue end {} for {}/{}; clamping",
-                      p->consume_offset, max, p->key.read_topic, p->key.queue_id);
-      p->consume_offset = max;
-      fix.Put(ProgressKey(p->key), EncodeOffsetValue(ProgressKey(p->key), max));
-    }
-  }
-  if (fix.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteSynced(&fix));
-
-  // The expiry index is in memory: every live lease gets an entry again.
-  IndexLiveLeases();
-  return absl::OkStatus();
-}
-
-void ConsumerServiceImpl::IndexLiveLeases() {
-  // One entry per queue and deadline, covering the offsets that share it (a Receive's leases
-  // share one). Parked FIFO entries waiting for a redelivery time get one too (it wakes long
-  // polls); entries parked behind their group need none.
-  std::vector<Progress*> all;
-  {
-    std::lock_guard<std::mutex> l(map_mu_);
-    for (auto& [k, p] : progress_) all.push_back(p.get());
-  }
-  for (Progress* p : all) {
-    std::lock_guard<std::mutex> l(p->mu);
-    std::map<int64_t, std::pair<int64_t, int64_t>> ranges;  // deadline -> first, last offset
-    for (const auto& [off, lease] : p->leases) {
-      if (lease.parked && lease.invisible_until_ms == 0) continue;
-      auto [it, fresh] = ranges.try_emplace(lease.invisible_until_ms, off, off);
-      if (!fresh) it->second.second = off;  // offsets ascend
-    }
-    for (const auto& [deadline, range] : ranges) {
-      ScheduleExpiry(deadline, p, range.first, range.second);
-    }
-  }
-}
-
-void ConsumerServiceImpl::MaybeCompactExpiries() {
-  // Entries outlive the leases they were made for (an acked or renewed lease keeps its entry
-  // until the deadline, up to 12 h): with frequent renewals of long leases the index would
-  // grow with calls, not with leases. Past a bound, it is rebuilt from the live leases.
-  int64_t live = 0;
-  {
-    std::lock_guard<std::mutex> l(map_mu_);
-    for (const auto& [name, g] : groups_) live += g->in_flight.load();
-  }
-  size_t entries;
-  {
-    std::lock_guard<std::mutex> l(expiry_mu_);
-    entries = expiries_.size();
-    const size_t bound = std::max<size_t>(4 * static_cast<size_t>(std::max<int64_t>(live, 0) + 1024),
-                                          2 * expiries_after_compaction_);
-    if (entries <= bound) return;
-  }
-  std::lock_guard<std::mutex> lease_lock(lease_mu_);  // no expiry runs meanwhile
-  std::multimap<int64_t, Expiry> old;
-  {
-    std::lock_guard<std::mutex> l(expiry_mu_);
-    old.swap(expiries_);  // entries added from here on stay; the old ones are rebuilt below
-  }
-  IndexLiveLeases();
-  std::lock_guard<std::mutex> l(expiry_mu_);
-  expiries_after_compaction_ = expiries_.size();
-  TOKIMQ_LOG_INFO("consumer: lease expiry index rebuilt: {} entries -> {}", old.size(),
-                  expiries_.size());
-}
-
-ConsumerServiceImpl::Progress* ConsumerServiceImpl::GetProgress(const QueueKey& key) {
+Progress* ConsumerServiceImpl::GetProgress(const QueueKey& key) {
   {
     std::lock_guard<std::mutex> l(map_mu_);
     auto it = progress_.find(key);
@@ -362,7 +126,7 @@ ConsumerServiceImpl::Progress* ConsumerServiceImpl::GetProgress(const QueueKey& 
   return slot.get();
 }
 
-ConsumerServiceImpl::Progress* ConsumerServiceImpl::FindProgress(const QueueKey& key) const {
+Progress* ConsumerServiceImpl::FindProgress(const QueueKey& key) const {
   std::lock_guard<std::mutex> l(map_mu_);
   auto it = progress_.find(key);
   return it == progress_.end() ? nullptr : it->second.get();
@@ -418,7 +182,7 @@ int64_t ConsumerServiceImpl::Parked(const std::string& group) const {
   int64_t n = 0;
   for (Progress* p : mine) {
     std::lock_guard<std::mutex> l(p->mu);
-    n += static_cast<int64_t>(p->parked);
+    n += static_cast<int64_t>(p->fifo_index.parked());
   }
   return n;
 }
@@ -555,7 +319,7 @@ absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(
   StageLeases(p, {}, {BlockLease{r.queue_offset, next}}, &batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(&batch));
   *lease = next;
-  ScheduleExpiry(next.invisible_until_ms, p, r.queue_offset, r.queue_offset);
+  expiries_.Add(next.invisible_until_ms, Expiry{p, r.queue_offset, r.queue_offset});
   Receipt out{p->key, r.queue_offset, next.epoch, next.invisible_until_ms};
   return EncodeReceipt(out, secret_);
 }
@@ -610,10 +374,7 @@ absl::Status ConsumerServiceImpl::Stop() {
     std::lock_guard<std::mutex> l(sync_mu_);
     sync_cv_.notify_all();
   }
-  {
-    std::lock_guard<std::mutex> l(expiry_mu_);
-    expiry_cv_.notify_all();
-  }
+  expiries_.Wake();
   if (worker_.joinable()) worker_.join();
   if (syncer_.joinable()) syncer_.join();
   return SyncIfDirty();
@@ -648,7 +409,7 @@ void ConsumerServiceImpl::WorkerLoop() {
       TOKIMQ_LOG_INFO("consumer: lease expiry processing succeeds again");
     }
     failing = s.code();
-    const int64_t next = NextExpiryMs();
+    const int64_t next = expiries_.NextMs();
     // After an error, retry no sooner than 100 ms (a failing store must not spin this thread).
     int64_t wait_ms = next == INT64_MAX ? 1000 : std::clamp<int64_t>(next - clock_->NowMs(), 0, 1000);
     if (!s.ok()) wait_ms = std::max<int64_t>(wait_ms, 100);
@@ -658,10 +419,8 @@ void ConsumerServiceImpl::WorkerLoop() {
       clock_->WaitUntilMs(s.ok() ? next : INT64_MAX, std::chrono::milliseconds(50));
       continue;
     }
-    std::unique_lock<std::mutex> l(expiry_mu_);
-    expiry_cv_.wait_for(l, std::chrono::milliseconds(wait_ms), [&] {
-      return stopping_.load() || (!expiries_.empty() && expiries_.begin()->first < next);
-    });
+    expiries_.WaitForEarlier(next, std::chrono::milliseconds(wait_ms),
+                             [&] { return stopping_.load(); });
   }
 }
 

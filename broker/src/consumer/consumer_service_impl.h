@@ -1,23 +1,37 @@
 // ConsumerServiceImpl: the RocksDB + TimerStore backed ConsumerService (see
 // broker/consumer_service.h for the contract, docs/formats/group-state.md for what is stored and
-// docs/operations.md "Delivery guarantees" for when duplicates happen).
+// docs/operations.md "Delivery guarantees" for when duplicates happen). It orchestrates the
+// units that each hold one concept:
+//   queue_progress.h       one group's state in one queue (consume offset, leases)
+//   fifo_group_index.h     FIFO queues: which message groups block, which parked entries are due
+//   lease_expiry_index.h   lease deadlines that drive expiry
+//   retry_copy.h           the retry / dead-letter copy that ends a lease without an ack
+//   receipt_handle.h       the receipt handle codec
+//   backoff_policy.h       the redelivery delay after an expiry or a nack
+//   tag_filter.h           which messages a tag filter takes
+//   group_state.h          the group-state record codecs (RocksDB keys and values)
+// and, as members in files of their own: Receive (receive.cc), lease expiry (lease_expiry.cc),
+// consumer-state recovery on open (consumer_state_recovery.cc).
 //
-// State: one Progress per QueueKey (group, topic, read topic, queue id) holding the consume
-// offset (next queue offset not yet handed out) and the live leases above it. Offsets below the
-// consume offset without a lease are done (acked, expired into a retry copy, moved to the DLQ or
-// skipped by the tag filter).
-//
-// Locking: map_mu_ guards the maps of Progress / GroupState objects (never erased, so pointers
-// stay valid). Each Progress has its own mutex held while handing out, acking, renewing or
-// expiring its leases, including the RocksDB write that records the change, so the order of
-// writes for one queue is the order of the in-memory changes. A Receive locks every Progress it
-// may read from (the retry view and the topic's queues) in address order for the whole call;
-// AckBatch does the same with the ones its handles name; everything else holds at most one.
-// (A Receive first try-locks and skips busy queues; it waits only if that found nothing.)
-// lease_mu_ serialises expiry processing (lease_mu_ before any Progress::mu); expiry_mu_
-// guards the expiry index only and is never held while taking another lock. No lock is held by
-// OnDispatch beyond wait_mu_, so store/timer callbacks on the putting thread cannot deadlock
-// with a Receive that is itself putting (a TTL move to the DLQ).
+// Locking (what each lock guards; where two are held at once, the upper one is taken first):
+//   lease_mu_       serialises expiry processing (RunDueExpiries, the index's compaction).
+//   Progress::mu    one queue's Progress (consume offset, leases, FIFO index), held while
+//                   handing out, acking, renewing or expiring its leases, including the RocksDB
+//                   write that records the change, so the order of writes for one queue is the
+//                   order of the in-memory changes. A Receive locks every Progress it may read
+//                   from (the retry view and the topic's queues) in address order for the whole
+//                   call; AckBatch does the same with the ones its handles name; everything
+//                   else holds at most one. (A Receive first try-locks and skips busy queues; it
+//                   waits only if that found nothing.)
+//   map_mu_         the maps progress_ and groups_ (entries never erased, so pointers stay
+//                   valid) and each GroupState::policy; taken alone or under one Progress::mu.
+//   wait_mu_        topic_gen_ and wait_cv_ (long-poll wake-ups). OnDispatch takes nothing
+//                   else, so store/timer callbacks on the putting thread cannot deadlock with a
+//                   Receive that is itself putting (a TTL move to the DLQ).
+//   sync_mu_        sync_cv_ only (the WAL syncer's sleep).
+//   expiries_ and copies_ lock themselves and are never held while taking another lock.
+//   Atomics (no lock): GroupState::in_flight and next_queue, waiters_, stopping_, wal_dirty_.
+//   secret_ is written once by Recover before any other call.
 //
 // Durability: group-state writes (leases with their progress, acks, renewals, nacks, expiries)
 // go to the RocksDB WAL without fsync: they survive a process crash (kill -9) as soon as Write
@@ -28,34 +42,28 @@
 // handle secret are written synced. One Receive writes one WriteBatch for all queues it took
 // from.
 //
-// Expiry: an in-memory index (expiries_) of (deadline, queue, offset range), one entry per
-// queue per Receive and one per renewal or FIFO redelivery time. It is not persisted: on open
-// every persisted lease gets an entry again, so a lease never lacks an expiry. An entry is a
-// hint, not a fact: when its deadline comes, the leases in its range whose
-// invisible_until_ms has passed expire (a renewed lease has a later time and its own entry; an
-// acked one is gone), so stale entries cost a lookup and nothing else. (Brokers before
-// 2026-11-30 put a lease-expiry marker message through the TimerStore per Receive instead; that
-// was about a tenth of the broker's CPU time in `tokimq-bench --mode lease`. Markers such a
-// broker left in its lease topic are no longer read: recovery covers their leases.)
+// Expiry: lease_expiry_index.h (one entry per queue per Receive and one per renewal or FIFO
+// redelivery time; rebuilt from the persisted leases on open).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "broker/consumer_service.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
-#include "common/log_limiter.h"
 #include "consumer/group_state.h"
+#include "consumer/lease_expiry_index.h"
+#include "consumer/queue_progress.h"
+#include "consumer/receipt_handle.h"
+#include "consumer/retry_copy.h"
 #include "rocksdb/db.h"
 #include "timerstore/timer_store.h"
 
@@ -101,40 +109,6 @@ class ConsumerServiceImpl final : public ConsumerService {
   absl::Status Stop() override;
 
  private:
-  struct Progress {
-    Progress(QueueKey k, bool is_fifo) : key(std::move(k)), fifo(is_fifo) {}
-    std::mutex mu;
-    const QueueKey key;
-    // A FIFO topic's own queue: message groups block (ReceiveFromFifo); expired and nacked
-    // leases are parked in place instead of copied to the retry topic. Guarded by mu; follows
-    // the topic's type (SetFifo) when a topic is deleted and re-created with another type.
-    bool fifo;
-    int64_t consume_offset = -1;  // -1: not yet initialised from the store
-    // Queue offset -> live lease (FIFO: or parked entry). The leases of one block are
-    // contiguous in this map (a block holds offsets handed out by one Receive, and those ranges
-    // never interleave).
-    std::map<int64_t, LeaseRecord> leases;
-
-    // FIFO queues: an index over `leases` so a Receive need not walk every parked entry.
-    // groups: message group -> its offsets in `leases` (the first is the group's head);
-    // ready: parked entries that head their group (or have none), i.e. redeliverable once
-    // their time comes; parked: number of parked entries.
-    absl::flat_hash_map<std::string, std::set<int64_t>> groups;
-    std::set<int64_t> ready;
-    size_t parked = 0;
-
-    // Every change to `leases` of a FIFO queue goes through these (mu held); for other queues
-    // they only change `leases`.
-    void SetLease(int64_t offset, LeaseRecord lease);
-    void EraseLease(int64_t offset);
-    // Switches FIFO handling on or off and rebuilds the index. Off is refused (stays FIFO)
-    // while parked entries remain: only FIFO handling hands them out.
-    void SetFifo(bool on);
-
-   private:
-    void Link(int64_t offset, const LeaseRecord& lease);
-    void Unlink(int64_t offset, const LeaseRecord& lease);
-  };
   // A message handed out by a Receive: decoded, or (ReceiveRequest::raw_records) its record.
   struct TakenMessage {
     int64_t queue_offset = 0;
@@ -216,12 +190,6 @@ class ConsumerServiceImpl final : public ConsumerService {
                            bool topic_fifo, bool wait_for_locks, bool* skipped,
                            std::vector<ReceivedMessage>* out);
   uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
-  // Adds an expiry entry: at `deadline_ms`, the leases of `p` in [first, last] whose time has
-  // come expire (FIFO parked entries due then wake long polls). Any thread, any locks held
-  // (takes only expiry_mu_).
-  void ScheduleExpiry(int64_t deadline_ms, Progress* p, int64_t first, int64_t last);
-  // Time of the earliest expiry entry, INT64_MAX when none.
-  int64_t NextExpiryMs();
   // Adds entries for every live lease (open; compaction). Takes each Progress::mu in turn.
   void IndexLiveLeases();
   // Rebuilds the index from the live leases when stale entries (acked or renewed leases)
@@ -239,22 +207,10 @@ class ConsumerServiceImpl final : public ConsumerService {
 
   // Ends a live lease of `p` (p->mu held) without an ack: puts a retry copy into
   // %RETRY%<group> at now + delay (nullopt: the backoff schedule), or the DLQ after
-  // max_attempts / past TTL. `batch` gets the lease deletion and is written synced.
+  // max_attempts / past TTL (FIFO: parks the entry in place). `batch` gets the lease change and
+  // is written to the WAL (WriteState).
   absl::Status EndLease(Progress* p, int64_t offset, std::optional<int64_t> delay_ms,
                         rocksdb::WriteBatch* batch);
-  // Writes a copy of `m` (read from k.read_topic) into the DLQ (now) or into the retry topic
-  // (at deliver_ms) with DELIVERY_ATTEMPT = `attempt` and ORIGIN_TOPIC = k.topic.
-  // A copy whose retry / DLQ topic the name rule refuses (a group named before the rule), or
-  // that the store refuses, is parked in kPoisonTopic instead (ParkCopy): OK, the lease ends.
-  absl::Status PutCopy(const QueueKey& k, Message m, uint32_t attempt, bool to_dlq,
-                       int64_t deliver_ms);
-  // Parks `copy` (destination in copy.topic) in kPoisonTopic with POISON_* properties (`source`:
-  // "retry" or "dlq"; `why`: the refusal). Without its body if the store refuses it whole;
-  // dropped (logged) if even that is refused. Errors: transient store errors only.
-  absl::Status ParkCopy(Message copy, const char* source, const absl::Status& why);
-  // When the broker first stored `m` (retry copies keep the original's time): TTL counts from it.
-  static int64_t FirstStoreMs(const Message& m);
-  static int64_t FirstStoreMs(const record::RecordView& v);
   // Stages in `batch` the records holding leases of `p` (p->mu held) as they will be once the
   // leases at `drop` (sorted) are gone and those in `replace` (sorted by offset, each already
   // in p->leases) are substituted; p is unchanged.
@@ -262,11 +218,6 @@ class ConsumerServiceImpl final : public ConsumerService {
                           const std::vector<BlockLease>& replace, rocksdb::WriteBatch* batch);
   // Processes one due expiry entry: expires the leases of e.p in [e.first, e.last] whose
   // invisible_until_ms <= now (lease_mu_ held).
-  struct Expiry {
-    Progress* p = nullptr;
-    int64_t first = 0;
-    int64_t last = 0;
-  };
   absl::Status ExpireRange(const Expiry& e);
   absl::Status WriteSynced(rocksdb::WriteBatch* batch);
   // WAL write without fsync; the syncer makes it durable within kWalSyncIntervalMs.
@@ -280,7 +231,6 @@ class ConsumerServiceImpl final : public ConsumerService {
   Clock* const clock_;
   MessageStore* const store_;
   TimerStore* const timers_;
-  LogLimiter poison_log_{10, 1000};  // ParkCopy: one line per parked copy, at most 10 a second
   rocksdb::DB* const db_;
   std::function<absl::StatusOr<int>(const std::string&)> queue_count_;
   std::function<bool(const std::string&)> is_fifo_;
@@ -291,12 +241,10 @@ class ConsumerServiceImpl final : public ConsumerService {
   std::map<QueueKey, std::unique_ptr<Progress>> progress_;
   std::map<std::string, std::unique_ptr<GroupState>> groups_;
 
+  RetryCopyWriter copies_{clock_, store_, timers_};
+
   std::mutex lease_mu_;
-  // Expiry index (class comment): deadline ms -> entry.
-  mutable std::mutex expiry_mu_;
-  std::condition_variable expiry_cv_;  // an entry earlier than all others arrived, or Stop()
-  std::multimap<int64_t, Expiry> expiries_;
-  size_t expiries_after_compaction_ = 0;  // guarded by expiry_mu_
+  LeaseExpiryIndex expiries_;
 
   // Long-poll and worker wake-ups.
   std::mutex wait_mu_;

@@ -1,5 +1,6 @@
-// Group state records: the RocksDB keys and values ConsumerService keeps under "group/...", and
-// the receipt handle format. Grammar and worked example: docs/formats/group-state.md.
+// Group state records: the RocksDB keys and values ConsumerService keeps under "group/...".
+// Grammar and worked example: docs/formats/group-state.md (the receipt handle, which names
+// these keys' queues, is in consumer/receipt_handle.h).
 //
 // Every value ends with a CRC32C computed over the key bytes followed by the value bytes before
 // the CRC, so a torn or misplaced value is detected on recovery. All integers little-endian.
@@ -101,33 +102,5 @@ std::string EncodePolicyValue(std::string_view key, const GroupPolicy& policy);
 absl::StatusOr<GroupPolicy> DecodePolicyValue(std::string_view key, std::string_view value);
 std::string EncodeSecretValue(std::string_view key, uint64_t secret);
 absl::StatusOr<uint64_t> DecodeSecretValue(std::string_view key, std::string_view value);
-
-// --- receipt handle ---
-// What a receipt handle names: one delivery (queue offset at a lease epoch).
-struct Receipt {
-  QueueKey queue;
-  int64_t queue_offset = 0;
-  uint32_t epoch = 0;
-  int64_t invisible_until_ms = 0;
-};
-inline constexpr size_t kMaxHandleChars = 4096;
-// Lowercase hex of: u8 version, group, topic, read_topic (u32 length + bytes each), i32 queue
-// id, i64 queue offset, u32 epoch, i64 invisible_until_ms, u32 check; check = CRC32C over the
-// 8-byte LE `secret` followed by every preceding byte.
-std::string EncodeReceipt(const Receipt& r, uint64_t secret);
-// kInvalidArgument for anything malformed, garbled or signed with another secret.
-absl::StatusOr<Receipt> DecodeReceipt(std::string_view handle, uint64_t secret);
-
-// --- backoff ---
-// Delay before delivery attempt `failed_attempt` + 1, given that attempt `failed_attempt` (>= 1)
-// expired or was nacked. Default: 10 s, 30 s, 1 min, 2 min, then doubling up to 1 h, then
-// hourly (the schedule of Spanner queues / RocketMQ retry levels). A non-empty policy list
-// overrides it; its last entry repeats.
-int64_t BackoffMs(const GroupPolicy& policy, int failed_attempt);
-
-// --- tag filter ---
-// "" or "*": everything. Else "a||b||c" (spaces around names ignored): the message's TAGS
-// property must equal one of the names.
-bool TagMatches(std::string_view filter, std::string_view tag);
 
 }  // namespace tokimq::consumer

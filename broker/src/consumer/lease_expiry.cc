@@ -1,101 +1,15 @@
-// ConsumerServiceImpl: lease expiry (the in-memory expiry index), retry copies and the DLQ.
+// ConsumerServiceImpl: lease expiry. Ending a lease without an ack (a retry copy, a DLQ copy,
+// or a FIFO entry parked in place), the due entries of the expiry index, and the index's
+// rebuild from the live leases.
 #include <algorithm>
-#include <charconv>
 
 #include "common/logging.h"
-#include "common/names.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
+#include "consumer/backoff_policy.h"
 #include "rocksdb/write_batch.h"
 
 namespace tokimq::consumer {
-namespace {
-
-// Marks retry copies with the store time of the first copy so TTL counts from the original.
-constexpr char kFirstStoreMs[] = "FIRST_STORE_MS";
-
-bool ParseI64(std::string_view s, int64_t* out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
-}
-
-const std::string* FindProp(const Message& m, const char* name) {
-  auto it = m.properties.find(name);
-  return it == m.properties.end() ? nullptr : &it->second;
-}
-
-}  // namespace
-
-int64_t ConsumerServiceImpl::FirstStoreMs(const Message& m) {
-  int64_t first_store = m.store_ms;
-  if (const std::string* v = FindProp(m, kFirstStoreMs)) ParseI64(*v, &first_store);
-  return first_store;
-}
-
-int64_t ConsumerServiceImpl::FirstStoreMs(const record::RecordView& v) {
-  int64_t first_store = v.store_ms;
-  std::string_view s;
-  if (v.FindProperty(kFirstStoreMs, &s)) ParseI64(s, &first_store);
-  return first_store;
-}
-
-absl::Status ConsumerServiceImpl::PutCopy(const QueueKey& k, Message copy, uint32_t attempt,
-                                          bool to_dlq, int64_t deliver_ms) {
-  const int64_t first_store = FirstStoreMs(copy);
-  // Timer bookkeeping of the previous trip must not leak into the next one.
-  for (const char* name : {prop::kRealTopic, prop::kRealQueueId, prop::kDeliverMs,
-                           prop::kTimerEnqueueMs, prop::kTimerDequeueMs, prop::kTimerUnitPos,
-                           prop::kTimerRollCount}) {
-    copy.properties.erase(name);
-  }
-  copy.properties[kFirstStoreMs] = std::to_string(first_store);
-  copy.properties[prop::kOriginalTopic] = k.topic;
-  copy.properties[prop::kDeliveryAttempt] = std::to_string(attempt);
-  copy.queue_id = 0;
-  copy.queue_offset = -1;
-  copy.physical_offset = -1;
-  copy.store_ms = 0;
-  copy.topic = to_dlq ? DlqTopic(k.group) : RetryTopic(k.group);
-  // A copy that can never be stored (a group named before the name rule has no valid retry or
-  // DLQ topic; a copy the store refuses) is parked instead, so the lease ends and nothing
-  // retries it forever (issue 14). Transient errors are returned: the lease stays, expiry
-  // tries again.
-  absl::Status s = ValidateDestination(copy.topic);
-  if (s.ok()) {
-    Message keep = copy;  // only a refusal needs it again
-    s = to_dlq ? store_->Put(std::move(copy)).status()
-               : timers_->Schedule(std::move(copy), deliver_ms).status();
-    if (!absl::IsInvalidArgument(s)) return s;
-    copy = std::move(keep);
-  }
-  return ParkCopy(std::move(copy), to_dlq ? "dlq" : "retry", s);
-}
-
-absl::Status ConsumerServiceImpl::ParkCopy(Message copy, const char* source,
-                                           const absl::Status& why) {
-  const std::string destination = copy.topic;
-  copy.properties[kPoisonReason] = why.ToString();
-  copy.properties[kPoisonTopicProp] = destination;
-  copy.properties[kPoisonQueueId] = "0";
-  copy.properties[kPoisonSource] = source;
-  copy.topic = kPoisonTopic;
-  Message keep = copy;
-  absl::Status s = store_->Put(std::move(copy)).status();
-  if (absl::IsInvalidArgument(s)) {  // too large with the poison properties: park it bodiless
-    keep.body.clear();
-    keep.properties[kPoisonReason] += "; body dropped: " + s.ToString();
-    s = store_->Put(std::move(keep)).status();
-  }
-  const bool dropped = absl::IsInvalidArgument(s);
-  if (!s.ok() && !dropped) return s;  // transient: the lease stays and is tried again
-  uint64_t held = 0;
-  if (poison_log_.Allow(clock_->NowMs(), &held)) {
-    TOKIMQ_LOG_WARN("consumer: {} copy for '{}' {} {}: {} ({} similar lines suppressed)", source,
-                    QuoteName(destination), dropped ? "dropped, not even parkable in" : "parked in",
-                    kPoisonTopic, why.ToString(), held);
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
                                            std::optional<int64_t> delay_ms,
@@ -115,7 +29,7 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
     const bool too_old = policy.ttl_ms > 0 && now - first_store >= policy.ttl_ms;
     const bool exhausted = static_cast<int64_t>(lease.attempt) >= policy.max_attempts;
     if (too_old || exhausted) {
-      TOKIMQ_RETURN_IF_ERROR(PutCopy(k, std::move(msgs[0]), lease.attempt, true, now));
+      TOKIMQ_RETURN_IF_ERROR(copies_.Put(k, std::move(msgs[0]), lease.attempt, true, now));
     } else if (p->fifo) {
       // FIFO: the retry stays in place (a copy in the retry topic would let the group's later
       // messages overtake it). The entry is parked until the backoff ends and keeps its group
@@ -130,7 +44,7 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
       StageLeases(p, {}, {BlockLease{offset, parked}}, batch);
       TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
       // Wakes long polls when the redelivery is due (ExpireRange on a parked entry).
-      if (delay > 0) ScheduleExpiry(parked.invisible_until_ms, p, offset, offset);
+      if (delay > 0) expiries_.Add(parked.invisible_until_ms, Expiry{p, offset, offset});
       p->SetLease(offset, std::move(parked));
       GetGroup(k.group)->in_flight.fetch_sub(1);
       if (delay == 0) WakeReceivers(k.topic);
@@ -138,7 +52,7 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
     } else {
       int64_t delay = delay_ms ? *delay_ms : BackoffMs(policy, static_cast<int>(lease.attempt));
       TOKIMQ_RETURN_IF_ERROR(
-          PutCopy(k, std::move(msgs[0]), lease.attempt + 1, false, now + delay));
+          copies_.Put(k, std::move(msgs[0]), lease.attempt + 1, false, now + delay));
     }
   }
   // A crash here (copy written, lease not yet deleted) redelivers the message twice: see
@@ -150,19 +64,6 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   // FIFO: the group's head went to the DLQ (or is gone): its next message may go out.
   if (p->fifo) WakeReceivers(k.topic);
   return absl::OkStatus();
-}
-
-void ConsumerServiceImpl::ScheduleExpiry(int64_t deadline_ms, Progress* p, int64_t first,
-                                         int64_t last) {
-  std::lock_guard<std::mutex> l(expiry_mu_);
-  const bool earliest = expiries_.empty() || deadline_ms < expiries_.begin()->first;
-  expiries_.emplace(deadline_ms, Expiry{p, first, last});
-  if (earliest) expiry_cv_.notify_one();
-}
-
-int64_t ConsumerServiceImpl::NextExpiryMs() {
-  std::lock_guard<std::mutex> l(expiry_mu_);
-  return expiries_.empty() ? INT64_MAX : expiries_.begin()->first;
 }
 
 absl::Status ConsumerServiceImpl::ExpireRange(const Expiry& e) {
@@ -198,7 +99,6 @@ absl::Status ConsumerServiceImpl::RunUntilIdle() {
 }
 
 int64_t ConsumerServiceImpl::ExpiryIndexEntries() const {
-  std::lock_guard<std::mutex> l(expiry_mu_);
   return static_cast<int64_t>(expiries_.size());
 }
 
@@ -206,24 +106,57 @@ absl::Status ConsumerServiceImpl::RunDueExpiries() {
   std::lock_guard<std::mutex> lock(lease_mu_);
   while (true) {
     Expiry e;
-    int64_t deadline;
-    {
-      std::lock_guard<std::mutex> l(expiry_mu_);
-      if (expiries_.empty() || expiries_.begin()->first > clock_->NowMs()) {
-        return absl::OkStatus();
-      }
-      deadline = expiries_.begin()->first;
-      e = expiries_.begin()->second;
-      expiries_.erase(expiries_.begin());
-    }
+    int64_t deadline = 0;
+    if (!expiries_.PopDue(clock_->NowMs(), &deadline, &e)) return absl::OkStatus();
     absl::Status s = ExpireRange(e);
     if (!s.ok()) {
       // Keep the entry: the leases not yet expired are tried again.
-      std::lock_guard<std::mutex> l(expiry_mu_);
-      expiries_.emplace(deadline, e);
+      expiries_.Add(deadline, e);
       return s;
     }
   }
+}
+
+void ConsumerServiceImpl::IndexLiveLeases() {
+  // One entry per queue and deadline, covering the offsets that share it (a Receive's leases
+  // share one). Parked FIFO entries waiting for a redelivery time get one too (it wakes long
+  // polls); entries parked behind their group need none.
+  std::vector<Progress*> all;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (auto& [k, p] : progress_) all.push_back(p.get());
+  }
+  for (Progress* p : all) {
+    std::lock_guard<std::mutex> l(p->mu);
+    std::map<int64_t, std::pair<int64_t, int64_t>> ranges;  // deadline -> first, last offset
+    for (const auto& [off, lease] : p->leases) {
+      if (lease.parked && lease.invisible_until_ms == 0) continue;
+      auto [it, fresh] = ranges.try_emplace(lease.invisible_until_ms, off, off);
+      if (!fresh) it->second.second = off;  // offsets ascend
+    }
+    for (const auto& [deadline, range] : ranges) {
+      expiries_.Add(deadline, Expiry{p, range.first, range.second});
+    }
+  }
+}
+
+void ConsumerServiceImpl::MaybeCompactExpiries() {
+  // Entries outlive the leases they were made for (an acked or renewed lease keeps its entry
+  // until the deadline, up to 12 h): with frequent renewals of long leases the index would
+  // grow with calls, not with leases. Past a bound, it is rebuilt from the live leases.
+  int64_t live = 0;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (const auto& [name, g] : groups_) live += g->in_flight.load();
+  }
+  if (!expiries_.OverCompactionBound(live)) return;
+  std::lock_guard<std::mutex> lease_lock(lease_mu_);  // no expiry runs meanwhile
+  // Entries added from here on stay; the old ones are rebuilt from the live leases.
+  const size_t old = expiries_.TakeAll();
+  IndexLiveLeases();
+  expiries_.FinishCompaction();
+  TOKIMQ_LOG_INFO("consumer: lease expiry index rebuilt: {} entries -> {}", old,
+                  expiries_.size());
 }
 
 }  // namespace tokimq::consumer

@@ -8,6 +8,7 @@
 #include "common/names.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
+#include "consumer/tag_filter.h"
 #include "rocksdb/write_batch.h"
 
 namespace tokimq::consumer {
@@ -128,7 +129,7 @@ absl::Status ConsumerServiceImpl::SetAsideUnanswerable(const QueueKey& k,
                   DlqTopic(k.group));
   Message copy;
   record::MessageFromView(m, &copy);
-  return PutCopy(k, std::move(copy), attempt, /*to_dlq=*/true, now);
+  return copies_.Put(k, std::move(copy), attempt, /*to_dlq=*/true, now);
 }
 
 ConsumerServiceImpl::TakenMessage ConsumerServiceImpl::Take(const record::RecordView& v,
@@ -175,7 +176,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
       // before the progress write repeats this move (a duplicate in the DLQ).
       Message copy;
       record::MessageFromView(m, &copy);
-      return PutCopy(k, std::move(copy),
+      return copies_.Put(k, std::move(copy),
                      static_cast<uint32_t>(std::max<int64_t>(attempt - 1, 0)), true, now);
     }
     LeaseRecord lease;
@@ -209,11 +210,11 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   };
 
   // Groups with an unfinished message (leased, or parked waiting for its group or for its
-  // redelivery time) block their later messages; p->groups indexes them and p->ready holds the
+  // redelivery time) block their later messages; p->fifo_index indexes them and its ready() holds the
   // parked entries that head their group. `taken` adds the groups handed out by this call.
   absl::flat_hash_set<std::string> taken;
-  size_t parked = p->parked;
-  for (int64_t offset : p->ready) {
+  size_t parked = p->fifo_index.parked();
+  for (int64_t offset : p->fifo_index.ready()) {
     if (static_cast<int>(t->messages.size()) >= want) break;
     const LeaseRecord& lease = p->leases.at(offset);
     if (lease.invisible_until_ms > now) continue;  // redelivery backoff not over
@@ -243,7 +244,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
                              Message copy;
                              record::MessageFromView(m, &copy);
                              t->dropped.push_back(offset);
-                             return PutCopy(k, std::move(copy), 0, true, now);
+                             return copies_.Put(k, std::move(copy), 0, true, now);
                            }
                            t->replaced.emplace_back(offset, take(m, lease));
                            return absl::OkStatus();
@@ -258,7 +259,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     }
   }
   auto blocked = [&](const std::string& group) {
-    return p->groups.contains(group) || taken.contains(group);
+    return p->fifo_index.Blocks(group) || taken.contains(group);
   };
 
   // New messages: a blocked group's message is parked (bounded: kMaxFifoParked), any other is
@@ -291,7 +292,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     if (policy.ttl_ms > 0 && now - FirstStoreMs(m) >= policy.ttl_ms) {
       Message copy;
       record::MessageFromView(m, &copy);
-      return PutCopy(k, std::move(copy), 0, true, now);
+      return copies_.Put(k, std::move(copy), 0, true, now);
     }
     if (!group.empty()) taken.insert(group);
     LeaseRecord lease;
@@ -417,7 +418,7 @@ absl::Status ConsumerServiceImpl::ReceiveOnce(const std::vector<Progress*>& all,
         first = std::min(first, m.queue_offset);
         last = std::max(last, m.queue_offset);
       }
-      ScheduleExpiry(until, p, first, last);
+      expiries_.Add(until, Expiry{p, first, last});
     }
     if (p->fifo) {
       for (auto& [offset, lease] : t.replaced) p->SetLease(offset, std::move(lease));
