@@ -10,8 +10,8 @@
 //   backoff_policy.h       the redelivery delay after an expiry or a nack
 //   tag_filter.h           which messages a tag filter takes
 //   group_state.h          the group-state record codecs (RocksDB keys and values)
-// and, as members in files of their own: Receive (receive.cc), lease expiry (lease_expiry.cc),
-// consumer-state recovery on open (consumer_state_recovery.cc).
+// and, as members in files of their own: Receive (receive.cc, receive_scan.cc), lease expiry
+// (lease_expiry.cc), consumer-state recovery on open (consumer_state_recovery.cc).
 //
 // Locking (what each lock guards; where two are held at once, the upper one is taken first):
 //   lease_mu_       serialises expiry processing (RunDueExpiries, the index's compaction).
@@ -153,7 +153,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   GroupState* GetGroup(const std::string& group);
   GroupPolicy PolicyOf(const std::string& group);
 
-  // Receive helpers (receive.cc).
+  // Receive helpers (receive.cc; the scans of one queue in receive_scan.cc).
   absl::StatusOr<int> QueueCountOf(const std::string& topic) const;
   // Starts *t for a scan of `p` (p->mu held): from = the consume offset, or the earliest
   // retained message when that is later. Returns the queue's end offset.
@@ -189,6 +189,22 @@ class ConsumerServiceImpl final : public ConsumerService {
   absl::Status ReceiveOnce(const std::vector<Progress*>& all, const ReceiveRequest& req,
                            bool topic_fifo, bool wait_for_locks, bool* skipped,
                            std::vector<ReceivedMessage>* out);
+  // ReceiveOnce's steps. Locks `all` (every one, in address order; or with !wait_for_locks
+  // only those not busy, *skipped telling whether any was left out) into *sources / *locks.
+  static void LockSources(const std::vector<Progress*>& all, bool wait_for_locks,
+                          std::vector<Progress*>* sources,
+                          std::vector<std::unique_lock<std::mutex>>* locks, bool* skipped);
+  // Scans the locked `sources` in order until req.max_messages / req.max_bytes are reached;
+  // appends a Taken per queue with anything new and counts the messages in *count. An error
+  // stops the scan; what *taken holds by then is still valid.
+  absl::Status ScanSources(const std::vector<Progress*>& sources, const ReceiveRequest& req,
+                           bool topic_fifo, int64_t now, std::vector<Taken>* taken, int* count);
+  // Stages the group-state records of `taken` (progress, lease blocks) in `batch`; sets each
+  // new lease's block.
+  static void StageTaken(std::vector<Taken>* taken, rocksdb::WriteBatch* batch);
+  // After the batch is written: applies `taken` to the Progress objects (offsets, leases,
+  // expiry entries at `until`) and appends the received messages to *out.
+  void ApplyTaken(std::vector<Taken>* taken, int64_t until, std::vector<ReceivedMessage>* out);
   uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
   // Adds entries for every live lease (open; compaction). Takes each Progress::mu in turn.
   void IndexLiveLeases();
