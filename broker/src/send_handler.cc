@@ -1,30 +1,23 @@
-// Broker::HandleSend: validates a send request's entries, then stores them (delayed ones
-// through the TimerStore, immediate ones straight into the MessageStore).
+// Broker::HandleSend: validates a send request's entries (send_validation.h), then stores them
+// (delayed ones through the TimerStore, immediate ones straight into the MessageStore).
 #include <algorithm>
 
 #include "broker/broker.h"
 #include "commitlog/message_store.h"
 #include "commitlog/record.h"
 #include "common/clock.h"
-#include "common/message_limits.h"
 #include "common/names.h"
 #include "common/status.h"
 #include "disk_watermark.h"
 #include "fmt/format.h"
-#include "proto/duration.h"
+#include "send_validation.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::broker {
 
-absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp) {
-  if (req.entries().empty()) return absl::InvalidArgumentError("send request without messages");
-  const int64_t now = clock_->NowMs();
-  struct Prepared {
-    Message msg;
-    int64_t deliver_ms;
-  };
-  std::vector<Prepared> prepared;
-  prepared.reserve(static_cast<size_t>(req.entries_size()));
+absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
+                                 std::vector<PreparedSend>* prepared) {
+  prepared->reserve(static_cast<size_t>(req.entries_size()));
   // Topic look-ups of this request (requested name -> config): a batch usually names one topic.
   // A returned pointer is used only until the next look-up.
   std::vector<std::pair<std::string, TopicConfig>> topics;
@@ -50,71 +43,12 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     absl::StatusOr<const TopicConfig*> resolved = resolve(e.topic());
     if (!resolved.ok()) return where(resolved.status());
     const TopicConfig* topic = *resolved;
-    if (e.body().size() > options_.max_message_size) {
-      return where(absl::InvalidArgumentError(fmt::format(
-          "body of {} bytes exceeds the max message size of {} bytes", e.body().size(),
-          options_.max_message_size)));
-    }
     int64_t deliver_ms = now;
-    if (e.when_case() == proto::SendEntry::kDelayMs) {
-      if (e.delay_ms() < 0) return where(absl::InvalidArgumentError("delay must be >= 0"));
-      if (e.delay_ms() > kMaxMaxDelayMs) {
-        return where(absl::InvalidArgumentError(fmt::format(
-            "delay {} exceeds the max delay {} of topic '{}'", wire::FormatDuration(e.delay_ms()),
-            wire::FormatDuration(topic->max_delay_ms), topic->name)));
-      }
-      deliver_ms = now + e.delay_ms();
-    } else if (e.when_case() == proto::SendEntry::kDeliverAtMs) {
-      deliver_ms = std::max(e.deliver_at_ms(), now);
-    }
-    if (deliver_ms - now > topic->max_delay_ms) {
-      return where(absl::InvalidArgumentError(fmt::format(
-          "delay {} exceeds the max delay {} of topic '{}'", wire::FormatDuration(deliver_ms - now),
-          wire::FormatDuration(topic->max_delay_ms), topic->name)));
-    }
+    absl::Status valid = ValidateSendEntry(e, *topic, options_.max_message_size, now, &deliver_ms);
+    if (!valid.ok()) return where(valid);
     // FIFO: the message group (explicit, else the key) picks the queue, so one group's
     // messages share one queue and its order (docs/ordering.md).
-    const std::string& group = e.message_group().empty() ? e.key() : e.message_group();
-    if (e.properties().count(prop::kMessageGroup) > 0) {
-      return where(absl::InvalidArgumentError(fmt::format(
-          "property {} is reserved: set the message group instead", prop::kMessageGroup)));
-    }
-    // The timer store acts on these: TIMER_DELETE_OF on a delayed message made it a recall
-    // marker (it cancelled the pending message at that offset, and itself was never
-    // delivered); TIMER_SRC_OFFSET on any message made crash recovery take the pending message
-    // at that offset as delivered. Found by a break-it pass.
-    for (const char* reserved : {kTimerDeleteOf, kTimerSourceOffset}) {
-      if (e.properties().count(reserved) > 0) {
-        return where(absl::InvalidArgumentError(
-            fmt::format("property {} is reserved for the timer store", reserved)));
-      }
-    }
-    // Key, tag and properties: one limit each and one on their total (common/message_limits.h;
-    // an 8.5 MiB key used to be stored, and its receive answer exceeded the frame limit).
-    if (absl::Status hs = CheckMessageHeaders(e.key(), e.tag(), e.properties()); !hs.ok()) {
-      return where(hs);
-    }
-    if (topic->type == TopicType::kFifo) {
-      const char* what = e.message_group().empty() ? "message group (the key)" : "message group";
-      if (group.empty()) {
-        return where(absl::InvalidArgumentError(fmt::format(
-            "topic '{}' is FIFO: a message needs a message group (or a key)", topic->name)));
-      }
-      if (group.size() > kMaxMessageGroupBytes) {
-        return where(absl::InvalidArgumentError(fmt::format(
-            "{} of {} bytes exceeds {} bytes", what, group.size(), kMaxMessageGroupBytes)));
-      }
-      for (unsigned char c : group) {
-        if (c < 0x20 || c == 0x7f) {
-          return where(absl::InvalidArgumentError(
-              fmt::format("{} contains a control character", what)));
-        }
-      }
-    } else if (!e.message_group().empty()) {
-      return where(absl::InvalidArgumentError(fmt::format(
-          "topic '{}' is {}: message groups need a FIFO topic", topic->name,
-          TopicTypeName(topic->type))));
-    }
+    const std::string& group = MessageGroupOf(e);
     Message m;
     m.topic = topic->name;
     m.queue_id = SelectQueue(*topic, topic->type == TopicType::kFifo ? group : e.key());
@@ -125,8 +59,17 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     if (topic->type == TopicType::kFifo) m.properties[prop::kMessageGroup] = group;
     m.properties[prop::kMessageId] = NextMessageId();
     m.body = e.body();
-    prepared.push_back({std::move(m), deliver_ms});
+    prepared->push_back({std::move(m), deliver_ms});
   }
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp) {
+  if (req.entries().empty()) return absl::InvalidArgumentError("send request without messages");
+  const int64_t now = clock_->NowMs();
+  using Prepared = PreparedSend;
+  std::vector<Prepared> prepared;
+  TOKIMQ_RETURN_IF_ERROR(PrepareSend(req, now, &prepared));
 
   // Producers are refused above the disk watermark, before anything is written: the space
   // left is the reserve for the broker's own writes (docs/operations.md "Disk full"). Both

@@ -51,6 +51,7 @@ namespace tokimq::broker {
 
 class DiskWatermark;
 class RetentionTask;
+struct PreparedSend;
 
 // Latest time the manual clock can be advanced to: 9999-12-31T23:59:59.999Z in ms since the
 // epoch (AdvanceClock refuses to go past it with kInvalidArgument).
@@ -146,6 +147,10 @@ class Broker {
   absl::Status HandleUpdateTopic(const proto::UpdateTopicRequest& req, proto::Response* resp);
   absl::Status HandleDescribeTopic(const std::string& name, proto::Response* resp);
   absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp);
+  // Validates every entry of `req` (send_validation.h) and builds the messages to store, at
+  // time `now` (ms): all or nothing; an error names the entry ("message i: ...") in a batch.
+  absl::Status PrepareSend(const proto::SendRequest& req, int64_t now,
+                           std::vector<PreparedSend>* prepared);
   absl::Status HandleReceive(const proto::ReceiveRequest& req, proto::ReceiveResponse* resp);
   // Validates a receive request and takes its messages (raw records, leased).
   absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);
