@@ -146,7 +146,16 @@ class ConsumerServiceImpl final : public ConsumerService {
   };
 
   explicit ConsumerServiceImpl(ConsumerServiceDeps deps);
+  // Consumer-state recovery on open (consumer_state_recovery.cc): LoadHandleSecret,
+  // LoadGroupState, ReconcileWithStore, then IndexLiveLeases.
   absl::Status Recover();
+  // The receipt handle secret, created (written synced) on first open.
+  absl::Status LoadHandleSecret();
+  // Policies, progress and leases from every "group/" record.
+  absl::Status LoadGroupState();
+  // If the store's tail was lost in a crash, offsets at/after its end will be assigned to new
+  // messages: drops leases there and clamps consume offsets to the end (one synced write).
+  absl::Status ReconcileWithStore();
 
   Progress* GetProgress(const QueueKey& key);
   Progress* FindProgress(const QueueKey& key) const;
@@ -182,6 +191,16 @@ class ConsumerServiceImpl final : public ConsumerService {
   // one live lease per message group.
   absl::Status ReceiveFromFifo(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                                int64_t now, int want, Taken* t);
+  // ReceiveFromFifo, first step: hands out again the parked heads of their groups whose
+  // redelivery time has come (or that waited behind their group), while `want` and the byte
+  // budget allow; *parked drops by one per head handled.
+  absl::Status RedeliverDueHeads(Progress* p, const ReceiveRequest& req,
+                                 const GroupPolicy& policy, int64_t now, int want, Taken* t,
+                                 size_t* parked);
+  // Adds `m` to *t under `lease` renewed for this Receive (epoch + 1, not parked, invisible
+  // until now + req.invisible_ms); returns that lease.
+  static LeaseRecord TakeFifo(const record::RecordView& m, LeaseRecord lease,
+                              const ReceiveRequest& req, int64_t now, Taken* t);
   // Wakes long polls waiting on `topic` (a FIFO group unblocked without a new message).
   void WakeReceivers(const std::string& topic);
   // One pass over `all` (locked here; with !wait_for_locks only those not busy, *skipped tells

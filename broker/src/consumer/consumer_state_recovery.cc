@@ -12,6 +12,15 @@
 namespace tokimq::consumer {
 
 absl::Status ConsumerServiceImpl::Recover() {
+  TOKIMQ_RETURN_IF_ERROR(LoadHandleSecret());
+  TOKIMQ_RETURN_IF_ERROR(LoadGroupState());
+  TOKIMQ_RETURN_IF_ERROR(ReconcileWithStore());
+  // The expiry index is in memory: every live lease gets an entry again.
+  IndexLiveLeases();
+  return absl::OkStatus();
+}
+
+absl::Status ConsumerServiceImpl::LoadHandleSecret() {
   // Handle secret: created once, so handles stay valid across restarts.
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kHandleSecretKey, &value);
@@ -26,7 +35,10 @@ absl::Status ConsumerServiceImpl::Recover() {
   } else {
     TOKIMQ_ASSIGN_OR_RETURN(secret_, DecodeSecretValue(kHandleSecretKey, value));
   }
+  return absl::OkStatus();
+}
 
+absl::Status ConsumerServiceImpl::LoadGroupState() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   const std::string prefix = kKeyPrefix;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -81,7 +93,10 @@ absl::Status ConsumerServiceImpl::Recover() {
   if (!it->status().ok()) {
     return absl::UnavailableError("group state scan failed: " + it->status().ToString());
   }
+  return absl::OkStatus();
+}
 
+absl::Status ConsumerServiceImpl::ReconcileWithStore() {
   // Reconcile with the store: if its tail was lost in a crash, offsets at/after its end will be
   // assigned to new messages, so neither progress nor leases may point there.
   rocksdb::WriteBatch fix;
@@ -118,9 +133,6 @@ absl::Status ConsumerServiceImpl::Recover() {
     }
   }
   if (fix.Count() > 0) TOKIMQ_RETURN_IF_ERROR(WriteSynced(&fix));
-
-  // The expiry index is in memory: every live lease gets an entry again.
-  IndexLiveLeases();
   return absl::OkStatus();
 }
 

@@ -174,28 +174,23 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
   return absl::OkStatus();
 }
 
-absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequest& req,
-                                                  const GroupPolicy& policy, int64_t now,
-                                                  int want, Taken* t) {
-  const QueueKey& k = p->key;
-  const int64_t max = BeginScan(p, t);
-  const int64_t from = t->from;
-  auto take = [&](const record::RecordView& m, LeaseRecord lease) {
-    lease.parked = false;
-    lease.epoch += 1;
-    lease.invisible_until_ms = now + req.invisible_ms;
-    lease.received_ms = now;
-    t->leases.push_back(lease);
-    t->messages.push_back(Take(m, req.raw_records));
-    t->bytes += ReceiveAnswerBytes(m);
-    return lease;
-  };
+LeaseRecord ConsumerServiceImpl::TakeFifo(const record::RecordView& m, LeaseRecord lease,
+                                          const ReceiveRequest& req, int64_t now, Taken* t) {
+  lease.parked = false;
+  lease.epoch += 1;
+  lease.invisible_until_ms = now + req.invisible_ms;
+  lease.received_ms = now;
+  t->leases.push_back(lease);
+  t->messages.push_back(Take(m, req.raw_records));
+  t->bytes += ReceiveAnswerBytes(m);
+  return lease;
+}
 
-  // Groups with an unfinished message (leased, or parked waiting for its group or for its
-  // redelivery time) block their later messages; p->fifo_index indexes them and its ready() holds the
-  // parked entries that head their group. `taken` adds the groups handed out by this call.
-  absl::flat_hash_set<std::string> taken;
-  size_t parked = p->fifo_index.parked();
+absl::Status ConsumerServiceImpl::RedeliverDueHeads(Progress* p, const ReceiveRequest& req,
+                                                    const GroupPolicy& policy, int64_t now,
+                                                    int want, Taken* t, size_t* parked) {
+  const QueueKey& k = p->key;
+  // ready(): the parked entries that head their group (or have none).
   for (int64_t offset : p->fifo_index.ready()) {
     if (static_cast<int>(t->messages.size()) >= want) break;
     const LeaseRecord& lease = p->leases.at(offset);
@@ -228,18 +223,34 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
                              t->dropped.push_back(offset);
                              return copies_.Put(k, std::move(copy), 0, true, now);
                            }
-                           t->replaced.emplace_back(offset, take(m, lease));
+                           t->replaced.emplace_back(offset, TakeFifo(m, lease, req, now, t));
                            return absl::OkStatus();
                          })
             .status());
     if (over_budget) break;
-    --parked;
+    --*parked;
     if (!found) {
       TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
                       k.read_topic, k.queue_id, offset);
       t->dropped.push_back(offset);
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequest& req,
+                                                  const GroupPolicy& policy, int64_t now,
+                                                  int want, Taken* t) {
+  const QueueKey& k = p->key;
+  const int64_t max = BeginScan(p, t);
+  const int64_t from = t->from;
+
+  // Groups with an unfinished message (leased, or parked waiting for its group or for its
+  // redelivery time) block their later messages; p->fifo_index indexes them. `taken` adds the
+  // groups handed out by this call.
+  absl::flat_hash_set<std::string> taken;
+  size_t parked = p->fifo_index.parked();
+  TOKIMQ_RETURN_IF_ERROR(RedeliverDueHeads(p, req, policy, now, want, t, &parked));
   auto blocked = [&](const std::string& group) {
     return p->fifo_index.Blocks(group) || taken.contains(group);
   };
@@ -278,10 +289,10 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
     }
     if (!group.empty()) taken.insert(group);
     LeaseRecord lease;
-    lease.epoch = 0;  // take() makes it 1
+    lease.epoch = 0;  // TakeFifo makes it 1
     lease.attempt = 1;
     lease.msg_group = std::move(group);
-    t->fresh.emplace_back(offset, take(m, std::move(lease)));
+    t->fresh.emplace_back(offset, TakeFifo(m, std::move(lease), req, now, t));
     return absl::OkStatus();
   }));
   return absl::OkStatus();
