@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side comparison of tokimq with a Redis sorted-set delay queue and beanstalkd (issue 5).
+# Side-by-side comparison of tokimq with a Redis sorted-set delay queue and beanstalkd.
 # Starts each system from its binary on a free loopback port with persistence on (tokimq's
 # default async flush, Redis AOF everysec, beanstalkd binlog), runs the same workloads with
 # tokimq-bench, stops it, prints one table with tokimq/peer ratios and writes the table into

@@ -1,4 +1,4 @@
-# client/ordering: per-key ordering planner and executor (issue 7 part B, docs/ordering.md).
+# client/ordering: per-key ordering planner and executor (docs/ordering.md).
 # Included by client/CMakeLists.txt; depends on common only (DESIGN.md: client <- common, proto).
 file(GLOB_RECURSE tokimq_client_ordering_srcs CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_LIST_DIR}/src/ordering/*.cc)

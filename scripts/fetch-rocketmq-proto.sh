@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the npm package rocketmq-client-nodejs (default 1.0.8) into a prefix directory and
 # prints the directory holding apache/rocketmq/v2/*.proto. The .proto files are never copied into
-# this repository (issue 6); the rocketmq component generates C++ from this copy at configure time,
+# this repository; the rocketmq component generates C++ from this copy at configure time,
 # and tests/rocketmq uses the same package as the official client.
 # Idempotent: an existing install of the right version is reused without touching the network.
 # Usage: scripts/fetch-rocketmq-proto.sh [prefix-dir]   (default: build/_rocketmq_npm)

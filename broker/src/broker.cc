@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "disk_watermark.h"
 #include "fmt/format.h"
+#include "queue_of_key.h"
 #include "retention_task.h"
 #include "rocksdb_logger.h"
 #include "timerstore/timer_store.h"
@@ -84,8 +85,8 @@ absl::Status Broker::OpenStores() {
     }
     manual_clock_ = std::make_unique<ManualClock>(start);
     clock_ = manual_clock_.get();
-    // Persisted at once, not only on advance: a broker started at a given time and restarted
-    // before any advance went back to the system time (found by a break-it pass).
+    // Persisted at once, not only on advance: otherwise a broker started at a given time and
+    // restarted before any advance would go back to the system time.
     std::string v;
     PutFixed64(&v, static_cast<uint64_t>(start));
     rocksdb::WriteOptions wo;
@@ -301,10 +302,8 @@ absl::StatusOr<TopicConfig> Broker::ResolveTopic(const std::string& name) const 
 int32_t Broker::SelectQueue(const TopicConfig& topic, const std::string& key) {
   if (topic.queues <= 1) return 0;
   if (!key.empty()) {
-    // FNV-1a: stable across runs and builds, so a key always lands in the same queue.
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
-    return static_cast<int32_t>(h % static_cast<uint64_t>(topic.queues));
+    // FNV-1a 64: stable across runs and builds, so a key always lands in the same queue.
+    return QueueOfKey(key, topic.queues);
   }
   std::lock_guard<std::mutex> lock(rr_mu_);
   uint32_t& next = round_robin_[topic.name];
@@ -331,9 +330,9 @@ absl::Status Broker::HandleAdvanceClock(const proto::AdvanceClockRequest& req,
         "advance-clock refused: the broker was not started with --manual-clock");
   }
   if (req.advance_ms() < 0) return absl::InvalidArgumentError("advance must be >= 0 ms");
-  // The clock counts microseconds in an int64: an advance of more than ~292,000 years
-  // overflowed (ms * 1000, then the sum) and could move the clock backwards (found by
-  // fuzz/broker_request). Nothing needs a time past the year 9999 (the last RFC 3339 one).
+  // The clock counts microseconds in an int64: an advance of more than ~292,000 years would
+  // overflow (ms * 1000, then the sum) and could move the clock backwards. Nothing needs a
+  // time past the year 9999 (the last RFC 3339 one).
   const int64_t now_ms = manual_clock_->NowMs();
   if (req.advance_ms() > kMaxManualClockMs - now_ms) {
     return absl::InvalidArgumentError(fmt::format(

@@ -19,7 +19,7 @@ absl::Status Bad(const std::string& key, const std::string& why) {
 
 // The value of a TOML integer; nullopt for any other type. Not node.value<int64_t>(): that also
 // converts a float, with a cast that is undefined behaviour when the float is out of the
-// int64 range ("port = 9e100"; found by fuzz/config), and the keys are documented as integers.
+// int64 range ("port = 9e100"), and the keys are documented as integers.
 std::optional<int64_t> IntegerOf(const toml::node& node) {
   if (const toml::value<int64_t>* v = node.as_integer()) return v->get();
   return std::nullopt;

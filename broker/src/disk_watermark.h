@@ -65,8 +65,8 @@ class DiskWatermark {
   // OK, or kResourceExhausted ("no room for group state: ...") when a write of `bytes` by the
   // broker itself to its metadata store (RocksDB: receives, acks, leases) would leave fewer than
   // kOwnWriteFloorBytes free. RocksDB's WAL writer aborts the process on a write that runs out
-  // of space (Debian's 7.8 keeps its assertions: found by a break-it pass with acks on a disk
-  // filled by another process), so those writes are refused before the disk is full instead.
+  // of space (Debian's 7.8 keeps its assertions; acks on a disk another process filled abort
+  // the broker), so those writes are refused before the disk is full instead.
   // The bytes count (twice: WAL, then table file) towards the free estimate until the next
   // refresh; below the floor the disk is asked again at once, so a freed disk is seen at once.
   absl::Status AdmitOwnWrite(uint64_t bytes);

@@ -60,7 +60,7 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
       }
       auto* h = resp->mutable_handshake();
       h->set_protocol_version(wire::kProtocolVersion);
-      h->set_broker_version("tokimq 0.1.0");
+      h->set_broker_version("tokimq " TOKIMQ_VERSION);
       h->set_manual_clock(manual_clock());
       h->set_now_ms(clock_->NowMs());
       break;

@@ -1,9 +1,9 @@
 // Receive responses encoded straight from stored records.
 //
-// A native Receive response used to be built as a proto::Response (seven string copies per
-// message into the arena) and then serialized (callgrind, `tokimq-bench --mode lease`: ~3.5k
-// instructions per message, a quarter of the broker's receive + ack work). Here each message is
-// written once, from the record's bytes, into the frame.
+// Building a native Receive response as a proto::Response costs seven string copies per
+// message into the arena and then the serialization (callgrind, `tokimq-bench --mode lease`:
+// ~3.5k instructions per message, a quarter of the broker's receive + ack work). Here each
+// message is written once, from the record's bytes, into the frame.
 //
 // The bytes are exactly what protobuf would write for the same proto::Response (fields in
 // number order, proto3 defaults omitted, int32 negatives as 10-byte varints): a client cannot

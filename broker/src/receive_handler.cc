@@ -6,6 +6,7 @@
 #include "commitlog/record.h"
 #include "common/coding.h"
 #include "common/status.h"
+#include "fmt/format.h"
 #include "receive_encoder.h"
 
 namespace tokimq::broker {
@@ -14,8 +15,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
     const proto::ReceiveRequest& req) {
   if (req.group().empty()) return absl::InvalidArgumentError("receive needs a consumer group");
   TOKIMQ_RETURN_IF_ERROR(ResolveTopic(req.topic()).status());
-  if (req.max_messages() < 0 || req.max_messages() > 1024) {
-    return absl::InvalidArgumentError("max messages must be 1..1024");
+  if (req.max_messages() < 0 || req.max_messages() > kMaxReceiveBatch) {
+    return absl::InvalidArgumentError(fmt::format("max messages must be 1..{}", kMaxReceiveBatch));
   }
   if (req.invisible_ms() < 0 || req.long_poll_ms() < 0) {
     return absl::InvalidArgumentError("durations must be >= 0");
@@ -31,7 +32,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   // Stored records straight into the response: no decoded Message in between.
   r.raw_records = true;
   // A response must fit a frame (16 MiB by default on both sides): several near-maximum
-  // messages in one response used to exceed it, and the client refused every such response
+  // messages in one response would exceed it, and the client would refuse every such response
   // while the messages stayed leased. Half the default frame leaves room for the fields.
   r.max_bytes = kMaxReceiveResponseBytes;
   // And one message alone must fit: a message stored before the key/tag/property limits could

@@ -74,7 +74,7 @@ absl::StatusOr<int64_t> ParseDuration(std::string_view text) {
 std::string FormatDuration(int64_t ms) {
   if (ms == 0) return "0ms";
   std::string out;
-  // The magnitude as unsigned: -INT64_MIN does not fit an int64_t (found by fuzz/duration).
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64_t.
   uint64_t rest = static_cast<uint64_t>(ms);
   if (ms < 0) {
     out = "-";

@@ -1,4 +1,4 @@
-// tokimq-order-timeout: the order-cancellation job on a real broker (issue 4, item 6).
+// tokimq-order-timeout: the order-cancellation job on a real broker.
 //
 // An order service creates N orders and sends, for each, a delay message keyed by order id that
 // is due at the order's payment deadline; a payment simulator pays a share of them before it; a

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "broker/broker.h"
+#include "broker/consumer_service.h"
 #include "commitlog/message.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -12,11 +13,6 @@
 #include "timerstore/timer_store.h"
 
 namespace tokimq::rocketmq {
-namespace {
-
-constexpr int kMaxBatch = 1024;  // the native receive's limit
-
-}  // namespace
 
 grpc::Status MessagingServiceImpl::ReceiveMessage(
     grpc::ServerContext* ctx, const v2::ReceiveMessageRequest* req,
@@ -64,7 +60,7 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   proto::ReceiveRequest* r = native.mutable_receive();
   r->set_group(group);
   r->set_topic(topic);  // all queues: the requested queue id is only the client's bookkeeping
-  r->set_max_messages(std::min(req->batch_size(), kMaxBatch));
+  r->set_max_messages(std::min(req->batch_size(), kMaxReceiveBatch));
   r->set_invisible_ms(invisible_ms);
   r->set_long_poll_ms(long_poll_ms);
   r->set_tag_filter(tag_filter);

@@ -10,6 +10,7 @@
 #include "commitlog/message.h"
 #include "common/message_limits.h"
 #include "common/names.h"
+#include "common/parse_int.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::rocketmq {
@@ -21,25 +22,14 @@ const std::set<std::string>& NativeSystemProperties() {
       prop::kMessageGroup,   prop::kRealTopic,     prop::kRealQueueId,
       prop::kDeliverMs,      prop::kTimerEnqueueMs, prop::kTimerDequeueMs,
       prop::kTimerUnitPos,   prop::kTimerRollCount, prop::kDeliveryAttempt,
-      prop::kOriginalTopic,  kTimerDeleteOf,        kTimerSourceOffset,
-      "FIRST_STORE_MS"};
+      prop::kOriginalTopic,  prop::kTimerDeleteOf,  prop::kTimerSourceOffset,
+      prop::kFirstStoreMs};
   return *names;
 }
 
 const std::string* FindProp(const proto::ReceivedMessage& m, const char* name) {
   auto it = m.properties().find(name);
   return it == m.properties().end() ? nullptr : &it->second;
-}
-
-bool ParseInt64(const std::string& s, int64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *out = v;
-  return true;
 }
 
 const char* TopicTypeLabel(proto::TopicType type) {
@@ -248,7 +238,7 @@ void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2:
                                                          : v2::Encoding::IDENTITY);
   int64_t deliver_at = 0;
   const std::string* deliver = FindProp(in, prop::kDeliverMs);
-  const bool delayed = deliver != nullptr && ParseInt64(*deliver, &deliver_at);
+  const bool delayed = deliver != nullptr && ParseNonNegativeInt64(*deliver, &deliver_at);
   // A message of a FIFO topic carries its group (MSG_GROUP: the sender's group, or the key of a
   // native send without one); the push consumer's FIFO service orders by it.
   const std::string* group = FindProp(in, prop::kMessageGroup);

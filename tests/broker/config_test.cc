@@ -47,7 +47,7 @@ ttl = "1h"
   EXPECT_EQ(p.ttl_ms, 3'600'000);
 }
 
-// A message of the max size must fit one receive answer (issue 14, defect 4): a config where
+// A message of the max size must fit one receive answer: a config where
 // it could not is refused at start, naming both keys.
 TEST(ConfigTest, MaxMessageSizeMustLeaveRoomBelowTheFrameLimit) {
   BrokerConfig c;

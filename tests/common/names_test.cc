@@ -30,7 +30,7 @@ TEST(NamesTest, GroupNamesAreOneTo248CharactersOfTheNameSet) {
   EXPECT_TRUE(IsValidGroupName("billing-workers"));
   EXPECT_TRUE(IsValidGroupName(std::string(248, 'g')));
   EXPECT_FALSE(IsValidGroupName(std::string(249, 'g')));
-  EXPECT_FALSE(IsValidGroupName("sp ace"));  // issue 14's repro
+  EXPECT_FALSE(IsValidGroupName("sp ace"));  // a name with a space
   EXPECT_FALSE(IsValidGroupName("%sys"));
   EXPECT_FALSE(IsValidGroupName(""));
   EXPECT_FALSE(IsValidGroupName(".."));

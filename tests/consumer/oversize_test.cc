@@ -1,8 +1,8 @@
 // Receive never hands out a message whose answer would exceed the frame limit
 // (ReceiveRequest::max_message_bytes): such a message (stored before the key/tag/property
-// limits existed, e.g. an 8.5 MiB key that the answer carries twice) used to be leased, never
-// read by any client, and leased again forever. Now it goes to the group's DLQ and the queue
-// moves on (issue 14, defect 4).
+// limits existed, e.g. an 8.5 MiB key that the answer carries twice) could be read by no
+// client, so leasing it would only repeat forever: it goes to the group's DLQ and the queue
+// moves on.
 #include <gmock/gmock.h>
 
 #include "common/message_limits.h"

@@ -1,4 +1,4 @@
-// Retry / DLQ copies that can never be stored (issue 14): a lease of a group named before the
+// Retry / DLQ copies that can never be stored: a lease of a group named before the
 // name rule ends with its copy parked in tokimq_sys_poison instead of failing forever.
 #include <gtest/gtest.h>
 

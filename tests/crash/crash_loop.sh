@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash loop (issue 14, harness 6): kill -9 the real broker at random instants under a delayed +
+# Crash loop: kill -9 the real broker at random instants under a delayed +
 # lease workload, then check the history: lost 0, early 0, broker-made duplicates 0.
 #
 # usage: tests/crash/crash_loop.sh [--short|--long] [CRASHLOOP_BIN BROKER_BIN] [-- extra args]

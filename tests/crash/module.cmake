@@ -1,4 +1,4 @@
-# Crash loop (issue 14, harness 6): tokimq-crashloop kills the real broker with SIGKILL under a
+# Crash loop: tokimq-crashloop kills the real broker with SIGKILL under a
 # delayed + lease workload and checks the history. ctest runs the short (~60 s) version; find it
 # with `ctest -L crash`. The long version: tests/crash/crash_loop.sh --long.
 if(TARGET tokimq_crashloop AND TARGET tokimq_broker_main)

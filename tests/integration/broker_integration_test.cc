@@ -180,8 +180,8 @@ TEST_F(BrokerIntegrationTest, ValidationErrorsStoreNothing) {
   good.body = "ok";
   auto batch = producer_->SendBatch({good, m});
   EXPECT_EQ(batch.status().code(), absl::StatusCode::kNotFound);
-  // Properties the timer store acts on are refused, delayed or not (a TIMER_DELETE_OF used to
-  // cancel another pending message; a TIMER_SRC_OFFSET to make recovery drop one).
+  // Properties the timer store acts on are refused, delayed or not (a TIMER_DELETE_OF would
+  // cancel another pending message; a TIMER_SRC_OFFSET would make recovery drop one).
   for (const char* reserved : {"TIMER_DELETE_OF", "TIMER_SRC_OFFSET"}) {
     for (bool delayed : {true, false}) {
       OutgoingMessage forged = good;
@@ -281,7 +281,7 @@ TEST_F(BrokerIntegrationTest, RecalledMessageIsNeverDelivered) {
 // sent to an idle broker whose (manual) clock sits on a tick boundary, so the walk is ahead of
 // the message's tick. This is the deterministic form of the RecalledMessageIsNeverDelivered
 // flake (there the enqueue thread lagged behind a 2 h AdvanceClock under ASan load).
-// timerstore's LinkUnitLocked hands such units to the fine scheduler at once (they used to
+// timerstore's LinkUnitLocked hands such units to the fine scheduler at once (they do not
 // wait for the clock to reach the next tick).
 TEST_F(BrokerIntegrationTest, DueMessageEnqueuedAfterTheWalkIsNotStuck) {
   StartBroker({"--manual-clock", "--manual-clock-start-ms", "1700000000000"});
@@ -442,7 +442,7 @@ TEST_F(BrokerIntegrationTest, ManualClockStartSurvivesARestartWithoutAnyAdvance)
 }
 
 // SIGTERM while consumers are in a 20 s long poll: the polls are ended at once (empty answers)
-// and the broker exits cleanly, instead of waiting out the polls (it used to take up to 20 s).
+// and the broker exits cleanly, without waiting out the polls (up to 20 s).
 TEST_F(BrokerIntegrationTest, ShutdownEndsOpenLongPolls) {
   StartBroker({});
   CreateTopic("idle", proto::NORMAL);

@@ -76,7 +76,7 @@ TEST_F(CliTest, CreateSendAdvanceConsume) {
 }
 
 // The message limits (docs/protocol.md "Message limits") hold for the CLI too, with the limit
-// named (issue 14, defect 4).
+// named.
 TEST_F(CliTest, SendOverAMessageLimitFailsNamingIt) {
   ASSERT_EQ(Run("topic create --name lim --type normal --queues 1").exit_code, 0);
   RunResult r = Run("send --topic lim --key " + std::string(16'385, 'k') + " --body x");

@@ -1,4 +1,4 @@
-// Harness 9 (issue 14 defect 2): the real broker on a small tmpfs through fill, hold and free.
+// Harness 9: the real broker on a small tmpfs through fill, hold and free.
 // Producers are refused (RESOURCE_EXHAUSTED) above the disk watermark while delayed messages
 // already accepted are still delivered on time from the reserve; sends are accepted again once
 // space is freed, with no restart; and with the watermark off, a disk that really fills refuses
@@ -317,7 +317,7 @@ TEST_F(DiskFullTest, AFullDiskRefusesSendsStoresNothingOfThemAndResumesWhenFreed
   ASSERT_TRUE(SendBatch("later", 50, 1000, 1500).ok());
 
   Fill(256 << 10);
-  // A batch larger than the space left: part of it would fit (the 99 messages of issue 14).
+  // A batch larger than the space left: part of it would fit.
   int refused = 0;
   for (int i = 0; i < 10; ++i) {
     absl::Status s = SendBatch("full" + std::to_string(i) + "-", 100, 4000);
@@ -336,7 +336,7 @@ TEST_F(DiskFullTest, AFullDiskRefusesSendsStoresNothingOfThemAndResumesWhenFreed
   EXPECT_GE(st.disk_no_space_errors(), 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // "later" falls due meanwhile
 
-  FreeFiller();  // writing resumes by itself (it used to take a restart)
+  FreeFiller();  // writing resumes by itself, without a restart
   absl::Status again;
   auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
@@ -348,7 +348,7 @@ TEST_F(DiskFullTest, AFullDiskRefusesSendsStoresNothingOfThemAndResumesWhenFreed
   ReceiveUntil(acked_.size(), 10'000);
   EXPECT_EQ(received_.size(), acked_.size()) << "the timer did not resume after the disk full";
   EXPECT_EQ(duplicates_, 0);
-  // Once per state change, not per request (it used to be ~6,000 lines/s).
+  // Once per state change, not per request (per request would be ~6,000 lines/s).
   EXPECT_LE(LogLines("space"), 20);
   std::printf("[harness 9] disk full: %d of 10 large batches refused, %d log lines about space\n",
               refused, LogLines("space"));

@@ -1,4 +1,4 @@
-// FIFO topics through the real broker (issue 7 part A): 100 message groups x 1000 messages,
+// FIFO topics through the real broker: 100 message groups x 1000 messages,
 // consumed by two consumers with random lease expiries; every group must be consumed in send
 // order with no gaps, no loss and never two of its messages leased at once. Also the send-side
 // rules for message groups. The broker runs on a manual clock: lease expiries happen when the

@@ -1,7 +1,7 @@
 // Keys, tags and properties have one limit each and one on their total (common/message_limits.h),
 // checked by the broker on every Send (here through a raw connection, so the C++ Producer's own
-// check does not stand in for it) and by the Producer before sending (issue 14, defect 4: an
-// 8.5 MiB key was stored, and its receive answer exceeded the 16 MiB frame limit forever).
+// check does not stand in for it) and by the Producer before sending (without them an
+// 8.5 MiB key is stored, and its receive answer exceeds the 16 MiB frame limit forever).
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,4 +1,4 @@
-// The disk watermark refuses producer sends on both APIs (issue 14 defect 2): a Broker whose
+// The disk watermark refuses producer sends on both APIs: a Broker whose
 // watermark lies above any real disk's free space refuses a native Send with
 // RESOURCE_EXHAUSTED and a gRPC SendMessage with TOO_MANY_REQUESTS, stores nothing, and still
 // serves everything else.

@@ -1,4 +1,4 @@
-// The name rule at the RocketMQ endpoint (issue 14): RocketMQ codes, the rule in the message.
+// The name rule at the RocketMQ endpoint: RocketMQ codes, the rule in the message.
 #include <gtest/gtest.h>
 
 #include <string>

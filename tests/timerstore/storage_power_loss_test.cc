@@ -1,4 +1,4 @@
-// Whole-storage power loss (issue 14, harness 8): the broker's storage — MessageStore and
+// Whole-storage power loss: the broker's storage — MessageStore and
 // TimerStore, what tokimq-broker keeps in <data>/store and <data>/timer — on the
 // FaultInjectionFileSystem, driven through a random mix of sends (delayed and immediate),
 // recalls, clock advances with deliveries, timer checkpoints and CommitLog flushes (the async

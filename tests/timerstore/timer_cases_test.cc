@@ -1,6 +1,8 @@
-// The cases of shared/cases/timer-cases.md, each with P = 1000 ms and P = 100 ms, on the
-// ManualClock. Case 9 (delay above the topic maximum) is the broker's check: TimerStore's
-// contract says the caller already validated the delay.
+// End-to-end timer scenarios, each with P = 1000 ms and P = 100 ms, on the ManualClock: exact
+// delivery, order within a tick, past deliver times, year-long delays (rolls), recall, crashes
+// before and during a hot second, downtime longer than the window, retention. A delay above a
+// topic's maximum is the broker's check (TimerStore's contract says the caller validated it):
+// tests/broker/send_validation_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,7 +36,7 @@ void ExpectExactDelivery(TimerEnv& env) {
   }
 }
 
-TEST_P(TimerCasesTest, Case1EachDelayDeliveredAtItsMillisecond) {
+TEST_P(TimerCasesTest, EachDelayIsDeliveredAtItsMillisecondNeverBefore) {
   TimerEnv env(P());
   env.Open();
   int64_t now = env.clock().NowMs();
@@ -52,7 +54,7 @@ TEST_P(TimerCasesTest, Case1EachDelayDeliveredAtItsMillisecond) {
   EXPECT_EQ(env.ts().metrics().lateness_ms.Max(), 0);
 }
 
-TEST_P(TimerCasesTest, Case2TenInOneTickComeOutInDeliverOrder) {
+TEST_P(TimerCasesTest, TenInOneTickComeOutInDeliverOrder) {
   TimerEnv env(P());
   env.Open();
   int64_t base = (env.clock().NowMs() / P() + 3) * P();
@@ -69,7 +71,7 @@ TEST_P(TimerCasesTest, Case2TenInOneTickComeOutInDeliverOrder) {
   }
 }
 
-TEST_P(TimerCasesTest, Case3PastAndNowAreDeliveredImmediately) {
+TEST_P(TimerCasesTest, PastAndNowAreDeliveredImmediately) {
   TimerEnv env(P());
   env.Open();
   int64_t now = env.clock().NowMs();
@@ -83,7 +85,7 @@ TEST_P(TimerCasesTest, Case3PastAndNowAreDeliveredImmediately) {
   EXPECT_EQ(env.ts().Recall(a.recall_handle).code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_P(TimerCasesTest, Case4YearDelayRollsOnceInTheCommitLog) {
+TEST_P(TimerCasesTest, YearDelayRollsWithoutACopyInTheCommitLog) {
   const int64_t kDay = 86'400'000;
   TimerEnv env(P(), 7 * kDay);
   env.Open();
@@ -113,7 +115,7 @@ TEST_P(TimerCasesTest, Case4YearDelayRollsOnceInTheCommitLog) {
   EXPECT_EQ(env.ts().metrics().pending.Value(), 0);
 }
 
-TEST_P(TimerCasesTest, Case5RecallHalfUnknownHandlesAndLateRecall) {
+TEST_P(TimerCasesTest, RecallingHalfDeliversTheOtherHalfAndRefusesUnknownRepeatedAndLateRecalls) {
   TimerEnv env(P());
   env.Open();
   int64_t now = env.clock().NowMs();
@@ -153,7 +155,7 @@ TEST_P(TimerCasesTest, Case5RecallHalfUnknownHandlesAndLateRecall) {
   env.CheckHistory(env.sent());
 }
 
-TEST_P(TimerCasesTest, Case5RecallSurvivesCrashBeforeDue) {
+TEST_P(TimerCasesTest, RecallSurvivesCrashBeforeDue) {
   TimerEnv env(P());
   env.Open();
   int64_t now = env.clock().NowMs();
@@ -172,8 +174,8 @@ TEST_P(TimerCasesTest, Case5RecallSurvivesCrashBeforeDue) {
   EXPECT_EQ(env.ts().metrics().pending.Value(), 0);
 }
 
-// Case 6, scaled: kHot messages in one second, crash one second before. (Full 100k runs in the
-// benchmark and in Case6Full below when not under sanitizers.)
+// `n` messages due in one second, crash one second before: every one delivered once. (100k runs
+// in the benchmark and in TimerCasesFullSize below when not under sanitizers.)
 void RunHotSecondCrash(int64_t p, int n) {
   TimerEnv env(p, 3'600'000, 8 << 20);
   env.Open();
@@ -188,9 +190,9 @@ void RunHotSecondCrash(int64_t p, int n) {
   EXPECT_EQ(env.ts().metrics().pending.underflows(), 0);
 }
 
-TEST_P(TimerCasesTest, Case6HotSecondSurvivesKillOneSecondBefore) { RunHotSecondCrash(P(), 20'000); }
+TEST_P(TimerCasesTest, HotSecondSurvivesKillOneSecondBefore) { RunHotSecondCrash(P(), 20'000); }
 
-TEST_P(TimerCasesTest, Case7DueWhileStoppedLongerThanWindowComeOutAtStart) {
+TEST_P(TimerCasesTest, DueWhileStoppedLongerThanWindowComeOutAtStart) {
   const int64_t kDay = 86'400'000;
   TimerEnv env(P(), kDay);  // window 1 day < 8 days of downtime
   env.Open();
@@ -210,7 +212,7 @@ TEST_P(TimerCasesTest, Case7DueWhileStoppedLongerThanWindowComeOutAtStart) {
   EXPECT_EQ(env.Delivered().back().body, "after");
 }
 
-TEST_P(TimerCasesTest, Case8RetentionDoesNotDeletePinnedSegment) {
+TEST_P(TimerCasesTest, RetentionDoesNotDeletePinnedSegment) {
   const int64_t kHour = 3'600'000;
   TimerEnv env(P(), 3 * 86'400'000LL, 64 << 10);
   env.Open();
@@ -285,7 +287,7 @@ TEST(TimerDeliveredCopy, KeepsUserPropertiesAndCarriesTimerProperties) {
 
 // A scheduled message carrying TIMER_DELETE_OF (which only Recall's markers may carry) is not
 // taken for a recall marker: it does not cancel the message at that offset and is delivered
-// itself, without the property. (A break-it pass found both messages swallowed.)
+// itself, without the property.
 TEST(TimerDeliveredCopy, ScheduledMessageWithDeleteOfPropertyIsNotARecall) {
   TimerEnv env(100);
   env.Open();
@@ -347,7 +349,7 @@ INSTANTIATE_TEST_SUITE_P(Precision, TimerCasesTest, ::testing::Values(1000, 100)
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 
 #if !defined(__SANITIZE_ADDRESS__)
-TEST(TimerCasesFullSize, Case6HundredThousandInOneSecond) { RunHotSecondCrash(1000, 100'000); }
+TEST(TimerCasesFullSize, HundredThousandDueInOneSecondSurviveKillOneSecondBefore) { RunHotSecondCrash(1000, 100'000); }
 #endif
 
 }  // namespace

@@ -1,4 +1,4 @@
-// A full disk under the timer (issue 14 defect 2): releases that cannot be written wait and go
+// A full disk under the timer: releases that cannot be written wait and go
 // out once space returns, exactly once and never early; TimerLog units whose write-out failed
 // stay appended (no second copy) and land at their own positions.
 #include <gtest/gtest.h>
@@ -99,7 +99,7 @@ class TimerLogDiskFullTest : public ::testing::Test {
 };
 
 // Appends past the 64 KiB write-out point while nothing can be written: each unit is appended
-// once (the caller used to get an error for a unit already buffered, and appended it again).
+// once (the caller gets no error for a unit already buffered, so it does not append it again).
 TEST_F(TimerLogDiskFullTest, AppendKeepsUnitsWhoseWriteOutFailsAndWritesThemLater) {
   auto log = Open();
   fs_.SetNoSpace(true);
@@ -118,8 +118,8 @@ TEST_F(TimerLogDiskFullTest, AppendKeepsUnitsWhoseWriteOutFailsAndWritesThemLate
 }
 
 // The disk fills in the middle of a write-out that spans segments: the part written leaves the
-// buffer, the rest is written at its own positions later (it used to be written again from the
-// buffer's start at the advanced position, shifting every later unit).
+// buffer, the rest is written at its own positions later (not again from the buffer's start at
+// the advanced position, which would shift every later unit).
 TEST_F(TimerLogDiskFullTest, WriteOutThatFillsTheDiskMidwayResumesAtTheRightPosition) {
   auto log = Open();
   for (int i = 0; i < 300; ++i) ASSERT_TRUE(log->Append(Unit(i)).ok());

@@ -1,6 +1,6 @@
 // The timer gauges computed on request (TimerStore::RefreshGauges): pending by remaining delay
 // equals the true pending messages by remaining delay after sends, recalls, rolls and
-// deliveries, and dequeue_lag_ms is 0 once nothing due is left (issue 14, defect 5).
+// deliveries, and dequeue_lag_ms is 0 once nothing due is left.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -104,8 +104,8 @@ TEST_F(TimerGaugesTest, PendingByDelayEqualsTruePendingThroughRecallsRollsAndDel
 }
 
 TEST_F(TimerGaugesTest, PendingByDelayIsCurrentWithoutACheckpointOrIdleRun) {
-  // Gauges used to move only at checkpoints and idle runs: a Stats request read the picture of
-  // up to a second ago. RefreshGauges computes them at the time asked.
+  // Gauges that moved only at checkpoints and idle runs would give a Stats request the picture
+  // of up to a second ago: RefreshGauges computes them at the time asked.
   for (int i = 0; i < 100; ++i) Send("m" + std::to_string(i), 8'000);
   env_.Run();
   EXPECT_EQ(Gauge()[1], 100);  // 8 s left: (5 s, 1 min]
@@ -155,8 +155,8 @@ TEST_F(TimerGaugesTest, DequeueLagIsZeroWhenNothingDueIsLeft) {
   env_.ts().RefreshGauges();
   EXPECT_EQ(env_.ts().metrics().dequeue_lag_ms.Value(), 0);
   // A restart long after the last checkpoint (a manual clock advanced by 55 min): the read tick
-  // is the checkpoint's, but nothing is due, so no lag (it used to say 3,300,000+ ms, and kept
-  // saying it until the next checkpoint).
+  // is the checkpoint's, but nothing is due, so no lag (not 3,300,000+ ms until the next
+  // checkpoint).
   ASSERT_TRUE(env_.ts().Checkpoint().ok());
   env_.clock().AdvanceMs(3'333'000);
   env_.CleanRestart();

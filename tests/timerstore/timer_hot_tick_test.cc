@@ -1,4 +1,4 @@
-// Hot tick (issue 3 item 10), scaled down: many messages in one tick are all delivered, never
+// Hot tick, scaled down: many messages in one tick are all delivered, never
 // early; the ticks around it are delivered at their own millisecond (not held up by the hot
 // one); the pending gauge never goes negative and always equals scheduled - delivered.
 // The full-size figure (500k in one second, real clock) is in bench/timerstore_bench.cc.

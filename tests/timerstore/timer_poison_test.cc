@@ -1,4 +1,4 @@
-// Poison messages (issue 14): a due message the timer cannot deliver is parked in
+// Poison messages: a due message the timer cannot deliver is parked in
 // tokimq_sys_poison, counted once, and never holds up the messages around it.
 #include <gtest/gtest.h>
 
@@ -55,7 +55,7 @@ TEST_P(TimerPoisonTest, BadDestinationIsParkedOnceAndTheRestIsDeliveredOnTime) {
   env.Open();
   const int64_t due = (env.clock().NowMs() / P() + 3) * P() + 7;
   env.Send("a", due);
-  PutLegacyTimerRecord(env, "bad", due + 1, "%RETRY%sp ace");  // issue 14's repro
+  PutLegacyTimerRecord(env, "bad", due + 1, "%RETRY%sp ace");  // a name with a space
   PutLegacyTimerRecord(env, "noqid", due + 1, "t", "zero");     // REAL_QID not an integer
   env.Send("b", due + 2);                                       // same slot, after them
   env.Send("c", due + 5 * P());                                 // a later slot

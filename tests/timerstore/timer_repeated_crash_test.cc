@@ -1,4 +1,4 @@
-// Repeated crashes (issue 14, defect 3): kill -9 or power loss, then again during or right
+// Repeated crashes: kill -9 or power loss, then again during or right
 // after the recovery, at every step boundary of each session, then the history check: 0 lost,
 // 0 early, 0 duplicates in the real topic, nothing left pending.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
-#include <charconv>
 #include <string_view>
 
+#include "common/parse_int.h"
 #include "drivers.h"
 
 namespace tokimq::bench {
@@ -16,10 +16,8 @@ bool ParseBody(std::string_view body, int64_t* deliver_ms, uint64_t* seq) {
   if (a == std::string_view::npos) return false;
   size_t b = body.find(':', a + 1);
   if (b == std::string_view::npos) return false;
-  auto r1 = std::from_chars(body.data(), body.data() + a, *deliver_ms);
-  auto r2 = std::from_chars(body.data() + a + 1, body.data() + b, *seq);
-  return r1.ec == std::errc() && r1.ptr == body.data() + a && r2.ec == std::errc() &&
-         r2.ptr == body.data() + b;
+  return ParseInt64(body.substr(0, a), deliver_ms) &&
+         ParseUint64(body.substr(a + 1, b - a - 1), seq);
 }
 
 }  // namespace tokimq::bench

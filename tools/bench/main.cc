@@ -1,5 +1,5 @@
 // tokimq-bench: drives tokimq, a Redis sorted-set delay queue or beanstalkd with one workload
-// (issue 5) and prints what it measured, ending with one machine-readable "RESULT k=v ..." line
+// and prints what it measured, ending with one machine-readable "RESULT k=v ..." line
 // that bench/compare.sh collects.
 //
 //   tokimq-bench --system tokimq --addr 127.0.0.1:10911 --messages 1000000 --delay uniform:1s-10s
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(r.released_to_topic), d.queue.c_str());
     if (r.released != r.released_to_topic) {
       std::printf("            (the timer's figures also hold its other releases in the window, "
-                  "e.g. retry copies, or lease-expiry markers of brokers before 2026-11-30)\n");
+                  "e.g. retry copies, or lease-expiry markers of older brokers)\n");
     }
   }
   if (r.hot_drain_ms >= 0) {

@@ -1,4 +1,4 @@
-// tokimq-crashloop: the crash-loop harness (issue 14, harness 6).
+// tokimq-crashloop: the crash-loop harness.
 //
 // Runs the real tokimq-broker binary on a fixed port and a data dir, drives a delayed-send +
 // lease workload against it with the C++ client (one producer, two consumers of one group that
@@ -32,7 +32,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -51,6 +50,8 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "common/parse_int.h"
+#include "common/property_keys.h"
 
 namespace {
 
@@ -352,14 +353,8 @@ void ConsumerLoop(int index, const Options& o, const tokimq::client::ClientOptio
       rec.queue_offset = m.queue_offset;
       rec.attempt = m.delivery_attempt;
       rec.local_ms = now;
-      auto d = m.properties.find("TIMER_DEQUEUE_MS");
-      if (d != m.properties.end()) {
-        int64_t v = 0;
-        if (std::from_chars(d->second.data(), d->second.data() + d->second.size(), v).ec ==
-            std::errc()) {
-          rec.dequeue_ms = v;
-        }
-      }
+      auto d = m.properties.find(tokimq::prop::kTimerDequeueMs);
+      if (d != m.properties.end()) tokimq::ParseInt64(d->second, &rec.dequeue_ms);
       h->Received(std::move(rec));
       const uint64_t dice = rng() % 100;
       if (dice < 3) continue;  // leave it: the lease expires and it comes back (attempt + 1)
@@ -501,7 +496,7 @@ int main(int argc, char** argv) {
     ok = kill_and_restart();
     if (ok && o.double_kill_every > 0 && (k + 1) % o.double_kill_every == 0 && kills < o.kills) {
       // The second kill within a second of serving again, or after 1-2 s: past the recovered
-      // store's first timer checkpoint (issue 14 defect 3).
+      // store's first timer checkpoint.
       SleepMs(uniform(o.second_kill_min_ms, o.second_kill_max_ms));
       ok = kill_and_restart();
       ++double_kills;

@@ -16,6 +16,7 @@
 #include "client/simple_consumer.h"
 #include "fmt/format.h"
 #include "common/duration.h"
+#include "common/property_keys.h"
 
 namespace tokimq::cli {
 namespace {
@@ -328,7 +329,7 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
     if (!msgs.ok()) return msgs.status();
     if (msgs->empty()) break;
     for (const auto& m : *msgs) {
-      auto group = m.properties.find("MSG_GROUP");
+      auto group = m.properties.find(prop::kMessageGroup);
       std::string group_field =
           group == m.properties.end() ? "" : " group=" + group->second;
       std::printf(

@@ -84,6 +84,10 @@ struct ReceiveRequest {
   int64_t max_message_bytes = 0;
 };
 
+// Messages one Receive hands out at most (ReceiveRequest::max_messages is 1..this), on every
+// entry point (native Receive, the gRPC ReceiveMessage batch size).
+inline constexpr int kMaxReceiveBatch = 1024;
+
 // Answer bytes the broker puts into one Receive response at most (half the default 16 MiB
 // frame limit, docs/protocol.md), beyond the first message.
 inline constexpr int64_t kMaxReceiveResponseBytes = 8LL << 20;
@@ -150,9 +154,10 @@ class ConsumerService {
   virtual absl::Status Stop() = 0;
 };
 
-// System topic into which brokers before 2026-11-30 had the TimerStore deliver lease-expiry
-// markers. No longer written or read; markers still pending in an old data directory end up
-// there and are removed by retention.
+// System topic into which older brokers (the ones that wrote group-state key
+// "group/%sys/lease_topic_offset") had the TimerStore deliver lease-expiry markers. This broker
+// neither writes nor reads it; markers still pending in such a data directory end up there and
+// are removed by retention.
 inline constexpr char kLeaseTopic[] = "tokimq_sys_lease";
 
 struct ConsumerServiceDeps {

@@ -76,8 +76,7 @@ inline constexpr int64_t kWalSyncIntervalMs = 50;
 // again as fields of their own, and the fixed fields (ReceiveRequest::max_message_bytes).
 int64_t ReceiveAnswerBytes(const record::RecordView& v);
 
-// Limits for request validation.
-inline constexpr int kMaxReceiveBatch = 1024;
+// Limits for request validation (and kMaxReceiveBatch, broker/consumer_service.h).
 inline constexpr int64_t kMaxInvisibleMs = 12LL * 3600 * 1000;
 inline constexpr int64_t kMaxLongPollMs = 5LL * 60 * 1000;
 inline constexpr int64_t kMaxNackDelayMs = 7LL * 24 * 3600 * 1000;

@@ -53,7 +53,7 @@ absl::Status ConsumerServiceImpl::LoadGroupState() {
       case ParsedKey::kHandleSecret:
         break;
       case ParsedKey::kLeaseTopicOffset:
-        // Written by brokers that expired leases through marker messages; unused now.
+        // Written by older brokers that expired leases through marker messages; ignored.
         break;
       case ParsedKey::kPolicy: {
         TOKIMQ_ASSIGN_OR_RETURN(GroupPolicy policy, DecodePolicyValue(key, val));

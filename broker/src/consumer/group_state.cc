@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 
 #include "common/coding.h"
 #include "common/crc32c.h"
+#include "common/names.h"
+#include "common/parse_int.h"
 
 namespace tokimq::consumer {
 namespace {
@@ -17,7 +18,6 @@ constexpr uint8_t kValueVersion = 1;
 constexpr uint8_t kLeaseBlockVersionFifo = 2;
 constexpr char kLeaseFlagParked = 1;
 constexpr uint32_t kMaxBackoffEntries = 64;
-constexpr size_t kMaxNameBytes = 255;
 
 uint32_t KeyedCrc(std::string_view key, std::string_view body) {
   uint32_t crc = crc32c::Value(key);
@@ -57,21 +57,11 @@ absl::StatusOr<std::string_view> Open(std::string_view key, std::string_view val
   return OpenVersioned(key, value, min_body, kValueVersion, &version);
 }
 
-// Decimal digits only (from_chars alone also takes "-0"), at most 20 of them.
-bool ParseInt(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size() && *out >= 0;
-}
-
 // qid of docs/formats/group-state.md: decimal without leading zeros, so each queue has exactly
-// one key (ParseKey took "03" for queue 3 as well; found by fuzz/group_state).
+// one key.
 bool ParseQueueId(std::string_view s, int64_t* out) {
   if (s.size() > 1 && s[0] == '0') return false;
-  return ParseInt(s, out) && *out <= INT32_MAX;
+  return ParseNonNegativeInt64(s, out) && *out <= INT32_MAX;
 }
 
 std::vector<std::string_view> Split(std::string_view s, char sep) {
@@ -89,7 +79,7 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 }
 
 bool ValidName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxNameBytes) return false;
+  if (name.empty() || name.size() > kMaxDestinationBytes) return false;
   for (char c : name) {
     if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
   }
@@ -147,7 +137,7 @@ std::optional<ParsedKey> ParseKey(std::string_view key) {
   out.queue.read_topic = std::string(parts[3]);
   out.queue.queue_id = static_cast<int32_t>(qid);
   out.kind = block ? ParsedKey::kLeaseBlock : lease ? ParsedKey::kLease : ParsedKey::kProgress;
-  if (lease && (parts[5].size() != 20 || !ParseInt(parts[5], &out.queue_offset))) {
+  if (lease && (parts[5].size() != 20 || !ParseNonNegativeInt64(parts[5], &out.queue_offset))) {
     return std::nullopt;
   }
   return out;

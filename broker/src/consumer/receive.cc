@@ -2,6 +2,7 @@
 // their scans took (receive_scan.cc), the leases and their expiry entries, long polling.
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/names.h"
@@ -198,7 +199,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
   TOKIMQ_RETURN_IF_ERROR(ValidateGroupName(req.group));
   TOKIMQ_RETURN_IF_ERROR(ValidateDestination(req.topic));
   if (req.max_messages < 1 || req.max_messages > kMaxReceiveBatch) {
-    return absl::InvalidArgumentError("max_messages must be in [1, 1024]");
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_messages must be in [1, ", kMaxReceiveBatch, "]"));
   }
   if (req.invisible_ms <= 0 || req.invisible_ms > kMaxInvisibleMs) {
     return absl::InvalidArgumentError("invisible duration must be in (0 ms, 12 h]");

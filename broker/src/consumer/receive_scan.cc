@@ -1,10 +1,10 @@
 // ConsumerServiceImpl: scanning one queue for a Receive (ReceiveFrom, ReceiveFromFifo) and the
 // receive answer's size accounting.
 #include <algorithm>
-#include <charconv>
 
 #include "absl/container/flat_hash_set.h"
 #include "common/logging.h"
+#include "common/parse_int.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
 #include "consumer/tag_filter.h"
@@ -19,10 +19,8 @@ std::string_view Prop(const record::RecordView& r, const char* name) {
 }
 
 int64_t PropInt(const record::RecordView& m, const char* name, int64_t fallback) {
-  std::string_view v = Prop(m, name);
-  int64_t out = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return fallback;
+  int64_t out = fallback;
+  ParseInt64(Prop(m, name), &out);
   return out;
 }
 

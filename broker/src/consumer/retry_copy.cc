@@ -1,24 +1,16 @@
 // RetryCopyWriter and FirstStoreMs (consumer/retry_copy.h).
 #include "consumer/retry_copy.h"
 
-#include <charconv>
 #include <string>
 
 #include "commitlog/message_store.h"
 #include "common/logging.h"
 #include "common/names.h"
+#include "common/parse_int.h"
 #include "timerstore/timer_store.h"
 
 namespace tokimq::consumer {
 namespace {
-
-// Marks retry copies with the store time of the first copy so TTL counts from the original.
-constexpr char kFirstStoreMs[] = "FIRST_STORE_MS";
-
-bool ParseI64(std::string_view s, int64_t* out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return !s.empty() && ec == std::errc() && p == s.data() + s.size();
-}
 
 const std::string* FindProp(const Message& m, const char* name) {
   auto it = m.properties.find(name);
@@ -29,14 +21,14 @@ const std::string* FindProp(const Message& m, const char* name) {
 
 int64_t FirstStoreMs(const Message& m) {
   int64_t first_store = m.store_ms;
-  if (const std::string* v = FindProp(m, kFirstStoreMs)) ParseI64(*v, &first_store);
+  if (const std::string* v = FindProp(m, prop::kFirstStoreMs)) ParseInt64(*v, &first_store);
   return first_store;
 }
 
 int64_t FirstStoreMs(const record::RecordView& v) {
   int64_t first_store = v.store_ms;
   std::string_view s;
-  if (v.FindProperty(kFirstStoreMs, &s)) ParseI64(s, &first_store);
+  if (v.FindProperty(prop::kFirstStoreMs, &s)) ParseInt64(s, &first_store);
   return first_store;
 }
 
@@ -49,7 +41,7 @@ absl::Status RetryCopyWriter::Put(const QueueKey& k, Message copy, uint32_t atte
                            prop::kTimerRollCount}) {
     copy.properties.erase(name);
   }
-  copy.properties[kFirstStoreMs] = std::to_string(first_store);
+  copy.properties[prop::kFirstStoreMs] = std::to_string(first_store);
   copy.properties[prop::kOriginalTopic] = k.topic;
   copy.properties[prop::kDeliveryAttempt] = std::to_string(attempt);
   copy.queue_id = 0;

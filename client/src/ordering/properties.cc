@@ -1,9 +1,10 @@
 #include "client/ordering/properties.h"
 
-#include <charconv>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/fnv1a.h"
+#include "common/parse_int.h"
 
 namespace tokimq::ordering {
 namespace {
@@ -20,12 +21,7 @@ std::string Quote(std::string_view value) {
 
 absl::StatusOr<uint64_t> ParseDecimal(const char* property, std::string_view value, uint64_t max) {
   uint64_t v = 0;
-  const char* begin = value.data();
-  const char* end = value.data() + value.size();
-  const bool digits_only =
-      !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
-  auto [ptr, ec] = std::from_chars(begin, end, v, 10);
-  if (!digits_only || ec != std::errc() || ptr != end || v > max) {
+  if (!ParseUint64(value, &v) || v > max) {
     return absl::InvalidArgumentError(
         absl::StrCat(property, " must be a decimal integer in [0, ", max, "], got ", Quote(value)));
   }
@@ -34,14 +30,7 @@ absl::StatusOr<uint64_t> ParseDecimal(const char* property, std::string_view val
 
 }  // namespace
 
-uint64_t HashOrderingKey(std::string_view business_key) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
-  for (unsigned char c : business_key) {
-    h ^= c;
-    h *= 0x100000001b3ULL;  // FNV-1a 64 prime
-  }
-  return h;
-}
+uint64_t HashOrderingKey(std::string_view business_key) { return Fnv1a64(business_key); }
 
 std::string_view OrderingName(EventAtomicOrdering ordering) {
   switch (ordering) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/message_limits.h"  // kMaxMessageGroupBytes and the other limits
+#include "common/property_keys.h"
 
 namespace tokimq {
 
@@ -48,22 +49,6 @@ struct Message {
   size_t EncodedSize() const;
 };
 
-// Property names. Values are decimal strings unless said otherwise. Following RocketMQ, the
-// timer topic keeps the real destination in properties while the message waits.
-namespace prop {
-inline constexpr char kKeys[] = "KEYS";                  // business key(s), space separated
-inline constexpr char kTag[] = "TAGS";                   // tag used by tag filters
-inline constexpr char kMessageId[] = "UNIQ_KEY";         // message id given at send
-inline constexpr char kMessageGroup[] = "MSG_GROUP";     // FIFO message group
-inline constexpr char kRealTopic[] = "REAL_TOPIC";       // real topic of a timer message
-inline constexpr char kRealQueueId[] = "REAL_QID";       // real queue id of a timer message
-inline constexpr char kDeliverMs[] = "TIMER_DELIVER_MS"; // absolute deliver time (ms)
-inline constexpr char kTimerEnqueueMs[] = "TIMER_ENQUEUE_MS";  // when the TimerLog unit was written
-inline constexpr char kTimerDequeueMs[] = "TIMER_DEQUEUE_MS";  // when it was moved to the real topic
-inline constexpr char kTimerUnitPos[] = "TIMER_UNIT_POS";      // TimerLog position it came from
-inline constexpr char kTimerRollCount[] = "TIMER_ROLL_TIMES";  // how many times it rolled
-inline constexpr char kDeliveryAttempt[] = "DELIVERY_ATTEMPT";
-inline constexpr char kOriginalTopic[] = "ORIGIN_TOPIC";  // topic a DLQ / retry message came from
-}  // namespace prop
+// Property names (prop::kKeys, ...): common/property_keys.h.
 
 }  // namespace tokimq

@@ -4,9 +4,9 @@
 // The body limit is the broker's max_message_size (config); topic and group NAME rules live
 // in their own header. Documented in docs/protocol.md ("Message limits").
 //
-// Why: a key, tag or property had no limit, and the broker stores the key twice in a receive
-// answer (the key field and the KEYS property): an 8.5 MiB key made a 17.8 MB answer, over the
-// 16 MiB frame limit, so no consumer could ever receive it (issue 14). With these limits the
+// Why: the broker puts the key twice in a receive answer (the key field and the KEYS
+// property): without a limit an 8.5 MiB key makes a 17.8 MB answer, over the 16 MiB frame
+// limit, so no consumer could ever receive it. With these limits the
 // header part of a message is at most kMaxHeaderBytes (32 KiB), so a stored message's receive
 // answer exceeds its body by at most about 2 x 32 KiB plus fixed fields.
 //

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "common/property_keys.h"
 
 namespace tokimq {
 
@@ -36,10 +37,11 @@ inline constexpr char kSystemTopicPrefix[] = "tokimq_sys_";
 inline constexpr char kPoisonTopic[] = "tokimq_sys_poison";
 // Properties of a parked record: why it was parked, the destination it was meant for, and
 // which path parked it ("timer", "retry", "dlq").
-inline constexpr char kPoisonReason[] = "POISON_REASON";
-inline constexpr char kPoisonTopicProp[] = "POISON_TOPIC";
-inline constexpr char kPoisonQueueId[] = "POISON_QID";
-inline constexpr char kPoisonSource[] = "POISON_SOURCE";
+// The keys live in common/property_keys.h.
+inline constexpr const auto& kPoisonReason = prop::kPoisonReason;
+inline constexpr const auto& kPoisonTopicProp = prop::kPoisonTopic;
+inline constexpr const auto& kPoisonQueueId = prop::kPoisonQueueId;
+inline constexpr const auto& kPoisonSource = prop::kPoisonSource;
 
 // The rule in one sentence each, for error messages and the CLI's help.
 inline constexpr char kTopicNameRule[] =

@@ -30,12 +30,12 @@ namespace tokimq {
 
 inline constexpr char kTimerTopic[] = "tokimq_sys_timer";
 // Property of a recall's delete marker in the timer topic: the recalled record's physical offset.
-inline constexpr char kTimerDeleteOf[] = "TIMER_DELETE_OF";
+inline constexpr const auto& kTimerDeleteOf = prop::kTimerDeleteOf;  // common/property_keys.h
 // Undeliverable due messages go to kPoisonTopic (common/names.h), never back into the wheel:
 // see TimerStoreOptions::check_destination and docs/timerstore.md "Poison messages".
 // Property of a delivered copy: physical offset of the timer-topic record it came from (the key
 // recovery uses to skip moves that already happened).
-inline constexpr char kTimerSourceOffset[] = "TIMER_SRC_OFFSET";
+inline constexpr const auto& kTimerSourceOffset = prop::kTimerSourceOffset;
 
 struct TimerStoreOptions {
   std::string dir;                                   // timerlog/, timerwheel, checkpoint
