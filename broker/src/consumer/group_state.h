@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "broker/consumer_service.h"
+#include "common/names.h"
 
 namespace tokimq::consumer {
 
@@ -55,10 +56,8 @@ inline constexpr int64_t kLegacyLeaseKey = -1;
 inline constexpr size_t kMaxBlockLeases = 64;
 using BlockLease = std::pair<int64_t, LeaseRecord>;  // queue offset, lease
 
-inline constexpr char kRetryPrefix[] = "%RETRY%";
-inline constexpr char kDlqPrefix[] = "%DLQ%";
-inline std::string RetryTopic(const std::string& group) { return kRetryPrefix + group; }
-inline std::string DlqTopic(const std::string& group) { return kDlqPrefix + group; }
+inline std::string RetryTopic(const std::string& group) { return kRetryTopicPrefix + group; }
+inline std::string DlqTopic(const std::string& group) { return kDlqTopicPrefix + group; }
 
 // Names the key and receipt formats accept for groups and topics: 1..255 bytes, no '/', no
 // control bytes; groups additionally may not start with '%' (reserved for "%sys"). Looser than

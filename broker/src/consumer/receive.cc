@@ -14,7 +14,7 @@ namespace tokimq::consumer {
 namespace {
 
 bool IsSystemSubTopic(const std::string& topic) {
-  return topic.rfind(kRetryPrefix, 0) == 0 || topic.rfind(kDlqPrefix, 0) == 0;
+  return topic.rfind(kRetryTopicPrefix, 0) == 0 || topic.rfind(kDlqTopicPrefix, 0) == 0;
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ absl::Status ConsumerServiceImpl::SetAsideUnanswerable(const QueueKey& k,
                                                        const ReceiveRequest& req,
                                                        uint32_t attempt, int64_t now) {
   const int64_t bytes = ReceiveAnswerBytes(m);
-  if (k.read_topic.rfind(kDlqPrefix, 0) == 0) {
+  if (k.read_topic.rfind(kDlqTopicPrefix, 0) == 0) {
     TOKIMQ_LOG_WARN("consumer: message {}/{}@{} needs a receive answer of {} bytes, over the "
                     "{}-byte frame limit; it cannot be delivered and is skipped for group {}",
                     k.read_topic, k.queue_id, m.queue_offset, bytes, req.max_message_bytes,
