@@ -170,7 +170,9 @@ int64_t TimerStoreImpl::PinLocked() const {
   auto first = pins_.lower_bound(moves_.frontier >> kPinBucketShift);
   if (first != pins_.end()) pin = std::max(first->first << kPinBucketShift, moves_.frontier);
   if (enqueue_offset_ < timer_max_queue_offset_) {
-    pin = std::min(pin, last_enqueued_phys_ + 1);
+    // Records not yet enqueued lie past last_enqueued_phys_, and never below the frontier (a
+    // move commits only with everything below it enqueued; its copies lie above it).
+    pin = std::min(pin, std::max(last_enqueued_phys_ + 1, moves_.frontier));
   }
   return pin;
 }
