@@ -100,8 +100,11 @@ TEST_F(RetentionTaskTest, MessageDelayedBeyondRetentionIsMovedAndDelivered) {
     EXPECT_EQ(timers_->metrics().pinned_bytes.Value(), 0) << "after " << moved + kHour << " ms";
   }
   EXPECT_GT(store_->commit_log()->MinOffset(), first_at);
-  EXPECT_GE(timers_->metrics().moved.Value(), 40);
-  EXPECT_LE(timers_->metrics().moved.Value(), 47);  // at most once per pass
+  // Moved only when its segment is due: with 1.1 MB an hour in 1 MiB segments and a one-hour
+  // age, every third pass (a segment is due when the next one's first record is over an hour
+  // old).
+  EXPECT_GE(timers_->metrics().moved.Value(), 15);
+  EXPECT_LE(timers_->metrics().moved.Value(), 24);
   EXPECT_GT(task_->deleted_segments(), 40);
   EXPECT_GT(store_->MinQueueOffset("fill", 0), 0);
   EXPECT_EQ(store_->MaxQueueOffset("t", 0), 0);
