@@ -6,6 +6,7 @@
 // check: each message delivered exactly once, at its own millisecond, nothing else.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "timer_env.h"
@@ -137,6 +138,36 @@ TEST_F(TimerRetentionMoveTest, CrashAtEachStepOfTheMoveDeliversEachMessageOnce) 
     for (const Message& m : env.Delivered()) EXPECT_EQ(m.store_ms, env.sent()[m.body]);
     EXPECT_EQ(env.ts().metrics().pending.Value(), 0);
   }
+}
+
+// Committed, then kill -9 before the segments are deleted, and no retention pass before the
+// deliver times: the old units still find their records, and must not deliver them.
+TEST_F(TimerRetentionMoveTest, CommittedMoveWhoseSegmentsStayDeliversTheCopiesOnly) {
+  const int64_t now = env_.clock().NowMs();
+  for (int i = 0; i < 10; ++i) env_.Send("m" + std::to_string(i), now + 30 * kMinute + i * 777);
+  env_.Send("roll", now + 3 * kHour + 1);
+  env_.Ack();
+  // The crash comes after the commit and before the deletion: the segments are put back as
+  // they were when the move committed (they are immutable by then).
+  namespace fs = std::filesystem;
+  const fs::path segments = fs::path(env_.mopts().dir) / "commitlog";
+  const fs::path saved = fs::path(env_.tmp().Join("saved"));
+  env_.topts().TEST_move_step = [&](int step) {
+    if (step == 4) fs::copy(segments, saved);
+    return absl::OkStatus();
+  };
+  env_.CleanRestart();
+  Churn();
+  ASSERT_TRUE(Retention().ok());
+  ASSERT_GT(MinOffset(), 0);
+  env_.CloseForCrash();
+  for (const auto& e : fs::directory_iterator(saved)) {
+    if (!fs::exists(segments / e.path().filename())) fs::copy(e.path(), segments);
+  }
+  env_.Crash();
+  ASSERT_EQ(MinOffset(), 0);
+  DeliverAllAndCheck();
+  EXPECT_EQ(env_.ts().metrics().dropped.Value(), 0);
 }
 
 TEST_F(TimerRetentionMoveTest, RecallDuringTheMoveCancels) {

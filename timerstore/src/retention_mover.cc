@@ -181,7 +181,6 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   {
     std::lock_guard<std::mutex> l(mu_);
     end = ChooseSurvivorsLocked(std::move(candidates), expired_end, &survivors, &seen);
-    TOKIMQ_LOG_INFO("DEBUG move plan expired_end={} end={} frontier={} survivors={} seen={} slots={} eo={} max={}", expired_end, end, moves_.frontier, survivors.size(), seen.size(), slots.size(), enqueue_offset_, store_->MaxQueueOffset(kTimerTopic, 0));
     if (end <= moves_.frontier) return absl::OkStatus();
     if (!survivors.empty()) {
       epoch = ++moves_.started_epoch;
