@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "move_state.h"
 #include "timer_env.h"
 
 namespace tokimq::testing {
@@ -276,6 +277,51 @@ TEST_F(TimerRetentionMoveTest, RollAndMoveTogether) {
   EXPECT_GE(rolled, 4);  // one per pass at least
   EXPECT_EQ(moved, 4);
   DeliverAllAndCheck();
+}
+
+// docs/formats/timermoves.md: the worked example, and the corruption list.
+TEST(MoveStateFormat, WorkedExampleRoundTrips) {
+  MoveState st;
+  st.frontier = 8 << 20;
+  st.started_epoch = 3;
+  st.committed_epoch = 2;
+  st.abandoned.push_back({3, 9 << 20});
+  const std::string bytes = st.Encode();
+  const unsigned char expected[] = {
+      0x54, 0x4b, 0x4d, 0x56, 0x01, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x90, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1a, 0x9d, 0x3c, 0x0a};
+  ASSERT_EQ(bytes, std::string(reinterpret_cast<const char*>(expected), sizeof(expected)));
+  auto back = MoveState::Decode(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->frontier, 8 << 20);
+  EXPECT_EQ(back->started_epoch, 3u);
+  EXPECT_EQ(back->committed_epoch, 2u);
+  ASSERT_EQ(back->abandoned.size(), 1u);
+  EXPECT_EQ(back->abandoned[0].copies_end, 9 << 20);
+  EXPECT_TRUE(back->Committed(2));
+  EXPECT_FALSE(back->Committed(3));  // abandoned
+  EXPECT_FALSE(back->Committed(4));  // never committed
+  EXPECT_FALSE(back->Committed(0));  // not a copy
+}
+
+TEST(MoveStateFormat, CorruptionIsDataLoss) {
+  MoveState st;
+  st.frontier = 123;
+  st.started_epoch = st.committed_epoch = 1;
+  const std::string good = st.Encode();
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    EXPECT_TRUE(absl::IsDataLoss(MoveState::Decode(good.substr(0, cut)).status())) << cut;
+  }
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x40);
+    EXPECT_TRUE(absl::IsDataLoss(MoveState::Decode(bad).status())) << i;
+  }
+  std::string longer = good;
+  longer[8] = static_cast<char>(longer[8] + 16);  // length says one more entry
+  EXPECT_TRUE(absl::IsDataLoss(MoveState::Decode(longer).status()));
 }
 
 }  // namespace
