@@ -278,26 +278,6 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   return loaded;
 }
 
-void TimerStoreImpl::DropUncommittedCopiesLocked(std::vector<LoadedCopy>* loaded) {
-  if (moves_.committed_epoch == 0 && moves_.started_epoch == 0) return;  // no move ever
-  size_t kept = 0;
-  for (size_t i = 0; i < loaded->size(); ++i) {
-    LoadedCopy& c = (*loaded)[i];
-    if (c.move_epoch != 0 && !moves_.Committed(c.move_epoch)) {
-      // A copy of a move that never committed: the message is delivered from where it was.
-      FinishUnitLocked(c.su, /*pending_decrement=*/false);
-      continue;
-    }
-    if (c.origin >= 0 && recalled_.contains(c.origin)) {
-      FinishUnitLocked(c.su, /*pending_decrement=*/false);  // recalled by its first handle
-      continue;
-    }
-    if (kept != i) (*loaded)[kept] = std::move(c);
-    ++kept;
-  }
-  loaded->resize(kept);
-}
-
 void TimerStoreImpl::BackOffLocked(const absl::Status& transient,
                                    const std::vector<ScheduledUnit>& retry, int64_t now,
                                    bool ok_resets) {

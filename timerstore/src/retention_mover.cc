@@ -64,12 +64,14 @@ absl::StatusOr<std::vector<TimerStoreImpl::MoveCandidate>> TimerStoreImpl::FindC
 }
 
 int64_t TimerStoreImpl::ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates, int64_t end,
+                                              int64_t timer_queue_end,
                                               std::vector<MoveCandidate>* survivors,
                                               std::vector<MoveCandidate>* seen) const {
   // Units handed to the FineScheduler (in flight) stay where they are until delivered.
   for (const auto& [tick, t] : inflight_) end = std::min(end, t.min_phys);
-  // Records not yet in the TimerLog are unknown here.
-  if (enqueue_offset_ < store_->MaxQueueOffset(kTimerTopic, 0)) {
+  // Records not yet in the TimerLog are unknown here (records put after `timer_queue_end`
+  // was read lie at the CommitLog head, above any expired end).
+  if (enqueue_offset_ < timer_queue_end) {
     end = std::min(end, last_enqueued_phys_ + 1);
   }
   for (const MoveCandidate& c : candidates) {
@@ -175,12 +177,14 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<MoveCandidate> candidates,
                           FindCandidates(slots, expired_end, &units_read));
   std::vector<MoveCandidate> survivors, seen;
+  const int64_t timer_queue_end = store_->MaxQueueOffset(kTimerTopic, 0);  // not under mu_
   int64_t end;
   uint64_t epoch = 0;
   MoveState state;
   {
     std::lock_guard<std::mutex> l(mu_);
-    end = ChooseSurvivorsLocked(std::move(candidates), expired_end, &survivors, &seen);
+    end = ChooseSurvivorsLocked(std::move(candidates), expired_end, timer_queue_end, &survivors,
+                                &seen);
     if (end <= moves_.frontier) return absl::OkStatus();
     if (!survivors.empty()) {
       epoch = ++moves_.started_epoch;
@@ -240,6 +244,26 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
         copied, copied_bytes, end, units_read, slots.size(), us);
   }
   return step(4);
+}
+
+void TimerStoreImpl::DropUncommittedCopiesLocked(std::vector<LoadedCopy>* loaded) {
+  if (moves_.committed_epoch == 0 && moves_.started_epoch == 0) return;  // no move ever
+  size_t kept = 0;
+  for (size_t i = 0; i < loaded->size(); ++i) {
+    LoadedCopy& c = (*loaded)[i];
+    if (c.move_epoch != 0 && !moves_.Committed(c.move_epoch)) {
+      // A copy of a move that never committed: the message is delivered from where it was.
+      FinishUnitLocked(c.su, /*pending_decrement=*/false);
+      continue;
+    }
+    if (c.origin >= 0 && recalled_.contains(c.origin)) {
+      FinishUnitLocked(c.su, /*pending_decrement=*/false);  // recalled by its first handle
+      continue;
+    }
+    if (kept != i) (*loaded)[kept] = std::move(c);
+    ++kept;
+  }
+  loaded->resize(kept);
 }
 
 void TimerStoreImpl::RefreshRetentionGauges(int64_t expired_end) {

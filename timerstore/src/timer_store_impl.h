@@ -193,8 +193,9 @@ class TimerStoreImpl final : public TimerStore {
       const std::vector<std::pair<int64_t, int64_t>>& slots, int64_t end, int64_t* read) const;
   // Under mu_: the end the move may reach (below every unit it cannot move now) and the
   // survivors to copy below it; *seen gets every candidate below that end (for the pins).
+  // `timer_queue_end`: the timer topic's MaxQueueOffset, read before mu_ was taken.
   int64_t ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates, int64_t end,
-                                std::vector<MoveCandidate>* survivors,
+                                int64_t timer_queue_end, std::vector<MoveCandidate>* survivors,
                                 std::vector<MoveCandidate>* seen) const;
   // Writes the copies of `survivors` (move `epoch`) to the timer topic; *copied_bytes,
   // *copied count what was written; orphans (copies of an uncommitted move) are not copied.
