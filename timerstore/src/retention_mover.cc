@@ -176,6 +176,9 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   int64_t units_read = 0;
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<MoveCandidate> candidates,
                           FindCandidates(slots, expired_end, &units_read));
+  const auto walk_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - started)
+                           .count();
   std::vector<MoveCandidate> survivors, seen;
   const int64_t timer_queue_end = store_->MaxQueueOffset(kTimerTopic, 0);  // not under mu_
   int64_t end;
@@ -185,7 +188,8 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
     std::lock_guard<std::mutex> l(mu_);
     end = ChooseSurvivorsLocked(std::move(candidates), expired_end, timer_queue_end, &survivors,
                                 &seen);
-    if (end <= moves_.frontier) return absl::OkStatus();
+    // Nothing pending below `end`: no pin holds it, nothing to supersede, nothing to write.
+    if (end <= moves_.frontier || seen.empty()) return absl::OkStatus();
     if (!survivors.empty()) {
       epoch = ++moves_.started_epoch;
       TOKIMQ_RETURN_IF_ERROR(StoreMoveState(fs_, options_.dir + "/moves", moves_));
@@ -239,9 +243,9 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
                       .count();
   if (copied > 0) {
     TOKIMQ_LOG_INFO(
-        "timerstore: retention moved {} pending message(s) ({} bytes) from below {}; read {} "
-        "TimerLog units of {} slots in {} us",
-        copied, copied_bytes, end, units_read, slots.size(), us);
+        "timerstore: retention moved {} pending message(s) ({} bytes) from below {}; found them "
+        "reading {} TimerLog units of {} slots in {} us; move {} us in all",
+        copied, copied_bytes, end, units_read, slots.size(), walk_us, us);
   }
   return step(4);
 }
