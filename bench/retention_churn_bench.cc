@@ -16,10 +16,10 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <future>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
   };
   for (int64_t r = 0; r < rounds; ++r) {
     for (int64_t done = 0; done < per_round; done += 500) {
-      std::vector<ScheduleItem> items(static_cast<size_t>(std::min<int64_t>(500, per_round - done)));
+      std::vector<ScheduleItem> items(
+          static_cast<size_t>(std::min<int64_t>(500, per_round - done)));
       for (ScheduleItem& it : items) {
         it.msg.topic = "churn";
         it.msg.body = body;
@@ -134,7 +135,8 @@ int main(int argc, char** argv) {
     });
     if ((r + 1) * round_ms % 3'600'000 == 0) {
       const auto* log = (*ms)->commit_log();
-      std::printf("%lld %.1f %.1f %lld %lld\n", static_cast<long long>((r + 1) * round_ms / 3'600'000),
+      std::printf("%lld %.1f %.1f %lld %lld\n",
+                  static_cast<long long>((r + 1) * round_ms / 3'600'000),
                   static_cast<double>(log->MaxOffset() - log->MinOffset()) / (1 << 20),
                   static_cast<double>(log->MaxOffset()) / (1 << 20),
                   static_cast<long long>((*ts)->metrics().pending.Value()),
@@ -142,9 +144,10 @@ int main(int argc, char** argv) {
     }
   }
   if (!finish_pass()) return 1;
-  std::printf("sent=%lld send_rate=%.0f msg/s (wall) %.0f msg/s (cpu) timer_s=%.2f retention_s=%.2f\n",
-              static_cast<long long>(sent), static_cast<double>(sent) / send_wall,
-              static_cast<double>(sent) / send_cpu, timer_wall, retention_wall);
+  std::printf(
+      "sent=%lld send_rate=%.0f msg/s (wall) %.0f msg/s (cpu) timer_s=%.2f retention_s=%.2f\n",
+      static_cast<long long>(sent), static_cast<double>(sent) / send_wall,
+      static_cast<double>(sent) / send_cpu, timer_wall, retention_wall);
   // What finding survivors by scanning segments would cost: every stored record read once.
   {
     const auto* log = (*ms)->commit_log();

@@ -208,7 +208,7 @@ TEST_F(TimerRetentionMoveTest, RecallAfterTheSegmentIsGoneCancels) {
   EXPECT_TRUE(env_.ts().Recall(a.recall_handle).ok());
   EXPECT_TRUE(env_.ts().Recall(b.recall_handle).ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(env_.ts().Recall(a.recall_handle)));
-  env_.Ack();  // the delete markers are durable
+  env_.Ack();    // the delete markers are durable
   env_.Crash();  // the recalls survive a crash (delete markers, recalled set)
   env_.sent().erase("a");
   env_.sent().erase("b");

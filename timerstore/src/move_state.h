@@ -24,9 +24,9 @@ struct AbandonedMove {
 };
 
 struct MoveState {
-  int64_t frontier = 0;          // CommitLog offset; records below it are moved or gone
-  uint64_t started_epoch = 0;    // last move begun (its copies may exist)
-  uint64_t committed_epoch = 0;  // last move committed
+  int64_t frontier = 0;                  // CommitLog offset; records below it are moved or gone
+  uint64_t started_epoch = 0;            // last move begun (its copies may exist)
+  uint64_t committed_epoch = 0;          // last move committed
   std::vector<AbandonedMove> abandoned;  // begun, never committed (crash or race)
 
   // Whether a copy written by move `epoch` may be delivered.

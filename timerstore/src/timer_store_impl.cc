@@ -106,8 +106,8 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   // tick in flight): see below. Units recovery knows as delivered or recalled are left to the
   // walk, which settles them.
   const bool early = slot >= next_walk_tick_ && UnitKind(u.flags) == kUnitNormal &&
-                     tick < next_walk_tick_ &&
-                     !delivered_phys_.contains(u.phys_offset) && !recalled_.contains(u.phys_offset);
+                     tick < next_walk_tick_ && !delivered_phys_.contains(u.phys_offset) &&
+                     !recalled_.contains(u.phys_offset);
   // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
   if (early) InflightLocked(slot);
   TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
@@ -346,11 +346,11 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
     // recalled set. Its id cannot be checked here any more (the handle's deliver time and the
     // clock still are): docs/timerstore.md "Retention moves".
     std::lock_guard<std::mutex> l(mu_);
-    moved = absl::IsNotFound(read.status()) && h.phys_offset < moves_.frontier &&
-            h.phys_offset >= 0;
+    moved =
+        absl::IsNotFound(read.status()) && h.phys_offset < moves_.frontier && h.phys_offset >= 0;
     if (!moved) {
-      return absl::NotFoundError(absl::StrCat("recall: no scheduled message for handle (",
-                                              read.status().message(), ")"));
+      return absl::NotFoundError(
+          absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
     }
   }
   if (!moved) {
