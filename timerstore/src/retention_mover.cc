@@ -188,8 +188,14 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
     std::lock_guard<std::mutex> l(mu_);
     end = ChooseSurvivorsLocked(std::move(candidates), expired_end, timer_queue_end, &survivors,
                                 &seen);
-    // Nothing pending below `end`: no pin holds it, nothing to supersede, nothing to write.
-    if (end <= moves_.frontier || seen.empty()) return absl::OkStatus();
+    if (end <= moves_.frontier) return absl::OkStatus();
+    if (seen.empty()) {
+      // Nothing pending below `end`: nothing to copy or supersede, so no write either. The
+      // frontier still moves (in memory; the next commit stores it) so that a pin bucket
+      // reaching below `end` pins from `end` only.
+      moves_.frontier = end;
+      return absl::OkStatus();
+    }
     if (!survivors.empty()) {
       epoch = ++moves_.started_epoch;
       TOKIMQ_RETURN_IF_ERROR(StoreMoveState(fs_, options_.dir + "/moves", moves_));
