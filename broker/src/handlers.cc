@@ -224,6 +224,11 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   timer->set_recalled(tm.recalled.Value());
   timer->set_dropped(tm.dropped.Value());
   timer->set_poison_parked(tm.poison_parked.Value());
+  timer->set_retention_pinned_bytes(tm.pinned_bytes.Value());
+  timer->set_retention_moved(tm.moved.Value());
+  timer->set_retention_moved_bytes(tm.moved_bytes.Value());
+  timer->set_oldest_pending_segment_age_ms(tm.oldest_pending_segment_age_ms.Value());
+  timer->set_retention_move_aborts(tm.move_aborts.Value());
   // Percentiles, max and buckets from one copy, so a client's figures agree with ours.
   HistogramSnapshot lateness = tm.lateness_ms.Snapshot();
   timer->set_lateness_p50_ms(lateness.Percentile(0.5));

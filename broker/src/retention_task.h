@@ -1,9 +1,10 @@
 // RetentionTask: the broker's periodic CommitLog retention. Every `interval_ms` of clock time it
 // asks the AgeFn for the retention age and calls MessageStore::DeleteExpired with it, which
-// deletes whole CommitLog segments older than that age except the segments still pinned (the
-// TimerStore pins every segment holding a pending timer message, so a message delayed beyond
-// the retention age is still delivered). ConsumeQueue entries of deleted records are skipped by
-// readers. Rules and the choice of age: docs/operations.md "Retention".
+// first lets the TimerStore move the pending timer messages of the expired segments to the
+// CommitLog head (its retention hook: a message delayed beyond the retention age is still
+// delivered, once, without keeping its segment), then deletes whole CommitLog segments older
+// than that age except what is still pinned. ConsumeQueue entries of deleted records are
+// skipped by readers. Rules and the choice of age: docs/operations.md "Retention".
 //
 // Time: only through the Clock. On a ManualClock the task wakes as soon as the clock is moved
 // past the next run time (so AdvanceClock in black-box tests triggers a run at once).

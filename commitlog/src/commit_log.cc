@@ -546,6 +546,39 @@ absl::StatusOr<int> CommitLogImpl::DeleteExpiredSegments(int64_t retention_ms,
   return deleted;
 }
 
+absl::StatusOr<int64_t> CommitLogImpl::ExpiredEnd(int64_t retention_ms) const {
+  const int64_t cutoff = clock_->NowMs() - retention_ms;
+  std::vector<std::shared_ptr<Segment>> segs;
+  {
+    std::shared_lock<std::shared_mutex> l(seg_mu_);
+    for (const auto& [base, seg] : segments_) segs.push_back(seg);
+  }
+  int64_t end = MinOffset();
+  // As DeleteExpiredSegments: never the active (last) segment; a segment's age is the store
+  // time of the next segment's first record.
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    auto first_ms = FirstStoreMs(*segs[i + 1]);
+    if (!first_ms.ok()) {
+      if (absl::IsNotFound(first_ms.status())) break;
+      return first_ms.status();
+    }
+    if (*first_ms >= cutoff) break;
+    end = segs[i + 1]->base;
+  }
+  return end;
+}
+
+absl::StatusOr<int64_t> CommitLogImpl::SegmentStoreMs(int64_t physical_offset) const {
+  if (physical_offset < MinOffset() || physical_offset >= MaxOffset()) {
+    return absl::NotFoundError(absl::StrCat("no segment holds offset ", physical_offset));
+  }
+  const int64_t base =
+      physical_offset - physical_offset % segment_size();
+  auto first = Read(std::max(base, MinOffset()));
+  if (!first.ok()) return first.status();
+  return first->store_ms;
+}
+
 absl::Status CommitLogImpl::Close() {
   {
     std::lock_guard<std::mutex> l(flusher_mu_);

@@ -50,6 +50,8 @@ class CommitLogImpl final : public CommitLog {
   int64_t FlushedOffset() const override { return flushed_.load(std::memory_order_acquire); }
   absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
                                             int64_t pinned_min_offset) override;
+  absl::StatusOr<int64_t> ExpiredEnd(int64_t retention_ms) const override;
+  absl::StatusOr<int64_t> SegmentStoreMs(int64_t physical_offset) const override;
   absl::Status Close() override;
 
   // Reads `len` bytes at `physical_offset` (all inside one segment and below MaxOffset) into

@@ -2,6 +2,7 @@
 #include "commitlog/message_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -385,7 +386,32 @@ class MessageStoreImpl final : public MessageStore {
     std::erase_if(pins_, [id](const auto& p) { return p.first == id; });
   }
 
+  PinId AddRetentionHook(RetentionHook hook) override {
+    std::lock_guard<std::mutex> l(hook_mu_);
+    const PinId id = next_pin_id_.fetch_add(1);
+    hooks_.emplace_back(id, std::move(hook));
+    return id;
+  }
+  void RemoveRetentionHook(PinId id) override {
+    std::lock_guard<std::mutex> l(hook_mu_);
+    std::erase_if(hooks_, [id](const auto& h) { return h.first == id; });
+  }
+
   absl::StatusOr<int> DeleteExpired(int64_t retention_ms) override {
+    absl::Status hook_status;
+    {
+      // hook_mu_ also serialises DeleteExpired calls (hooks run one pass at a time).
+      std::lock_guard<std::mutex> l(hook_mu_);
+      if (!hooks_.empty()) {
+        TOKIMQ_ASSIGN_OR_RETURN(int64_t expired_end, log_->ExpiredEnd(retention_ms));
+        if (expired_end > log_->MinOffset()) {
+          for (const auto& [id, hook] : hooks_) {
+            absl::Status s = hook(expired_end);
+            if (hook_status.ok()) hook_status = s;
+          }
+        }
+      }
+    }
     int64_t pinned = INT64_MAX;
     {
       std::lock_guard<std::mutex> l(pin_mu_);
@@ -396,6 +422,7 @@ class MessageStoreImpl final : public MessageStore {
       const int64_t min = log_->MinOffset();
       for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(min));
     }
+    if (!hook_status.ok()) return hook_status;
     return n;
   }
 
@@ -478,7 +505,9 @@ class MessageStoreImpl final : public MessageStore {
   DispatchListener listener_;
   std::mutex pin_mu_;
   std::vector<std::pair<PinId, PinProvider>> pins_;  // guarded by pin_mu_
-  PinId next_pin_id_ = 1;                            // guarded by pin_mu_
+  std::atomic<PinId> next_pin_id_{1};
+  std::mutex hook_mu_;  // held during DeleteExpired's hook calls; never with pin_mu_
+  std::vector<std::pair<PinId, RetentionHook>> hooks_;  // guarded by hook_mu_
 
   std::mutex checkpoint_mu_;  // one Checkpoint at a time
   std::mutex cp_mu_;

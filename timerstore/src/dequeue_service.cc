@@ -17,6 +17,11 @@ namespace {
 constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
 
 // The timer-topic record `su` was written for: its TIMER_DELIVER_MS is the unit's.
+bool ParseInt(std::string_view s, int64_t* v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
 bool IsUnitsRecord(const record::RecordView& rec, const ScheduledUnit& su) {
   std::string_view s;
   int64_t deliver = 0;
@@ -83,7 +88,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     std::vector<ScheduledUnit> run;
     run.reserve(chain.size());
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-      if (it->second.flags == kUnitRoll) {
+      if (UnitKind(it->second.flags) == kUnitRoll) {
         rolls.push_back(*it);
       } else {
         run.push_back(ScheduledUnit{it->first, it->second, tick});
@@ -93,6 +98,10 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     l.lock();
     for (const auto& [upos, unit] : rolls) {
       ScheduledUnit su{upos, unit, tick};
+      if (SupersededLocked(unit)) {  // moved by retention: the copy carries the message on
+        if (SeededLocked(su)) pending_by_delay_.Sub(unit.slot_tick);
+        continue;
+      }
       if (recalled_.contains(unit.phys_offset)) {
         SettleSeededLocked(su, /*recalled=*/true, /*stale_roll=*/false);
         InflightLocked(tick).outstanding++;
@@ -111,13 +120,18 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
       metrics_.rolled.Add(1);
     }
     // The sets are empty in steady state (they fill after recovery or with recalls).
-    const bool check = !handed_early_.empty() || !recalled_.empty() || !delivered_phys_.empty();
+    const bool check = !handed_early_.empty() || !recalled_.empty() || !delivered_phys_.empty() ||
+                       moves_.frontier > 0;
     InflightTick& inflight = InflightLocked(tick);  // a map entry: stays put while counted
     size_t kept = 0;
     for (size_t i = 0; i < run.size(); ++i) {
       const ScheduledUnit& su = run[i];
       // Linked after its own tick was walked: LinkUnitLocked already handed it over.
       if (check && handed_early_.erase(su.pos) > 0) continue;
+      if (check && SupersededLocked(su.unit)) {  // moved by retention (its pin went then)
+        if (SeededLocked(su)) pending_by_delay_.Sub(su.unit.slot_tick);
+        continue;
+      }
       if (seed_end_pos_ >= 0) {
         SettleSeededLocked(su, recalled_.contains(su.unit.phys_offset), /*stale_roll=*/false);
       }
@@ -127,6 +141,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
       } else if (check && delivered_phys_.contains(su.unit.phys_offset)) {
         FinishUnitLocked(su, /*pending_decrement=*/true);  // delivered before the crash
       } else {
+        inflight.min_phys = std::min(inflight.min_phys, su.unit.phys_offset);
         if (kept != i) run[kept] = std::move(run[i]);
         ++kept;
       }
@@ -184,6 +199,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
     metrics_.dropped.Add(1);
     FinishUnitLocked(su, true);
   }
+  DropUncommittedCopiesLocked(&loaded);
   // A read that works says nothing about the puts that failed: only dequeue put resets.
   BackOffLocked(transient, retry, now, /*ok_resets=*/false);
   MaybeCompleteTicksLocked();
@@ -206,12 +222,22 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   std::vector<std::optional<Message>> copies(units.size());
   std::vector<std::string> poison(units.size());
   std::vector<absl::Status> errors(units.size());
+  std::vector<uint64_t> epochs(units.size(), 0);
+  std::vector<int64_t> origins(units.size(), -1);
   store_->VisitMany(reqs, [&](size_t i, const absl::StatusOr<record::RecordView>& read) {
     if (!read.ok()) {
       errors[i] = read.status();
       return;
     }
     const ScheduledUnit& su = units[i];
+    if (su.unit.flags & kUnitMovedCopy) {
+      std::string_view v;
+      int64_t x = 0;
+      if (read->FindProperty(kTimerMoveEpoch, &v) && ParseInt(v, &x)) {
+        epochs[i] = static_cast<uint64_t>(x);
+      }
+      if (read->FindProperty(kTimerOriginOffset, &v) && ParseInt(v, &x)) origins[i] = x;
+    }
     copies[i] = DeliveredCopy(*read, su, now);
     if (!copies[i]) {
       if (!IsUnitsRecord(*read, su)) {
@@ -227,7 +253,8 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   for (size_t i = 0; i < units.size(); ++i) {
     ScheduledUnit& su = units[i];
     if (copies[i]) {
-      loaded.push_back(LoadedCopy{std::move(su), std::move(*copies[i]), std::move(poison[i])});
+      loaded.push_back(LoadedCopy{std::move(su), std::move(*copies[i]), std::move(poison[i]),
+                                  epochs[i], origins[i]});
       continue;
     }
     const absl::Status& e = errors[i];

@@ -25,6 +25,7 @@ struct TimerFields {
   int64_t deliver_ms = 0;
   int64_t delete_of = -1;
   uint32_t topic_hash = 0;  // crc32c of REAL_TOPIC, 0 when absent
+  bool is_copy = false;     // TIMER_MOVED_FROM present (a retention copy)
 };
 
 TimerFields TimerFieldsOf(const record::RecordView& v) {
@@ -42,6 +43,8 @@ TimerFields TimerFieldsOf(const record::RecordView& v) {
     } else if (!seen_topic && k == prop::kRealTopic) {
       seen_topic = true;
       f.topic_hash = crc32c::Value(val.data(), val.size());
+    } else if (k == kTimerMovedFrom) {
+      f.is_copy = true;
     }
   }
   return f;
@@ -78,6 +81,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
                          it.deliver_ms = f.deliver_ms;
                          it.delete_of = f.delete_of;
                          it.topic_hash = f.topic_hash;
+                         it.is_copy = f.is_copy;
                          items.push_back(it);
                          return absl::OkStatus();
                        })
@@ -106,6 +110,10 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
     bool duplicate = m.physical_offset <= last_enqueued_phys_;  // already in the TimerLog
     if (duplicate) {
       // Recovery re-reads from the checkpointed queue offset; the TimerLog tail has these.
+    } else if (!m.is_delete && m.physical_offset < moves_.frontier) {
+      // Below the move frontier: moved by retention (the mover commits only after every
+      // record below it is in a durable TimerLog, so this is a re-read after a crash).
+      last_enqueued_phys_ = m.physical_offset;
     } else if (!m.has_deliver) {
       TOKIMQ_LOG_WARN("timerstore: timer-topic record at {} has no deliver time; skipped",
                       m.physical_offset);
@@ -124,13 +132,16 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       last_enqueued_phys_ = m.physical_offset;
     } else {
       TimerUnit u;
+      u.flags = m.is_copy ? kUnitMovedCopy : kUnitNormal;
       u.deliver_ms = deliver;
       u.phys_offset = m.physical_offset;
       u.msg_size = m.size;
       u.topic_hash = m.topic_hash;
       TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(u).status());
-      metrics_.pending.Add(1);
-      pending_by_delay_.Add(TickOf(deliver));
+      if (!m.is_copy) {  // a copy's message was counted when first enqueued
+        metrics_.pending.Add(1);
+        pending_by_delay_.Add(TickOf(deliver));
+      }
       pins_[m.physical_offset >> kPinBucketShift]++;
       last_enqueued_phys_ = m.physical_offset;
     }

@@ -18,6 +18,27 @@ absl::Status TimerStoreImpl::RelinkForRecovery(int64_t pos, const TimerUnit& u, 
   return absl::OkStatus();
 }
 
+absl::Status TimerStoreImpl::RecoverMoves() {
+  auto loaded = LoadMoveState(fs_, options_.dir + "/moves");
+  if (absl::IsNotFound(loaded.status())) return absl::OkStatus();
+  TOKIMQ_RETURN_IF_ERROR(loaded.status());
+  moves_ = *std::move(loaded);
+  if (moves_.started_epoch > moves_.committed_epoch && !moves_.Committed(moves_.started_epoch)) {
+    const bool listed =
+        std::any_of(moves_.abandoned.begin(), moves_.abandoned.end(),
+                    [&](const AbandonedMove& a) { return a.epoch == moves_.started_epoch; });
+    if (!listed) {
+      // A move cut short by the crash: its copies (if any reached the CommitLog) never count.
+      moves_.abandoned.push_back({moves_.started_epoch, store_->commit_log()->MaxOffset()});
+      metrics_.move_aborts.Add(1);
+      TOKIMQ_RETURN_IF_ERROR(StoreMoveState(fs_, options_.dir + "/moves", moves_));
+      TOKIMQ_LOG_INFO("timerstore: retention move {} was interrupted; its copies are ignored",
+                      moves_.started_epoch);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TimerStoreImpl::Recover() {
   const std::string& dir = options_.dir;
   TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir));
@@ -67,6 +88,7 @@ absl::Status TimerStoreImpl::Recover() {
       TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
     }
   }
+  TOKIMQ_RETURN_IF_ERROR(RecoverMoves());
   for (const RecalledEntry& r : ckpt.recalled) recalled_[r.phys_offset] = r.deliver_ms;
   pins_ = ckpt.pins;
   int64_t pending = ckpt.pending;
@@ -75,7 +97,8 @@ absl::Status TimerStoreImpl::Recover() {
   for (int64_t pos = scan_from; pos < end; pos += kTimerUnitSize) {
     TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
     TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
-    if (u.flags == kUnitNormal && u.slot_tick >= read_tick && TickOf(u.deliver_ms) < u.slot_tick) {
+    if (UnitKind(u.flags) == kUnitNormal && u.slot_tick >= read_tick &&
+        TickOf(u.deliver_ms) < u.slot_tick) {
       // Linked after its own tick was walked (and handed to the FineScheduler then): walk its
       // slot at once, not one tick before the slot begins, so it is not late after a restart.
       eager_walk_until_ = std::max(eager_walk_until_, u.slot_tick + 1);
@@ -93,8 +116,8 @@ absl::Status TimerStoreImpl::Recover() {
       --pending;
       last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
     } else if (u.ref < 0) {
-      ++pending;
-      pins_[u.phys_offset >> kPinBucketShift]++;
+      if ((u.flags & kUnitMovedCopy) == 0) ++pending;  // a copy's message is counted already
+      if (u.phys_offset >= moves_.frontier) pins_[u.phys_offset >> kPinBucketShift]++;
       last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
     }
   }
@@ -191,6 +214,13 @@ absl::Status TimerStoreImpl::Recover() {
     if (cell->owner == nullptr) return std::numeric_limits<int64_t>::max();
     std::lock_guard<std::mutex> l(cell->owner->mu_);
     return cell->owner->PinLocked();
+  });
+  hook_id_ = store_->AddRetentionHook([cell = pin_cell_](int64_t expired_end) {
+    std::lock_guard<std::mutex> cl(cell->mu);
+    if (cell->owner == nullptr) return absl::OkStatus();
+    absl::Status s = cell->owner->MoveSurvivors(expired_end);
+    cell->owner->RefreshRetentionGauges(expired_end);
+    return s;
   });
   return absl::OkStatus();
 }

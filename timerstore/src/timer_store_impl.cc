@@ -59,6 +59,7 @@ TimerStoreImpl::TimerStoreImpl(FileSystem* fs, Clock* clock, MessageStore* store
 
 TimerStoreImpl::~TimerStoreImpl() {
   if (!threads_.empty()) (void)Stop();
+  if (hook_id_ != 0) store_->RemoveRetentionHook(hook_id_);
   if (pin_id_ != 0) store_->RemovePinProvider(pin_id_);
   if (pin_cell_) {
     std::lock_guard<std::mutex> l(pin_cell_->mu);
@@ -89,12 +90,13 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   int64_t read_tick = ReadTickLocked();
   int64_t tick = TickOf(u.deliver_ms);
   int64_t slot;
+  const uint32_t bits = u.flags & ~kUnitKindMask;  // kUnitMovedCopy stays with the message
   if (tick >= read_tick + slots_total_) {
     // Beyond the window measured from the read time (RocketMQ): park inside the window.
-    u.flags = kUnitRoll;
+    u.flags = kUnitRoll | bits;
     slot = std::max(read_tick + slots_total_ - 1, next_walk_tick_);
   } else {
-    u.flags = kUnitNormal;
+    u.flags = kUnitNormal | bits;
     slot = std::max(tick, read_tick);
   }
   u.slot_tick = slot;
@@ -103,15 +105,18 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   // Its own tick was already walked but `slot` was not (slot == next_walk_tick_, no walked
   // tick in flight): see below. Units recovery knows as delivered or recalled are left to the
   // walk, which settles them.
-  const bool early = slot >= next_walk_tick_ && u.flags == kUnitNormal && tick < next_walk_tick_ &&
-                     !delivered_phys_.contains(u.phys_offset) && !recalled_.contains(u.phys_offset);
+  const bool early = slot >= next_walk_tick_ && UnitKind(u.flags) == kUnitNormal &&
+                     tick < next_walk_tick_ && !delivered_phys_.contains(u.phys_offset) &&
+                     !recalled_.contains(u.phys_offset);
   // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
   if (early) InflightLocked(slot);
   TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
   wheel_->Link(slot, pos);
   if (slot < next_walk_tick_) {
     // The slot was already walked: hand the unit to the millisecond stage directly.
-    InflightLocked(slot).outstanding++;
+    InflightTick& t = InflightLocked(slot);
+    t.outstanding++;
+    t.min_phys = std::min(t.min_phys, u.phys_offset);
     AddFineLocked(ScheduledUnit{pos, u, slot});
   } else if (early) {
     // The walk of `slot` may come up to two ticks after the unit's deliver time. Hand it to
@@ -120,7 +125,9 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
     // After a crash the skip set is gone: recovery walks such slots at once (see
     // eager_walk_until_), finds the unit again and the CommitLog scan (TIMER_SRC_OFFSET)
     // deduplicates it.
-    InflightLocked(slot).outstanding++;
+    InflightTick& t = InflightLocked(slot);
+    t.outstanding++;
+    t.min_phys = std::min(t.min_phys, u.phys_offset);
     handed_early_.insert(pos);
     AddFineLocked(ScheduledUnit{pos, u, slot});
   }
@@ -158,9 +165,14 @@ void TimerStoreImpl::MaybeCompleteTicksLocked() {
 
 int64_t TimerStoreImpl::PinLocked() const {
   int64_t pin = std::numeric_limits<int64_t>::max();
-  if (!pins_.empty()) pin = pins_.begin()->first << kPinBucketShift;
+  // Everything below the move frontier is superseded (moved or gone): a bucket that holds the
+  // frontier pins from the frontier only.
+  auto first = pins_.lower_bound(moves_.frontier >> kPinBucketShift);
+  if (first != pins_.end()) pin = std::max(first->first << kPinBucketShift, moves_.frontier);
   if (enqueue_offset_ < timer_max_queue_offset_) {
-    pin = std::min(pin, last_enqueued_phys_ + 1);
+    // Records not yet enqueued lie past last_enqueued_phys_, and never below the frontier (a
+    // move commits only with everything below it enqueued; its copies lie above it).
+    pin = std::min(pin, std::max(last_enqueued_phys_ + 1, moves_.frontier));
   }
   return pin;
 }
@@ -196,8 +208,11 @@ void TimerStoreImpl::RefreshGaugesLocked(int64_t now) {
 }
 
 void TimerStoreImpl::RefreshGauges() {
-  std::lock_guard<std::mutex> l(mu_);
-  RefreshGaugesLocked(clock_->NowMs());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    RefreshGaugesLocked(clock_->NowMs());
+  }
+  RefreshRetentionGauges(/*expired_end=*/-1);
 }
 
 void TimerStoreImpl::SeedPendingByDelayLocked(int64_t read_tick) {
@@ -324,17 +339,29 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatch(
 absl::Status TimerStoreImpl::Recall(std::string_view text) {
   TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
   auto read = store_->Read(h.phys_offset);
+  bool moved = false;
   if (!read.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
+    // Below the move frontier the record was given up by retention: a message still pending
+    // lives on as a copy naming it in TIMER_ORIGIN_OFFSET, which dequeue checks against the
+    // recalled set. Its id cannot be checked here any more (the handle's deliver time and the
+    // clock still are): docs/timerstore.md "Retention moves".
+    std::lock_guard<std::mutex> l(mu_);
+    moved =
+        absl::IsNotFound(read.status()) && h.phys_offset < moves_.frontier && h.phys_offset >= 0;
+    if (!moved) {
+      return absl::NotFoundError(
+          absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
+    }
   }
-  const Message& m = *read;
-  int64_t deliver = 0;
-  if (IdCrc(m) != h.id_crc || !ParseInt(m.properties, prop::kDeliverMs, &deliver) ||
-      deliver != h.deliver_ms || m.properties.count(kTimerDeleteOf) != 0) {
-    return absl::NotFoundError("recall: no scheduled message for handle");
+  if (!moved) {
+    const Message& m = *read;
+    int64_t deliver = 0;
+    if (IdCrc(m) != h.id_crc || !ParseInt(m.properties, prop::kDeliverMs, &deliver) ||
+        deliver != h.deliver_ms || m.properties.count(kTimerDeleteOf) != 0) {
+      return absl::NotFoundError("recall: no scheduled message for handle");
+    }
+    if (m.topic != kTimerTopic) return absl::FailedPreconditionError("recall: already delivered");
   }
-  if (m.topic != kTimerTopic) return absl::FailedPreconditionError("recall: already delivered");
   {
     std::lock_guard<std::mutex> l(mu_);
     if (recalled_.contains(h.phys_offset)) {

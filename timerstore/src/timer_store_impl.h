@@ -8,16 +8,19 @@
 //   dequeue get  (dequeue_service.cc): due wheel slots (one tick early) -> FineScheduler
 //   dequeue read (dequeue_service.cc): units due now -> loaded delivered copies (put_queue_)
 //   dequeue put  (dequeue_service.cc): put_queue_ -> real topic (PutBatch)
-// Recovery lives in recovery.cc, Recall in timer_store_impl.cc.
+// Recovery lives in recovery.cc, Recall in timer_store_impl.cc, the retention mover (moves
+// pending messages out of CommitLog segments retention wants to delete) in retention_mover.cc.
 //
 // Locking: mu_ guards all state; I/O on the MessageStore happens outside it except where noted.
 // Checkpoint() snapshots under mu_ and does its fsyncs outside it (checkpoint_mu_ serialises
 // checkpoints); with Start() it runs on its own thread.
+// Lock order: move_mu_ (one move at a time) -> checkpoint_mu_ -> mu_.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +31,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/log_limiter.h"
+#include "move_state.h"
 #include "pending_by_delay.h"
 #include "timerstore/fine_scheduler.h"
 #include "timerstore/timer_checkpoint.h"
@@ -48,6 +52,8 @@ class TimerStoreImpl final : public TimerStore {
   ~TimerStoreImpl() override;
 
   absl::Status Recover();  // recovery.cc
+  // Loads <dir>/moves; a move begun and neither committed nor abandoned is abandoned.
+  absl::Status RecoverMoves();
 
   absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) override;
   absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatch(
@@ -74,6 +80,9 @@ class TimerStoreImpl final : public TimerStore {
     int64_t commitlog_start = 0;             // CommitLog end before the first put of this tick
     int64_t timerlog_start = 0;              // TimerLog end when the walk began
     std::map<int64_t, int64_t> pin_release;  // bucket -> units finished
+    // Lowest CommitLog offset of any unit handed to the FineScheduler for this tick (never
+    // raised while the tick is in flight): the retention mover moves nothing at or above it.
+    int64_t min_phys = std::numeric_limits<int64_t>::max();
   };
   // What enqueue put needs of one timer-topic record (read by enqueue get without building a
   // Message).
@@ -86,11 +95,19 @@ class TimerStoreImpl final : public TimerStore {
     int64_t deliver_ms = 0;
     int64_t delete_of = -1;
     uint32_t topic_hash = 0;     // crc32c of REAL_TOPIC, 0 when absent
+    bool is_copy = false;        // TIMER_MOVED_FROM present: a retention copy (already pending)
   };
   struct LoadedCopy {
     ScheduledUnit su;
     Message msg;         // the delivered copy; when `poison` is set, the record to park
     std::string poison;  // non-empty: dequeue read found it undeliverable (the reason)
+    uint64_t move_epoch = 0;  // a retention copy: the move that wrote it (0: not a copy)
+    int64_t origin = -1;      // a retention copy: TIMER_ORIGIN_OFFSET (what recalls name)
+  };
+  // One pending unit the retention mover found below its end (retention_mover.cc).
+  struct MoveCandidate {
+    int64_t pos = -1;
+    TimerUnit unit;
   };
 
   // Dequeue read and put's parts (dequeue_service.cc), all called without mu_.
@@ -102,6 +119,9 @@ class TimerStoreImpl final : public TimerStore {
   std::vector<LoadedCopy> LoadCopies(std::vector<ScheduledUnit> units, int64_t now,
                                      std::vector<ScheduledUnit>* dropped,
                                      std::vector<ScheduledUnit>* retry, absl::Status* transient);
+  // Under mu_, after loading: finishes (without delivering) the retention copies whose move
+  // never committed, and those whose message was recalled by its original handle.
+  void DropUncommittedCopiesLocked(std::vector<LoadedCopy>* loaded);
   // Moves copies whose destination fails the name rule or options_.check_destination (asked
   // once per topic) from *batch to *poison, with the reason set.
   void SplitUndeliverable(std::vector<LoadedCopy>* batch, std::vector<LoadedCopy>* poison);
@@ -163,6 +183,31 @@ class TimerStoreImpl final : public TimerStore {
   // between the two): only the continuation counts.
   void SettleSeededLocked(const ScheduledUnit& su, bool recalled, bool stale_roll);
   int64_t PinLocked() const;
+  // Retention mover (retention_mover.cc). The retention hook: moves the pending messages whose
+  // records lie below `expired_end` to the CommitLog head and raises the frontier, as far as it
+  // can now (see docs/timerstore.md "Retention moves").
+  absl::Status MoveSurvivors(int64_t expired_end);
+  // Reads the chains of every slot not yet walked; returns the units with a record in
+  // [frontier, end) (outside mu_: units are immutable), and how many units it read.
+  absl::StatusOr<std::vector<MoveCandidate>> FindCandidates(
+      const std::vector<std::pair<int64_t, int64_t>>& slots, int64_t end, int64_t* read) const;
+  // Under mu_: the end the move may reach (below every unit it cannot move now) and the
+  // survivors to copy below it; *seen gets every candidate below that end (for the pins).
+  // `timer_queue_end`: the timer topic's MaxQueueOffset, read before mu_ was taken.
+  int64_t ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates, int64_t end,
+                                int64_t timer_queue_end, std::vector<MoveCandidate>* survivors,
+                                std::vector<MoveCandidate>* seen) const;
+  // Writes the copies of `survivors` (move `epoch`) to the timer topic; *copied_bytes,
+  // *copied count what was written; orphans (copies of an uncommitted move) are not copied.
+  absl::Status WriteCopies(const std::vector<MoveCandidate>& survivors, uint64_t epoch,
+                           const MoveState& state, int64_t* copied, int64_t* copied_bytes);
+  // Marks `epoch` abandoned (its copies are never delivered) and stores the state.
+  absl::Status AbandonMoveLocked(uint64_t epoch);
+  // Whether `u` points below the frontier: its message was moved (or its record is gone).
+  bool SupersededLocked(const TimerUnit& u) const { return u.phys_offset < moves_.frontier; }
+  // Sets pinned_bytes (unless expired_end < 0) and oldest_pending_segment_age_ms as of now
+  // (reads the CommitLog; call without mu_).
+  void RefreshRetentionGauges(int64_t expired_end);
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
   // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
   // A step failing with kResourceExhausted (disk full) is retried with backoff and is not a
@@ -241,6 +286,12 @@ class TimerStoreImpl final : public TimerStore {
   };
   std::shared_ptr<PinCell> pin_cell_;
   MessageStore::PinId pin_id_ = 0;
+  MessageStore::PinId hook_id_ = 0;
+  // Retention moves: the persisted state (frontier, epochs; guarded by mu_, written to
+  // <dir>/moves under mu_ by the mover and recovery only) and the mover's own lock.
+  MoveState moves_;
+  std::mutex move_mu_;
+  std::atomic<int64_t> last_expired_end_{-1};  // for RefreshRetentionGauges
 
   // Start()/Stop().
   std::mutex run_mu_;

@@ -371,6 +371,14 @@ absl::Status Stats(const ClientOptions& o) {
               st->retention_last_run_ms() > 0
                   ? FormatTimestamp(st->retention_last_run_ms()).c_str()
                   : "never");
+  std::printf(
+      "retention moves: pinned_bytes=%lld moved=%lld moved_bytes=%lld aborts=%lld "
+      "oldest_pending_segment_age=%s\n",
+      static_cast<long long>(st->timer().retention_pinned_bytes()),
+      static_cast<long long>(st->timer().retention_moved()),
+      static_cast<long long>(st->timer().retention_moved_bytes()),
+      static_cast<long long>(st->timer().retention_move_aborts()),
+      FormatDuration(st->timer().oldest_pending_segment_age_ms()).c_str());
   const char* disk_state = st->disk_state() == proto::DISK_ABOVE_WATERMARK ? "above_watermark"
                            : st->disk_state() == proto::DISK_FULL          ? "full"
                                                                            : "ok";

@@ -103,6 +103,15 @@ class CommitLog {
   // its newest record that needs no scan).
   virtual absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
                                                     int64_t pinned_min_offset) = 0;
+  // The end of the expired prefix: the base offset of the first segment that
+  // DeleteExpiredSegments(retention_ms, INT64_MAX) would keep (MinOffset() when none is
+  // expired). Everything below it is due for deletion. Same age rule as DeleteExpiredSegments.
+  // Errors: reading a segment's first record failed (I/O, checksum).
+  virtual absl::StatusOr<int64_t> ExpiredEnd(int64_t retention_ms) const = 0;
+  // Store time (ms since epoch) of the first record of the segment holding `physical_offset`:
+  // the age of the data at that offset, to a segment. kNotFound below MinOffset or at/after
+  // MaxOffset.
+  virtual absl::StatusOr<int64_t> SegmentStoreMs(int64_t physical_offset) const = 0;
 
   // Flushes, writes the clean-shutdown marker and stops the flusher. Idempotent.
   virtual absl::Status Close() = 0;

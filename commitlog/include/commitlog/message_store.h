@@ -16,9 +16,11 @@
 // Thread-safety: every method may be called from any thread. Put/PutBatch are serialised
 // internally; reads run concurrently with appends and see only dispatched records.
 //
-// Retention: DeleteExpired removes CommitLog segments older than the retention age, except at or
-// after the minimum of the pinned offsets (the timer store pins segments holding pending
-// messages). ConsumeQueue entries whose record is gone are skipped by ReadQueue, never returned.
+// Retention: DeleteExpired first hands the end of the expired prefix to every retention hook
+// (the timer store moves the pending messages it finds there to the CommitLog head), then
+// removes CommitLog segments older than the retention age, except at or after the minimum of
+// the pinned offsets (what a hook could not move yet). ConsumeQueue entries whose record is
+// gone are skipped by ReadQueue, never returned. docs/operations.md "Retention".
 #pragma once
 
 #include <cstdint>
@@ -149,6 +151,17 @@ class MessageStore {
     return 0;
   }
   virtual void RemovePinProvider(PinId /*id*/) {}
+  // Retention hooks: DeleteExpired calls each with `expired_end`, the end of the CommitLog's
+  // expired prefix (CommitLog::ExpiredEnd), before it reads the pins, so a hook can move what
+  // it still needs from below that offset to the CommitLog head and lower its pin. Called on
+  // the thread of DeleteExpired, with no MessageStore lock held (a hook may Put, Read and
+  // Flush), one DeleteExpired at a time. A hook's error does not stop the deletion the pins
+  // allow; DeleteExpired returns the first such error after it. The timer store registers one
+  // (timerstore/src/retention_mover.cc); pending half messages (transactions) would be the
+  // next user. RemoveRetentionHook waits for a call in progress. Default: not supported (0).
+  using RetentionHook = std::function<absl::Status(int64_t expired_end)>;
+  virtual PinId AddRetentionHook(RetentionHook /*hook*/) { return 0; }
+  virtual void RemoveRetentionHook(PinId /*id*/) {}
   virtual absl::StatusOr<int> DeleteExpired(int64_t retention_ms) = 0;
 
   virtual absl::Status Flush() = 0;

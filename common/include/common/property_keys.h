@@ -29,6 +29,13 @@ inline constexpr char kTimerDeleteOf[] = "TIMER_DELETE_OF";
 // A delivered copy: physical offset of the timer-topic record it came from (the key recovery
 // uses to skip moves that already happened).
 inline constexpr char kTimerSourceOffset[] = "TIMER_SRC_OFFSET";
+// A copy that retention wrote of a pending timer message (docs/timerstore.md "Retention
+// moves", docs/formats/timermoves.md): the physical offset of the record it was copied from,
+// the move (epoch) that wrote it, and the physical offset of the message's first timer-topic
+// record (what its recall handle names; kept over repeated moves).
+inline constexpr char kTimerMovedFrom[] = "TIMER_MOVED_FROM";
+inline constexpr char kTimerMoveEpoch[] = "TIMER_MOVE_EPOCH";
+inline constexpr char kTimerOriginOffset[] = "TIMER_ORIGIN_OFFSET";
 
 // Retry and dead-letter copies (broker/src/consumer/retry_copy.h).
 inline constexpr char kDeliveryAttempt[] = "DELIVERY_ATTEMPT";

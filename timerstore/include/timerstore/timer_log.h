@@ -30,7 +30,13 @@ enum TimerUnitFlag : uint32_t {
   kUnitNormal = 0,  // deliver at deliver_ms
   kUnitRoll = 1,    // parked: deliver_ms is beyond the window; re-link when the slot is due
   kUnitDelete = 2,  // journal of a recall: `ref` is the recalled record's physical offset
+  // A bit, not a kind: the unit's record is a copy written by retention (TIMER_MOVED_FROM) of
+  // a message already counted pending (docs/formats/timerlog.md). With kUnitNormal or kUnitRoll.
+  kUnitMovedCopy = 0x100,
 };
+inline constexpr uint32_t kUnitKindMask = 0xff;
+// The kind of a unit (kUnitNormal, kUnitRoll or kUnitDelete) without its bits.
+inline uint32_t UnitKind(uint32_t flags) { return flags & kUnitKindMask; }
 
 struct TimerUnit {
   uint32_t flags = kUnitNormal;

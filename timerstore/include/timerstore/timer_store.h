@@ -36,6 +36,9 @@ inline constexpr const auto& kTimerDeleteOf = prop::kTimerDeleteOf;  // common/p
 // Property of a delivered copy: physical offset of the timer-topic record it came from (the key
 // recovery uses to skip moves that already happened).
 inline constexpr const auto& kTimerSourceOffset = prop::kTimerSourceOffset;
+inline constexpr const auto& kTimerMovedFrom = prop::kTimerMovedFrom;
+inline constexpr const auto& kTimerMoveEpoch = prop::kTimerMoveEpoch;
+inline constexpr const auto& kTimerOriginOffset = prop::kTimerOriginOffset;
 
 struct TimerStoreOptions {
   std::string dir;                                   // timerlog/, timerwheel, checkpoint
@@ -55,6 +58,11 @@ struct TimerStoreOptions {
   // the status as their POISON_REASON. Must not call into the TimerStore. Unset: every
   // destination the name rule accepts is delivered. The broker checks its topic metadata.
   std::function<absl::Status(const std::string& topic)> check_destination;
+  // Test hook of the retention mover: called after each step of a move with the step's number
+  // (1 move begun, 2 copies written, 3 copies and TimerLog synced, 4 committed); an error
+  // stops the move there and is returned by the retention hook, as a crash at that point
+  // would (tests then drop the stores). Unset in production.
+  std::function<absl::Status(int step)> TEST_move_step;
 };
 
 // One message for TimerStore::ScheduleBatch: msg.topic / msg.queue_id = real destination,
@@ -88,6 +96,21 @@ struct TimerMetrics {
   // record does not decode), parked in kPoisonTopic. Each unit counts once.
   Counter poison_parked;
   Histogram lateness_ms;         // put time - deliver time
+  // Retention (set by the retention hook, i.e. once per retention pass): pending messages
+  // copied to the CommitLog head so their old segment could go, and the bytes of those copies;
+  // moves abandoned (a message became due during its move, or a write failed: the copies are
+  // never delivered, the next pass moves again).
+  Counter moved;
+  Counter moved_bytes;
+  Counter move_aborts;
+  // CommitLog bytes past the retention age kept for pending timer messages at the last pass
+  // (what the timer store could not move yet: messages due within two ticks, messages being
+  // delivered, records not yet enqueued). 0 when retention is not held back.
+  Gauge pinned_bytes;
+  // now - store time of the first record of the segment holding the oldest CommitLog record
+  // the timer store still needs (0 when none). Set by RefreshGauges. With moves it stays below
+  // the retention age plus one retention interval.
+  Gauge oldest_pending_segment_age_ms;
 };
 
 class TimerStore {
