@@ -176,21 +176,42 @@ class Connection : public std::enable_shared_from_this<Connection> {
       EnqueueFrame(std::move(frame));
     } else {
       ++in_flight_;
-      asio::post(server_->workers_, [self = shared_from_this(), call = std::move(call)] {
+      asio::post(server_->workers_, [self = shared_from_this(), call = std::move(call)]() mutable {
         // Handled and serialized here, on the worker, not on the connection's I/O thread.
-        std::string frame = self->HandleToFrame(call.get(), nullptr);
-        asio::post(self->executor(), [self, frame = std::move(frame)]() mutable {
-          --self->in_flight_;
-          self->EnqueueFrame(std::move(frame));
-          self->CloseIfDrained();
-          if (self->paused_) {
-            self->paused_ = false;
-            self->ReadHeader();
-          }
-        });
+        if (call->request->body_case() == proto::Request::kSend) return self->SendNoWait(call);
+        self->Complete(self->HandleToFrame(call.get(), nullptr));
       });
     }
     ReadHeader();
+  }
+
+  // A send: stored on this worker, answered when durable (Broker::HandleNoWait) without holding
+  // the worker through the fsync, so sends from every connection share the group commit's
+  // fsyncs instead of one per worker. The work guard keeps the pool's join (Server::Stop)
+  // waiting until the answer was handed to the I/O thread. Any thread.
+  void SendNoWait(std::shared_ptr<Call> call) {
+    proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
+    const proto::Request* req = call->request;
+    server_->broker_->HandleNoWait(
+        *req, resp,
+        [self = shared_from_this(), call = std::move(call), resp,
+         work = asio::make_work_guard(server_->workers_)]() mutable {
+          self->Complete(EncodeResponse(*resp));
+          work.reset();
+        });
+  }
+
+  // Hands a worker's answer to the connection's I/O thread. Any thread.
+  void Complete(std::string frame) {
+    asio::post(executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
+      --self->in_flight_;
+      self->EnqueueFrame(std::move(frame));
+      self->CloseIfDrained();
+      if (self->paused_) {
+        self->paused_ = false;
+        self->ReadHeader();
+      }
+    });
   }
 
   // Requests that never block run here on the connection's I/O thread: the hand-off to a
