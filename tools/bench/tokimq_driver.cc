@@ -150,6 +150,13 @@ class TokimqDriver final : public Driver {
     return r;
   }
 
+  absl::StatusOr<int64_t> LogSyncs() override {
+    if (!stats_admin_) stats_admin_ = std::make_unique<client::AdminClient>(client_);
+    auto st = stats_admin_->Stats();
+    if (!st.ok()) return st.status();
+    return st->commitlog_syncs();
+  }
+
  private:
   DriverOptions options_;
   client::ClientOptions client_;
