@@ -115,6 +115,10 @@ class Broker {
   // hands the response to another thread). Thread-safe.
   void HandleNoWait(const proto::Request& req, proto::Response* resp,
                     absl::AnyInvocable<void() &&> done);
+  // True when HandleNoWait answers sends from the group commit (flush = "sync"): a send then
+  // never waits for an fsync on the calling thread (it may still wait for the store's locks,
+  // and rarely for a file creation: a new CommitLog segment or ConsumeQueue file).
+  bool SendsAnsweredByGroupCommit() const { return options_.flush_mode == FlushMode::kSync; }
 
   // Native-protocol fast path for a Receive request that asks for encoded properties (what
   // the C++ client sends): the whole response frame, each message written once from its stored
