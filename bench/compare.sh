@@ -92,7 +92,9 @@ failures=0
 free_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
+    # Below the kernel's ephemeral range (32768-60999): the benchmark's own client connections
+    # leave ports there in TIME_WAIT, and beanstalkd cannot bind one of those.
+    p=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   return 1
@@ -110,7 +112,8 @@ start() {
     tokimq)
       rm -f "$dir/port"
       "$bin/tokimq-broker" --data-dir "$dir/data" --bind 127.0.0.1 --port "${port:-0}" \
-        --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn --flush "$tflush" &
+        --grpc-port 0 --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn \
+        --flush "$tflush" &
       pid=$!
       for _ in $(seq 1 600); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
       addr="127.0.0.1:$(cat "$dir/port")"
@@ -188,13 +191,22 @@ fsync_count() {
   local target=$1 outf=$2
   shift 2
   if ! command -v strace >/dev/null; then "$@" >/dev/null 2>&1 || true; return 0; fi
-  strace -c -f -e trace=fsync,fdatasync -o "$outf" -p "$target" 2>/dev/null &
+  strace -c -f -e trace=fsync,fdatasync -o "$outf" -p "$target" 2>"$outf.log" &
   local spid=$!
-  sleep 0.5  # strace attaches to every thread
+  # Wait until strace has attached to the process's threads (it says so on stderr), bounded.
+  for _ in $(seq 1 100); do
+    grep -q attached "$outf.log" 2>/dev/null && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 0.3
   "$@" >/dev/null 2>&1 || true
   kill -INT "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
-  [[ -s "$outf" ]] && awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { if (n > 0) print n }' "$outf"
+  if [[ -s "$outf" ]]; then
+    awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { if (n > 0) print n }' "$outf"
+  fi
+  return 0
 }
 f_levels=(1 16 128)
 if wants f; then
@@ -206,7 +218,7 @@ if wants f; then
       var="F${n}_N"; fn=${!var}
       fargs=(--mode enqueue --queue "wf$n" --delay "$A_DELAY" --batch 1 --producers "$n" --pipeline 1)
       run "$sys" "f$n" "${fargs[@]}" --messages "$fn"
-      sn=$(( fn / F_STRACE_DIV )); [[ $sn -lt 10 ]] && sn=10
+      sn=$(( fn / F_STRACE_DIV )); if [[ $sn -lt 10 ]]; then sn=10; fi
       c=$(fsync_count "$pid" "$work/$sys.f$n.strace" "$bench" --system "$sys" --addr "$addr" \
             "${fargs[@]}" --queue "wfs$n" --messages "$sn" --max-run 300s)
       if [[ -n "$c" ]]; then
