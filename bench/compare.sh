@@ -190,7 +190,7 @@ done
 fsync_count() {
   local target=$1 outf=$2
   shift 2
-  if ! command -v strace >/dev/null; then "$@" >/dev/null 2>&1 || true; return 0; fi
+  command -v strace >/dev/null || return 0
   strace -c -f -e trace=fsync,fdatasync -o "$outf" -p "$target" 2>"$outf.log" &
   local spid=$!
   # Wait until strace has attached to the process's threads (it says so on stderr), bounded.
@@ -200,10 +200,13 @@ fsync_count() {
     sleep 0.1
   done
   sleep 0.3
-  "$@" >/dev/null 2>&1 || true
+  local rc=0
+  "$@" >"$outf.run" 2>&1 || rc=$?
   kill -INT "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
-  if [[ -s "$outf" ]]; then
+  if [[ $rc -ne 0 ]]; then
+    echo "compare.sh: the strace run failed (exit $rc): $(tail -1 "$outf.run")" >&2
+  elif [[ -s "$outf" ]]; then
     awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { if (n > 0) print n }' "$outf"
   fi
   return 0
@@ -216,8 +219,8 @@ if wants f; then
     start "$sys" "$dir" || continue
     for n in "${f_levels[@]}"; do
       var="F${n}_N"; fn=${!var}
-      fargs=(--mode enqueue --queue "wf$n" --delay "$A_DELAY" --batch 1 --producers "$n" --pipeline 1)
-      run "$sys" "f$n" "${fargs[@]}" --messages "$fn"
+      fargs=(--mode enqueue --delay "$A_DELAY" --batch 1 --producers "$n" --pipeline 1)
+      run "$sys" "f$n" "${fargs[@]}" --queue "wf$n" --messages "$fn"
       sn=$(( fn / F_STRACE_DIV )); if [[ $sn -lt 10 ]]; then sn=10; fi
       c=$(fsync_count "$pid" "$work/$sys.f$n.strace" "$bench" --system "$sys" --addr "$addr" \
             "${fargs[@]}" --queue "wfs$n" --messages "$sn" --max-run 300s)
