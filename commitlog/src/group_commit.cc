@@ -79,8 +79,10 @@ size_t GroupCommit::RunRound() {
   absl::Status s;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (waiters_.empty()) return 0;
+    // Cleared even when a round before this one already answered them: the sync thread would
+    // otherwise spin on a flag no round clears.
     new_waiters_ = false;
+    if (waiters_.empty()) return 0;
     s = failed_;
   }
   const int64_t from = durable();
@@ -119,7 +121,12 @@ void GroupCommit::Loop() {
     // they queued, so they get the next round; nothing spins on a waiter no round can cover.
     // On Stop the thread ends once no waiter is new: every one still queued was there when a
     // round read the log's end, so none can be covered (Stop answers them).
+    if (!new_waiters_ && !stop_) {
+      idle_ = true;
+      idle_cv_.notify_all();
+    }
     cv_.wait(l, [this] { return new_waiters_ || stop_; });
+    idle_ = false;
     if (!new_waiters_) break;
     l.unlock();
     RunRound();
@@ -150,6 +157,11 @@ void GroupCommit::Stop() {
     std::move(w.done)(absl::FailedPreconditionError(
         "group commit stopped: the offset waited for is beyond the end of the log"));
   }
+}
+
+void GroupCommit::TEST_WaitIdle() {
+  std::unique_lock<std::mutex> l(mu_);
+  idle_cv_.wait(l, [this] { return idle_ && waiters_.empty(); });
 }
 
 size_t GroupCommit::TEST_queued() const {

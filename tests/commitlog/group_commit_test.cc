@@ -221,6 +221,34 @@ TEST_F(GroupCommitTest, SyncThreadAnswersWaitersQueuedDuringAnFsyncWithOneMoreFs
   EXPECT_EQ(gc.acknowledged(), kWaiters + 1);
 }
 
+// A wait queued while a round's fsync runs and covered by that round sets the "new waiter"
+// flag; the sync thread must clear it and sleep, not spin on it (it did: 100 % of a core).
+TEST_F(GroupCommitTest, SyncThreadSleepsAfterARoundThatAnsweredAWaitQueuedDuringIt) {
+  std::promise<void> entered, gate;
+  std::shared_future<void> gate_open = gate.get_future().share();
+  std::atomic<int> syncs{0};
+  GroupCommit gc(
+      0, [] { return int64_t{100}; },
+      [&](int64_t, int64_t) {
+        if (syncs.fetch_add(1) == 0) {
+          entered.set_value();
+          gate_open.wait();
+        }
+        return absl::OkStatus();
+      },
+      /*start_thread=*/true);
+  std::promise<void> p1, p2;
+  gc.Submit(50, [&](absl::Status) { p1.set_value(); });
+  entered.get_future().wait();
+  gc.Submit(100, [&](absl::Status) { p2.set_value(); });  // covered by the running round
+  gate.set_value();
+  p1.get_future().wait();
+  p2.get_future().wait();
+  gc.TEST_WaitIdle();  // never returns if the thread spins
+  EXPECT_EQ(syncs.load(), 1);
+  EXPECT_EQ(gc.acknowledged(), 2);
+}
+
 TEST_F(GroupCommitTest, StopAnswersQueuedWaitersFirst) {
   auto gc = Make();
   Reserve(2);

@@ -69,6 +69,9 @@ class GroupCommit {
   int64_t acknowledged() const { return acknowledged_.load(std::memory_order_relaxed); }
   // Waiters queued now (tests).
   size_t TEST_queued() const;
+  // Blocks until the sync thread sleeps with no waiter queued (tests; it never returns while
+  // the thread spins).
+  void TEST_WaitIdle();
 
  private:
   struct Waiter {
@@ -86,6 +89,8 @@ class GroupCommit {
   absl::Status failed_;          // guarded by mu_; set once
   bool stop_ = false;            // guarded by mu_
   bool new_waiters_ = false;     // guarded by mu_: queued since the last round began
+  bool idle_ = false;            // guarded by mu_: the sync thread waits for work
+  std::condition_variable idle_cv_;
   bool threaded_ = false;        // guarded by mu_: the sync thread answers waiters
   std::atomic<int64_t> durable_;
   std::atomic<int64_t> syncs_{0};
