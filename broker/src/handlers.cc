@@ -385,9 +385,9 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     }
   }
   if (!immediate.empty()) {
-    absl::StatusOr<std::vector<PutResult>> put =
-        wait_durable ? store_->PutBatch(std::move(immediate))
-                     : store_->PutBatchNoWait(std::move(immediate));
+    absl::StatusOr<std::vector<PutResult>> put = wait_durable
+                                                     ? store_->PutBatch(std::move(immediate))
+                                                     : store_->PutBatchNoWait(std::move(immediate));
     if (!put.ok()) return note_no_space(put.status());
     const std::vector<PutResult>& puts = *put;
     end = std::max(end, DurableEnd(puts));

@@ -200,13 +200,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void SendNoWait(std::shared_ptr<Call> call) {
     proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
     const proto::Request* req = call->request;
-    server_->broker_->HandleNoWait(
-        *req, resp,
-        [self = shared_from_this(), call = std::move(call), resp,
-         work = asio::make_work_guard(server_->workers_)]() mutable {
-          self->Complete(EncodeResponse(*resp));
-          work.reset();
-        });
+    server_->broker_->HandleNoWait(*req, resp,
+                                   [self = shared_from_this(), call = std::move(call), resp,
+                                    work = asio::make_work_guard(server_->workers_)]() mutable {
+                                     self->Complete(EncodeResponse(*resp));
+                                     work.reset();
+                                   });
   }
 
   // Hands a worker's answer to the connection's I/O thread. Any thread.

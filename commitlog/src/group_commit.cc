@@ -109,7 +109,8 @@ size_t GroupCommit::RunRound() {
       answer.swap(waiters_);
     }
   }
-  if (s.ok()) acknowledged_.fetch_add(static_cast<int64_t>(answer.size()), std::memory_order_relaxed);
+  if (s.ok())
+    acknowledged_.fetch_add(static_cast<int64_t>(answer.size()), std::memory_order_relaxed);
   for (Waiter& w : answer) std::move(w.done)(s);
   return answer.size();
 }

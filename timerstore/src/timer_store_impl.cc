@@ -315,9 +315,9 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
     due_now += out[i].delivered_now ? 1 : 0;
     msgs.push_back(std::move(items[i].msg));
   }
-  TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> puts,
-                          wait_durable ? store_->PutBatch(std::move(msgs))
-                                       : store_->PutBatchNoWait(std::move(msgs)));
+  TOKIMQ_ASSIGN_OR_RETURN(
+      std::vector<PutResult> puts,
+      wait_durable ? store_->PutBatch(std::move(msgs)) : store_->PutBatchNoWait(std::move(msgs)));
   if (puts.size() != items.size()) {
     return absl::InternalError("timerstore: PutBatch returned a wrong number of results");
   }

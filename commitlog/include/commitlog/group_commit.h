@@ -91,7 +91,7 @@ class GroupCommit {
   bool new_waiters_ = false;     // guarded by mu_: queued since the last round began
   bool idle_ = false;            // guarded by mu_: the sync thread waits for work
   std::condition_variable idle_cv_;
-  bool threaded_ = false;        // guarded by mu_: the sync thread answers waiters
+  bool threaded_ = false;  // guarded by mu_: the sync thread answers waiters
   std::atomic<int64_t> durable_;
   std::atomic<int64_t> syncs_{0};
   std::atomic<int64_t> acknowledged_{0};
