@@ -201,22 +201,22 @@ int main(int argc, char** argv) {
     std::printf("  errors    %llu (first: %s)\n", static_cast<unsigned long long>(r.errors),
                 r.first_error.c_str());
   }
-  std::printf(
-      "RESULT system=%s label=%s messages=%llu enqueue_rate=%.0f consume_rate=%.0f "
-      "p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f early=%llu hot_drain_ms=%lld "
-      "release_p50_ms=%lld release_p99_ms=%lld release_max_ms=%lld released=%lld "
-      "released_topic=%lld hot_released_ms=%lld hot_released_lo_ms=%lld "
-      "rss_anon_kb_max=%lld rss_file_kb_max=%lld anon_b_per_msg=%.1f log_syncs=%lld "
-      "syncs_per_msg=%.4f errors=%llu complete=%d\n",
-      d.system.c_str(), label.c_str(), static_cast<unsigned long long>(w.messages), r.enqueue_rate,
-      r.consume_rate, r.p50_ms, r.p99_ms, r.p999_ms, r.max_ms,
-      static_cast<unsigned long long>(r.early), static_cast<long long>(r.hot_drain_ms),
-      static_cast<long long>(r.release_p50_ms), static_cast<long long>(r.release_p99_ms),
-      static_cast<long long>(r.release_max_ms), static_cast<long long>(r.released),
-      static_cast<long long>(r.released_to_topic), static_cast<long long>(r.hot_released_ms),
-      static_cast<long long>(r.hot_released_lo_ms), static_cast<long long>(r.rss_anon_kb_max),
-      static_cast<long long>(r.rss_file_kb_max), r.anon_bytes_per_msg,
-      static_cast<long long>(r.log_syncs), r.syncs_per_msg,
-      static_cast<unsigned long long>(r.errors), r.complete ? 1 : 0);
+  std::printf("RESULT system=%s label=%s messages=%llu enqueue_rate=%.0f consume_rate=%.0f "
+              "p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f early=%llu hot_drain_ms=%lld "
+              "release_p50_ms=%lld release_p99_ms=%lld release_max_ms=%lld released=%lld "
+              "released_topic=%lld hot_released_ms=%lld hot_released_lo_ms=%lld "
+              "rss_anon_kb_max=%lld rss_file_kb_max=%lld anon_b_per_msg=%.1f log_syncs=%lld "
+              "syncs_per_msg=%.4f errors=%llu complete=%d\n",
+              d.system.c_str(), label.c_str(), static_cast<unsigned long long>(w.messages),
+              r.enqueue_rate, r.consume_rate, r.p50_ms, r.p99_ms, r.p999_ms, r.max_ms,
+              static_cast<unsigned long long>(r.early), static_cast<long long>(r.hot_drain_ms),
+              static_cast<long long>(r.release_p50_ms), static_cast<long long>(r.release_p99_ms),
+              static_cast<long long>(r.release_max_ms), static_cast<long long>(r.released),
+              static_cast<long long>(r.released_to_topic),
+              static_cast<long long>(r.hot_released_ms),
+              static_cast<long long>(r.hot_released_lo_ms),
+              static_cast<long long>(r.rss_anon_kb_max), static_cast<long long>(r.rss_file_kb_max),
+              r.anon_bytes_per_msg, static_cast<long long>(r.log_syncs), r.syncs_per_msg,
+              static_cast<unsigned long long>(r.errors), r.complete ? 1 : 0);
   return r.complete && r.early == 0 && r.errors == 0 ? 0 : 1;
 }
