@@ -6,6 +6,7 @@
 # docs/performance.md (between the compare.sh markers; the hand-written notes are kept).
 #
 # Usage: bench/compare.sh [--smoke] [--bin DIR] [--systems "tokimq redis beanstalkd"] [--out FILE]
+#                         [--workloads abcdef]
 #   --smoke   seconds-long sizes (CI); writes to a temp file unless --out is given
 #   --bin     use tokimq-broker/tokimq-bench from DIR instead of building the release preset
 # Workloads (full / smoke):
@@ -16,7 +17,15 @@
 #   c  10M / 50k pending with a 2 h delay: anonymous RSS per pending message
 #   d  restart with c's messages pending: ms until the system serves again
 #   e  500k / 20k immediately-due messages: lease receive + ack rate
+#   f  a's delayed enqueue with every system in its fsync-before-ack mode (tokimq --flush sync,
+#      Redis appendfsync always, beanstalkd -f 0), single-message sends from 1, 16 and 128
+#      producers, each with one send in flight: enqueue rate, and fsyncs per acknowledged
+#      message (tokimq's own count; for every system strace -c on a second, shorter run when
+#      strace can attach). Sizes per level: F1_N F16_N F128_N (full 2k / 40k / 200k,
+#      smoke 100 / 500 / 2k); F_STRACE_DIV: the strace run sends N / this (default 4).
+#      PostgreSQL (synchronous_commit = on) is issue 21 item 2: see "postgresql" below.
 # Sizes can be overridden: A_N B_N C_N E_N environment variables.
+# --workloads "abcde f" picks workloads (default all); f alone: --workloads f.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -24,14 +33,16 @@ root="$PWD"
 smoke=0
 bin=""
 systems="tokimq redis beanstalkd"
+workloads="abcdef"
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) smoke=1 ;;
+    --workloads) workloads="$2"; shift ;;
     --bin) bin="$2"; shift ;;
     --systems) systems="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -42,12 +53,16 @@ if [[ $smoke -eq 1 ]]; then
   B_N=${B_N:-10000}; B_LEAD=${B_LEAD:-3s}
   C_N=${C_N:-50000}
   E_N=${E_N:-20000}
+  F1_N=${F1_N:-100}; F16_N=${F16_N:-500}; F128_N=${F128_N:-2000}
 else
   A_N=${A_N:-1000000}; A_DELAY=${A_DELAY:-uniform:1s-10s}
   B_N=${B_N:-500000}; B_LEAD=${B_LEAD:-30s}
   C_N=${C_N:-10000000}
   E_N=${E_N:-500000}
+  F1_N=${F1_N:-2000}; F16_N=${F16_N:-40000}; F128_N=${F128_N:-200000}
 fi
+F_STRACE_DIV=${F_STRACE_DIV:-4}
+wants() { [[ "$workloads" == *"$1"* ]]; }
 
 scripts/install-deps.sh --peers
 if [[ -z "$bin" ]]; then
@@ -77,21 +92,28 @@ failures=0
 free_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
+    # Below the kernel's ephemeral range (32768-60999): the benchmark's own client connections
+    # leave ports there in TIME_WAIT, and beanstalkd cannot bind one of those.
+    p=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   return 1
 }
 
-# start <system> <dir> [port]: sets pid and addr, waits until the system serves.
+# start <system> <dir> [port]: sets pid and addr, waits until the system serves. With
+# durable=1 each system runs in its fsync-before-ack mode (workload f).
+durable=0
 start() {
   local sys=$1 dir=$2 port=${3:-}
   mkdir -p "$dir"
+  local tflush=async rfsync=everysec bflags=()
+  if [[ $durable -eq 1 ]]; then tflush=sync; rfsync=always; bflags=(-f 0); fi
   case "$sys" in
     tokimq)
       rm -f "$dir/port"
       "$bin/tokimq-broker" --data-dir "$dir/data" --bind 127.0.0.1 --port "${port:-0}" \
-        --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn &
+        --grpc-port 0 --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn \
+        --flush "$tflush" &
       pid=$!
       for _ in $(seq 1 600); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
       addr="127.0.0.1:$(cat "$dir/port")"
@@ -99,16 +121,22 @@ start() {
     redis)
       port=${port:-$(free_port)}
       redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --appendonly yes \
-        --appendfsync everysec --save "" --daemonize no --logfile "$dir/redis.log" &
+        --appendfsync "$rfsync" --save "" --daemonize no --logfile "$dir/redis.log" &
       pid=$!
       addr="127.0.0.1:$port"
       ;;
     beanstalkd)
       port=${port:-$(free_port)}
       mkdir -p "$dir/binlog"
-      beanstalkd -l 127.0.0.1 -p "$port" -b "$dir/binlog" &
+      beanstalkd -l 127.0.0.1 -p "$port" -b "$dir/binlog" "${bflags[@]}" &
       pid=$!
       addr="127.0.0.1:$port"
+      ;;
+    postgresql)
+      # Issue 21 item 2: a PostgreSQL driver in tokimq-bench (libpq) and the server started
+      # here in a temp dir (synchronous_commit = on for f). Not there yet.
+      echo "compare.sh: postgresql is not supported yet (issue 21 item 2)" >&2
+      return 1
       ;;
   esac
   "$bench" --system "$sys" --addr "$addr" --mode ping --max-run 120s >/dev/null
@@ -136,11 +164,13 @@ run() {
 }
 
 for sys in $systems; do
+  wants a || wants b || wants c || wants d || wants e || continue
   dir="$work/$sys"
   start "$sys" "$dir"
-  run "$sys" a --queue wa --messages "$A_N" --delay "$A_DELAY" --pid "$pid"
-  run "$sys" b --queue wb --messages "$B_N" --delay "hot:$B_LEAD" --pid "$pid"
-  run "$sys" e --queue we --messages "$E_N" --delay now --mode lease --pid "$pid"
+  wants a && run "$sys" a --queue wa --messages "$A_N" --delay "$A_DELAY" --pid "$pid"
+  wants b && run "$sys" b --queue wb --messages "$B_N" --delay "hot:$B_LEAD" --pid "$pid"
+  wants e && run "$sys" e --queue we --messages "$E_N" --delay now --mode lease --pid "$pid"
+  if ! wants c && ! wants d; then stop; continue; fi
   run "$sys" c --queue wc --messages "$C_N" --delay fixed:2h --mode enqueue --pid "$pid"
   # d: restart with c's messages pending (graceful stop, then time until it serves).
   old_addr=$addr
@@ -154,6 +184,56 @@ for sys in $systems; do
   stop
 done
 
+# ---- f: fsync before every ack ----
+# fsync_count <pid> <outfile> <cmd...>: runs cmd while strace -c counts the fsync and fdatasync
+# calls of pid (all threads); prints their total, or nothing when strace cannot attach.
+fsync_count() {
+  local target=$1 outf=$2
+  shift 2
+  command -v strace >/dev/null || return 0
+  strace -c -f -e trace=fsync,fdatasync -o "$outf" -p "$target" 2>"$outf.log" &
+  local spid=$!
+  # Wait until strace has attached to the process's threads (it says so on stderr), bounded.
+  for _ in $(seq 1 100); do
+    grep -q attached "$outf.log" 2>/dev/null && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 0.3
+  local rc=0
+  "$@" >"$outf.run" 2>&1 || rc=$?
+  kill -INT "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  if [[ $rc -ne 0 ]]; then
+    echo "compare.sh: the strace run failed (exit $rc): $(tail -1 "$outf.run")" >&2
+  elif [[ -s "$outf" ]]; then
+    awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { if (n > 0) print n }' "$outf"
+  fi
+  return 0
+}
+f_levels=(1 16 128)
+if wants f; then
+  durable=1
+  for sys in $systems; do
+    dir="$work/$sys-f"
+    start "$sys" "$dir" || continue
+    for n in "${f_levels[@]}"; do
+      var="F${n}_N"; fn=${!var}
+      fargs=(--mode enqueue --delay "$A_DELAY" --batch 1 --producers "$n" --pipeline 1)
+      run "$sys" "f$n" "${fargs[@]}" --queue "wf$n" --messages "$fn"
+      sn=$(( fn / F_STRACE_DIV )); if [[ $sn -lt 10 ]]; then sn=10; fi
+      c=$(fsync_count "$pid" "$work/$sys.f$n.strace" "$bench" --system "$sys" --addr "$addr" \
+            "${fargs[@]}" --queue "wfs$n" --messages "$sn" --max-run 300s)
+      if [[ -n "$c" ]]; then
+        echo "   strace: $c fsync+fdatasync for $sn messages"
+        echo "RESULT system=$sys label=f$n strace_fsyncs=$c strace_messages=$sn strace_per_msg=$(awk -v a="$c" -v b="$sn" 'BEGIN { printf "%.4f", a / b }')" >>"$results"
+      fi
+    done
+    stop
+  done
+  durable=0
+fi
+
 # ---- table ----
 get() {  # get <system> <label> <key>; nothing when absent or -1 (tokimq-bench: not measured)
   awk -v s="$1" -v l="$2" -v k="$3" '
@@ -161,7 +241,7 @@ get() {  # get <system> <label> <key>; nothing when absent or -1 (tokimq-bench: 
       for (i = 2; i <= NF; i++) { split($i, kv, "=");
         if (kv[1] == "system") sys = kv[2]; else if (kv[1] == "label") lab = kv[2];
         else if (kv[1] == k) val = kv[2]; }
-      if (sys == s && lab == l && val != "" && val != "-1") { print val; exit } }' "$results"
+      if (sys == s && lab == l && val != "" && val !~ /^-1(\.0*)?$/) { print val; exit } }' "$results"
 }
 ratio() {  # ratio <a> <b>
   awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-";
@@ -193,12 +273,48 @@ table="$work/table.md"
     echo "| $title | ${t:--} | ${r:--} | ${b:--} | $(ratio "$t" "$r") | $(ratio "$t" "$b") |"
   done
 } >"$table"
+# f: its own table (rates and fsyncs per acknowledged message per in-flight level; the
+# postgresql column waits for issue 21 item 2).
+ftable="$work/ftable.md"
+best() {  # best <a> <b> ...: the largest non-empty value
+  local m="" v
+  for v in "$@"; do
+    [[ -z "$v" ]] && continue
+    if [[ -z "$m" ]] || awk -v a="$v" -v b="$m" 'BEGIN { exit !(a > b) }'; then m=$v; fi
+  done
+  echo "$m"
+}
+if wants f; then
+  {
+    echo "| f: fsync before every ack | tokimq | redis | beanstalkd | postgresql | tokimq/best peer |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for n in "${f_levels[@]}"; do
+      t=$(get tokimq "f$n" enqueue_rate); r=$(get redis "f$n" enqueue_rate)
+      b=$(get beanstalkd "f$n" enqueue_rate); p=$(get postgresql "f$n" enqueue_rate)
+      echo "| $n in flight: enqueue, msg/s | ${t:--} | ${r:--} | ${b:--} | ${p:--} | $(ratio "$t" "$(best "$r" "$b" "$p")") |"
+    done
+    for n in "${f_levels[@]}"; do
+      t=$(get tokimq "f$n" syncs_per_msg)
+      echo "| $n in flight: CommitLog fdatasyncs per ack (tokimq's count) | ${t:--} | - | - | - | - |"
+    done
+    for n in "${f_levels[@]}"; do
+      t=$(get tokimq "f$n" strace_per_msg); r=$(get redis "f$n" strace_per_msg)
+      b=$(get beanstalkd "f$n" strace_per_msg); p=$(get postgresql "f$n" strace_per_msg)
+      echo "| $n in flight: fsync+fdatasync per ack (strace run) | ${t:--} | ${r:--} | ${b:--} | ${p:--} | - |"
+    done
+  } >"$ftable"
+fi
 echo
 cat "$table"
+[[ -s "$ftable" ]] && { echo; cat "$ftable"; }
 
 # ---- docs/performance.md ----
 if [[ -z "$out" ]]; then
-  if [[ $smoke -eq 1 ]]; then
+  if [[ "$workloads" != "abcdef" && $smoke -eq 0 ]]; then
+    # A partial run must not overwrite the full table in docs/performance.md.
+    mkdir -p "$root/build/bench"
+    out="$root/build/bench/performance-partial.md"
+  elif [[ $smoke -eq 1 ]]; then
     mkdir -p "$root/build/bench"
     out="$root/build/bench/performance-smoke.md"
   else
@@ -240,6 +356,17 @@ section="$work/section.md"
   echo "b or, when lower, b's last deliver time + the window's release max, or the consumers' last"
   echo "receive (a message is released before it is received)."
   echo "Redis and beanstalkd move a message to the consumer in one step: no release figure ('-')."
+  if [[ -s "$ftable" ]]; then
+    echo
+    echo "Workload f (fsync before every ack: tokimq \`--flush sync\`, Redis \`appendfsync always\`,"
+    echo "beanstalkd \`-f 0\`): a's delays ($A_DELAY), single-message sends (batch 1) from 1, 16 and"
+    echo "128 producer connections with one send in flight each; sizes $F1_N / $F16_N / $F128_N."
+    echo "Fsyncs per ack: tokimq's own count (Stats \`commitlog_syncs\` over the timed run) and, for"
+    echo "every system, \`strace -c -f\` on a second run of 1/$F_STRACE_DIV the size (strace slows"
+    echo "every system call, so it shifts the grouping; '-' when strace could not attach)."
+    echo
+    cat "$ftable"
+  fi
   rel_a=$(get tokimq a released); top_a=$(get tokimq a released_topic)
   if [[ -n "$rel_a" ]]; then
     echo "Timer releases in a's window: $rel_a, of which $top_a into a's topic (a difference is other"

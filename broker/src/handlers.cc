@@ -256,6 +256,10 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset());
   resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
   resp->set_commitlog_min_offset(store_->commit_log()->MinOffset());
+  const CommitLogSyncStats syncs = store_->commit_log()->sync_stats();
+  resp->set_commitlog_syncs(syncs.segment_syncs);
+  resp->set_commitlog_sync_rounds(syncs.rounds);
+  resp->set_commitlog_durable_waits(syncs.durable_waits);
   resp->set_retention_ms(EffectiveRetentionMs());
   const DiskWatermark::Snapshot disk = watermark_->snapshot();
   resp->set_disk_free_bytes(disk.free_bytes);

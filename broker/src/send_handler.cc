@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "disk_watermark.h"
 #include "fmt/format.h"
+#include "proto/status.h"
 #include "send_validation.h"
 #include "timerstore/timer_store.h"
 
@@ -64,7 +65,39 @@ absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
   return absl::OkStatus();
 }
 
-absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp) {
+void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
+                          absl::AnyInvocable<void() &&> done) {
+  if (req.body_case() != proto::Request::kSend || options_.flush_mode != FlushMode::kSync) {
+    Handle(req, resp);
+    std::move(done)();
+    return;
+  }
+  resp->set_id(req.id());
+  int64_t end = 0;
+  absl::Status s = HandleSend(req.send(), resp->mutable_send(), /*wait_durable=*/false, &end);
+  if (!s.ok() || end <= 0) {
+    if (!s.ok()) {
+      resp->clear_body();
+      wire::ToProto(s, resp->mutable_status());
+    }
+    std::move(done)();
+    return;
+  }
+  // Answered from the group commit's sync thread once the fsync covering `end` returned: this
+  // thread is free for the next request meanwhile, so every send in flight, from any
+  // connection, can share that fsync.
+  store_->commit_log()->WhenDurable(end, [resp, done = std::move(done)](absl::Status st) mutable {
+    if (!st.ok()) {
+      resp->clear_body();
+      wire::ToProto(st, resp->mutable_status());
+    }
+    std::move(done)();
+  });
+}
+
+absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,
+                                bool wait_durable, int64_t* durable_end) {
+  if (durable_end != nullptr) *durable_end = 0;
   if (req.entries().empty()) return absl::InvalidArgumentError("send request without messages");
   const int64_t now = clock_->NowMs();
   using Prepared = PreparedSend;
@@ -86,8 +119,10 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   };
 
   // Delayed messages go in one TimerStore::ScheduleBatch, immediate ones in one PutBatch: one
-  // CommitLog write and one durability wait each. A storage error fails the request; entries
-  // of the other call may be stored (see protocol.md).
+  // CommitLog write and one durability wait each (without wait_durable: one wait, the caller's,
+  // for both). A storage error fails the request; entries of the other call may be stored
+  // (see protocol.md).
+  int64_t end = 0;
   std::vector<ScheduleItem> delayed;
   std::vector<int> delayed_index;
   std::vector<Message> immediate;
@@ -112,10 +147,12 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   }
   if (!delayed.empty()) {
     absl::StatusOr<std::vector<ScheduleResult>> scheduled =
-        timers_->ScheduleBatch(std::move(delayed));
+        wait_durable ? timers_->ScheduleBatch(std::move(delayed))
+                     : timers_->ScheduleBatchNoWait(std::move(delayed));
     if (!scheduled.ok()) return note_no_space(scheduled.status());
     std::vector<ScheduleResult>& srs = *scheduled;
     for (size_t j = 0; j < srs.size() && j < delayed_index.size(); ++j) {
+      end = std::max(end, srs[j].put.physical_offset + int64_t{srs[j].put.size});
       proto::SendResult* r = resp->mutable_results(delayed_index[j]);
       r->set_queue_offset(srs[j].put.queue_offset);
       r->set_recall_handle(std::move(srs[j].recall_handle));
@@ -123,13 +160,17 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     }
   }
   if (!immediate.empty()) {
-    absl::StatusOr<std::vector<PutResult>> put = store_->PutBatch(std::move(immediate));
+    absl::StatusOr<std::vector<PutResult>> put = wait_durable
+                                                     ? store_->PutBatch(std::move(immediate))
+                                                     : store_->PutBatchNoWait(std::move(immediate));
     if (!put.ok()) return note_no_space(put.status());
     const std::vector<PutResult>& puts = *put;
+    end = std::max(end, DurableEnd(puts));
     for (size_t j = 0; j < puts.size() && j < immediate_index.size(); ++j) {
       resp->mutable_results(immediate_index[j])->set_queue_offset(puts[j].queue_offset);
     }
   }
+  if (durable_end != nullptr) *durable_end = end;
   return absl::OkStatus();
 }
 

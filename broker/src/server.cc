@@ -174,33 +174,61 @@ class Connection : public std::enable_shared_from_this<Connection> {
       Enqueue(resp);
     } else if (std::string frame; TryInline(call.get(), &frame)) {
       EnqueueFrame(std::move(frame));
+    } else if (req->body_case() == proto::Request::kSend &&
+               server_->broker_->SendsAnsweredByGroupCommit()) {
+      // flush = "sync": stored here, answered from the group commit's sync thread. The hop to
+      // a worker and back cost two thread switches per send, most of the broker's CPU for
+      // single-message sends (perf: scheduler and futex time), and the worker had nothing to
+      // wait for.
+      ++in_flight_;
+      SendNoWait(std::move(call));
     } else {
       ++in_flight_;
-      asio::post(server_->workers_, [self = shared_from_this(), call = std::move(call)] {
+      asio::post(server_->workers_, [self = shared_from_this(), call = std::move(call)]() mutable {
         // Handled and serialized here, on the worker, not on the connection's I/O thread.
-        std::string frame = self->HandleToFrame(call.get(), nullptr);
-        asio::post(self->executor(), [self, frame = std::move(frame)]() mutable {
-          --self->in_flight_;
-          self->EnqueueFrame(std::move(frame));
-          self->CloseIfDrained();
-          if (self->paused_) {
-            self->paused_ = false;
-            self->ReadHeader();
-          }
-        });
+        if (call->request->body_case() == proto::Request::kSend) return self->SendNoWait(call);
+        self->Complete(self->HandleToFrame(call.get(), nullptr));
       });
     }
     ReadHeader();
+  }
+
+  // A send: stored on the calling thread, answered when durable (Broker::HandleNoWait) without
+  // holding the thread through the fsync, so sends from every connection share the group
+  // commit's fsyncs instead of one per worker. The work guard keeps the pool's join
+  // (Server::Stop) waiting until the answer was handed to the I/O thread. Any thread.
+  void SendNoWait(std::shared_ptr<Call> call) {
+    proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
+    const proto::Request* req = call->request;
+    server_->broker_->HandleNoWait(*req, resp,
+                                   [self = shared_from_this(), call = std::move(call), resp,
+                                    work = asio::make_work_guard(server_->workers_)]() mutable {
+                                     self->Complete(EncodeResponse(*resp));
+                                     work.reset();
+                                   });
+  }
+
+  // Hands a worker's answer to the connection's I/O thread. Any thread.
+  void Complete(std::string frame) {
+    asio::post(executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
+      --self->in_flight_;
+      self->EnqueueFrame(std::move(frame));
+      self->CloseIfDrained();
+      if (self->paused_) {
+        self->paused_ = false;
+        self->ReadHeader();
+      }
+    });
   }
 
   // Requests that never block run here on the connection's I/O thread: the hand-off to a
   // worker and back costs two thread switches, more than an ack or a ready receive itself
   // (perf on `tokimq-bench --mode lease`: a quarter of broker CPU was scheduler time). Acks,
   // renewals and nacks are one unsynced RocksDB write; a receive is tried without its long
-  // poll and goes to a worker only when nothing is ready (it may then wait). Sends stay on
-  // the workers: with flush = "sync" they wait for an fsync, and timer sends may wait for
-  // room in the enqueue queue. Returns false (nothing answered) when the request must go to a
-  // worker; else *frame is the response.
+  // poll and goes to a worker only when nothing is ready (it may then wait). Sends are not
+  // answered here: with flush = "async" they go to the workers, with "sync" OnBody stores them
+  // and the group commit answers them (SendNoWait). Returns false (nothing answered) when the
+  // request must go elsewhere; else *frame is the response.
   bool TryInline(Call* call, std::string* frame) {
     const proto::Request& req = *call->request;
     switch (req.body_case()) {

@@ -35,6 +35,8 @@ CommitLogImpl::CommitLogImpl(FileSystem* fs, Clock* clock, CommitLogOptions opti
 
 CommitLogImpl::~CommitLogImpl() {
   // Not a clean shutdown unless Close() was called: no flush, no marker (crash tests rely on it).
+  // The group commit answers the waits still queued (a last round) before the segments go.
+  group_commit_.reset();
   {
     std::lock_guard<std::mutex> l(flusher_mu_);
     stop_flusher_ = true;
@@ -440,11 +442,44 @@ absl::Status CommitLogImpl::SyncRange(int64_t from, int64_t to) {
     if (it != segments_.begin()) --it;
     for (; it != segments_.end() && it->first < to; ++it) segs.push_back(it->second);
   }
-  for (const auto& seg : segs) TOKIMQ_RETURN_IF_ERROR(seg->file->Sync());
+  for (const auto& seg : segs) {
+    TOKIMQ_RETURN_IF_ERROR(seg->file->Sync());
+    segment_syncs_.fetch_add(1, std::memory_order_relaxed);
+  }
   return absl::OkStatus();
 }
 
+absl::Status CommitLogImpl::SyncRound(int64_t from, int64_t to) {
+  if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
+  absl::Status s = SyncRange(from, to);
+  if (s.ok() && to / segment_size() != checkpoint_segment_) {
+    // The checkpoint only bounds the recovery scan, so it moves once per segment. Without
+    // space for it the data is durable all the same: the next sync tries again.
+    absl::Status c = WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, to);
+    if (c.ok()) {
+      checkpoint_segment_ = to / segment_size();
+    } else if (!absl::IsResourceExhausted(c)) {
+      s = c;
+    }
+  }
+  if (!s.ok()) {
+    Fail(s);
+    return s;
+  }
+  int64_t cur = flushed_.load(std::memory_order_acquire);
+  while (to > cur && !flushed_.compare_exchange_weak(cur, to, std::memory_order_acq_rel)) {
+  }
+  return absl::OkStatus();
+}
+
+void CommitLogImpl::StartGroupCommit() {
+  group_commit_ = std::make_unique<GroupCommit>(
+      flushed_.load(std::memory_order_acquire), [this] { return MaxOffset(); },
+      [this](int64_t from, int64_t to) { return SyncRound(from, to); }, /*start_thread=*/true);
+}
+
 absl::Status CommitLogImpl::SyncTo(int64_t target) {
+  if (group_commit_ != nullptr) return group_commit_->Wait(target);
   std::unique_lock<std::mutex> l(sync_mu_);
   while (true) {
     if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
@@ -458,30 +493,30 @@ absl::Status CommitLogImpl::SyncTo(int64_t target) {
     const int64_t from = flushed_.load(std::memory_order_acquire);
     const int64_t to = MaxOffset();
     l.unlock();
-    absl::Status s = SyncRange(from, to);
-    if (s.ok() && to / segment_size() != checkpoint_segment_) {
-      // The checkpoint only bounds the recovery scan, so it moves once per segment. Without
-      // space for it the data is durable all the same: the next sync tries again.
-      absl::Status c = WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, to);
-      if (c.ok()) {
-        checkpoint_segment_ = to / segment_size();
-      } else if (!absl::IsResourceExhausted(c)) {
-        s = c;
-      }
-    }
+    absl::Status s = SyncRound(from, to);
     l.lock();
     sync_running_ = false;
-    if (s.ok()) {
-      flushed_.store(std::max(to, flushed_.load()), std::memory_order_release);
-    } else {
-      Fail(s);
-    }
     sync_cv_.notify_all();
     if (!s.ok()) return s;
   }
 }
 
 absl::Status CommitLogImpl::WaitDurable(int64_t end_offset) { return SyncTo(end_offset); }
+
+void CommitLogImpl::WhenDurable(int64_t end_offset, DurableCallback done) {
+  if (group_commit_ != nullptr) return group_commit_->Submit(end_offset, std::move(done));
+  std::move(done)(SyncTo(end_offset));
+}
+
+CommitLogSyncStats CommitLogImpl::sync_stats() const {
+  CommitLogSyncStats st;
+  st.segment_syncs = segment_syncs_.load(std::memory_order_relaxed);
+  if (group_commit_ != nullptr) {
+    st.rounds = group_commit_->syncs();
+    st.durable_waits = group_commit_->acknowledged();
+  }
+  return st;
+}
 
 absl::Status CommitLogImpl::Flush() {
   if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();

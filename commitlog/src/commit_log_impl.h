@@ -3,8 +3,9 @@
 //
 // Locking: write_mu_ serialises appends and rolls; seg_mu_ (shared) guards the segment map so
 // readers can pin a segment (shared_ptr) and pread without holding any lock; sync_mu_ guards the
-// group-commit state (one leader fsyncs, followers wait on sync_cv_). Lock order: write_mu_ ->
-// seg_mu_; sync_mu_ is never held while taking another lock.
+// async-mode flush state (one leader fsyncs, followers wait on sync_cv_); in kSync the
+// GroupCommit's sync thread runs every fsync round instead (group_commit_). Lock order:
+// write_mu_ -> seg_mu_; sync_mu_ is never held while taking another lock.
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "commitlog/commit_log.h"
+#include "commitlog/group_commit.h"
 #include "commitlog/record.h"
 
 namespace tokimq {
@@ -44,7 +46,9 @@ class CommitLogImpl final : public CommitLog {
   absl::StatusOr<Message> Read(int64_t physical_offset) const override;
   absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const override;
   absl::Status WaitDurable(int64_t end_offset) override;
+  void WhenDurable(int64_t end_offset, DurableCallback done) override;
   absl::Status Flush() override;
+  CommitLogSyncStats sync_stats() const override;
   int64_t MinOffset() const override { return min_offset_.load(std::memory_order_acquire); }
   int64_t MaxOffset() const override { return max_offset_.load(std::memory_order_acquire); }
   int64_t FlushedOffset() const override { return flushed_.load(std::memory_order_acquire); }
@@ -106,6 +110,12 @@ class CommitLogImpl final : public CommitLog {
   absl::Status FailedStatus() const;
   void Fail(const absl::Status& s);
   absl::Status SyncTo(int64_t target);
+  // One flush round: fdatasync of the segments holding [from, to), the recovery checkpoint when
+  // `to` entered a new segment, then FlushedOffset = to; on error the log fails. Rounds never
+  // overlap (SyncTo's leader role, or the GroupCommit).
+  absl::Status SyncRound(int64_t from, int64_t to);
+  // kSync: starts the group commit (after recovery set flushed_).
+  void StartGroupCommit();
   absl::Status SyncRange(int64_t from, int64_t to);
   std::shared_ptr<Segment> FindSegment(int64_t offset) const;
   // The segment holding [physical_offset, +len): kNotFound when deleted, kInvalidArgument when
@@ -148,6 +158,10 @@ class CommitLogImpl final : public CommitLog {
   std::condition_variable flusher_cv_;
   bool stop_flusher_ = false;  // guarded by flusher_mu_
   std::thread flusher_;
+
+  std::atomic<int64_t> segment_syncs_{0};
+  // kSync only; reset first in the destructor (its thread calls SyncRound).
+  std::unique_ptr<GroupCommit> group_commit_;
 };
 
 }  // namespace tokimq

@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<CommitLogImpl>> CommitLogImpl::OpenImpl(
   if (log->opt_.flush_mode == FlushMode::kAsync && log->opt_.async_flush_interval_ms > 0) {
     log->flusher_ = std::thread([raw = log.get()] { raw->FlusherLoop(); });
   }
+  if (log->opt_.flush_mode == FlushMode::kSync) log->StartGroupCommit();
   return log;
 }
 

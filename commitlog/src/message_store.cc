@@ -22,6 +22,12 @@
 
 namespace tokimq {
 
+int64_t DurableEnd(std::span<const PutResult> puts) {
+  int64_t end = 0;
+  for (const PutResult& p : puts) end = std::max(end, p.physical_offset + int64_t{p.size});
+  return end;
+}
+
 uint64_t TagHash(std::string_view tag) {
   if (tag.empty()) return 0;
   uint64_t h = 14695981039346656037ull;  // FNV-1a 64
@@ -156,6 +162,14 @@ class MessageStoreImpl final : public MessageStore {
   }
 
   absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) override {
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> out, PutBatchNoWait(std::move(msgs)));
+    if (opt_.commitlog.flush_mode == FlushMode::kSync && !out.empty()) {
+      TOKIMQ_RETURN_IF_ERROR(log_->WaitDurable(DurableEnd(out)));
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<PutResult>> PutBatchNoWait(std::vector<Message> msgs) override {
     // A batch usually names one destination (the timer topic) or a few: validate and look up
     // a destination once per run of messages that share it.
     for (size_t i = 0; i < msgs.size(); ++i) {
@@ -202,9 +216,6 @@ class MessageStoreImpl final : public MessageStore {
           listener_(msgs[i].topic, msgs[i].queue_id, out[i].queue_offset);
         }
       }
-    }
-    if (opt_.commitlog.flush_mode == FlushMode::kSync) {
-      TOKIMQ_RETURN_IF_ERROR(log_->WaitDurable(out.back().physical_offset + out.back().size));
     }
     return out;
   }

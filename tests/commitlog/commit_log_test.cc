@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -448,6 +450,86 @@ TEST_F(CommitLogTest, GroupCommitMakesEveryWaiterDurable) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(log->FlushedOffset(), log->MaxOffset());
   EXPECT_LE(fs_.sync_count(), kThreads * kPerThread + 2);
+}
+
+// kSync: waits queued from many callers before the sync thread's round are answered by one
+// fdatasync of the segment (CommitLogSyncStats counts segment fsyncs).
+TEST_F(CommitLogTest, SixtyFourWhenDurableWaitsShareOneSegmentFsync) {
+  auto o = Options(1 << 16);
+  o.flush_mode = FlushMode::kSync;
+  auto log = OpenLog(o);
+  std::vector<int64_t> ends;
+  for (int i = 0; i < 64; ++i) {
+    Message m = Msg(i);
+    ASSERT_TRUE(log->Append(&m).ok());
+    ends.push_back(m.physical_offset + static_cast<int64_t>(m.EncodedSize()));
+  }
+  const CommitLogSyncStats before = log->sync_stats();
+  EXPECT_EQ(before.segment_syncs, 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  int answered = 0, early = 0, failed = 0;
+  for (int64_t end : ends) {
+    log->WhenDurable(end, [&, end](absl::Status s) {
+      std::lock_guard<std::mutex> l(mu);
+      if (!s.ok()) ++failed;
+      if (log->FlushedOffset() < end) ++early;  // answered before the fsync covering it
+      ++answered;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return answered == 64; });
+  }
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(early, 0);
+  const CommitLogSyncStats after = log->sync_stats();
+  EXPECT_EQ(after.segment_syncs, 1);  // one fdatasync for 64 acknowledgements
+  EXPECT_EQ(after.rounds, 1);
+  EXPECT_EQ(after.durable_waits, 64);
+  EXPECT_EQ(log->FlushedOffset(), log->MaxOffset());
+}
+
+// kSync: a failed fdatasync fails every WhenDurable it covered, and nothing after it is
+// answered OK (not even once the disk works again).
+TEST_F(CommitLogTest, FailedFsyncFailsEveryWhenDurableItCoveredAndEveryLaterOne) {
+  auto o = Options(1 << 16);
+  o.flush_mode = FlushMode::kSync;
+  auto log = OpenLog(o);
+  Message a = Msg(0);
+  ASSERT_TRUE(log->Append(&a).ok());
+  ASSERT_TRUE(log->WaitDurable(log->MaxOffset()).ok());
+  const int64_t durable = log->FlushedOffset();
+  fs_.SetFailSync(true);
+  std::vector<int64_t> ends;
+  for (int i = 1; i <= 10; ++i) {
+    Message m = Msg(i);
+    ASSERT_TRUE(log->Append(&m).ok());
+    ends.push_back(m.physical_offset + static_cast<int64_t>(m.EncodedSize()));
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<absl::Status> answers;
+  auto record = [&](absl::Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    answers.push_back(std::move(s));
+    cv.notify_all();
+  };
+  for (int64_t end : ends) log->WhenDurable(end, record);
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return answers.size() == ends.size(); });
+  }
+  for (const absl::Status& s : answers) EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  fs_.SetFailSync(false);
+  log->WhenDurable(ends.back(), record);  // inline: the log failed
+  log->WhenDurable(durable, record);
+  ASSERT_EQ(answers.size(), ends.size() + 2);
+  EXPECT_FALSE(answers[ends.size()].ok());
+  EXPECT_FALSE(answers[ends.size() + 1].ok());
+  EXPECT_EQ(log->FlushedOffset(), durable);
+  EXPECT_EQ(log->sync_stats().durable_waits, 1);  // only the wait before the failure
 }
 
 TEST_F(CommitLogTest, AppendBatchIsContiguousAcrossSegments) {

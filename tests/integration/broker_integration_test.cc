@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -483,6 +484,59 @@ TEST_F(BrokerIntegrationTest, ShutdownEndsOpenLongPolls) {
     ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].status();
     EXPECT_TRUE(got[i]->empty()) << i;
   }
+}
+
+// --flush sync: many single-message sends in flight from several connections, delayed and
+// immediate, are all answered OK after an fsync covering them (the group commit answers them
+// from its sync thread), share fsyncs, and survive a kill -9 right after their answers.
+TEST_F(BrokerIntegrationTest, FlushSyncAnswersPipelinedSendsFromTheGroupCommit) {
+  StartBroker({"--manual-clock", "--flush", "sync"});
+  CreateTopic("durable", proto::DELAY, 2);
+  constexpr int kConnections = 4, kEach = 64;
+  std::vector<std::unique_ptr<Producer>> producers;
+  for (int c = 0; c < kConnections; ++c) {
+    producers.push_back(std::make_unique<Producer>(broker_->Options()));
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, bad = 0;
+  for (int i = 0; i < kEach; ++i) {
+    for (int c = 0; c < kConnections; ++c) {
+      OutgoingMessage m;
+      m.topic = "durable";
+      m.body = "m-" + std::to_string(c) + "-" + std::to_string(i);
+      if (i % 2 == 0) m.delay_ms = 3600 * kSecond;  // half through the timer topic
+      producers[c]->SendBatchAsync({m}, [&](absl::StatusOr<std::vector<client::SendReceipt>> r) {
+        std::lock_guard<std::mutex> l(mu);
+        if (!r.ok() || r->size() != 1) ++bad;
+        ++done;
+        cv.notify_all();
+      });
+    }
+  }
+  {
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(
+        cv.wait_for(l, std::chrono::seconds(60), [&] { return done == kConnections * kEach; }));
+  }
+  EXPECT_EQ(bad, 0);
+  auto stats = admin_->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->commitlog_flushed_offset(), stats->commitlog_max_offset());
+  EXPECT_GE(stats->commitlog_durable_waits(), kConnections * kEach);
+  EXPECT_GE(stats->commitlog_sync_rounds(), 1);
+  EXPECT_LE(stats->commitlog_sync_rounds(), stats->commitlog_durable_waits());
+  EXPECT_GE(stats->commitlog_syncs(), stats->commitlog_sync_rounds());
+  // Acknowledged means fsynced: all of it is there after a kill -9.
+  Restart(/*crash=*/true);
+  auto after = admin_->Stats();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_GE(after->commitlog_max_offset(), stats->commitlog_max_offset());
+  auto topic = admin_->DescribeTopic("durable");
+  ASSERT_TRUE(topic.ok()) << topic.status();
+  int64_t immediate = 0;
+  for (const auto& q : topic->queues()) immediate += q.max_offset() - q.min_offset();
+  EXPECT_EQ(immediate, kConnections * kEach / 2);
 }
 
 // The client's read role moves between threads (leader/follower, client/connection.h): blocking

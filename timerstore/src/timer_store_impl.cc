@@ -306,6 +306,16 @@ absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t del
 
 absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatch(
     std::vector<ScheduleItem> items) {
+  return ScheduleItems(std::move(items), /*wait_durable=*/true);
+}
+
+absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatchNoWait(
+    std::vector<ScheduleItem> items) {
+  return ScheduleItems(std::move(items), /*wait_durable=*/false);
+}
+
+absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
+    std::vector<ScheduleItem> items, bool wait_durable) {
   std::vector<ScheduleResult> out(items.size());
   if (items.empty()) return out;
   for (const ScheduleItem& item : items) TOKIMQ_RETURN_IF_ERROR(CheckRealDestination(item.msg));
@@ -320,7 +330,9 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatch(
     due_now += out[i].delivered_now ? 1 : 0;
     msgs.push_back(std::move(items[i].msg));
   }
-  TOKIMQ_ASSIGN_OR_RETURN(std::vector<PutResult> puts, store_->PutBatch(std::move(msgs)));
+  TOKIMQ_ASSIGN_OR_RETURN(
+      std::vector<PutResult> puts,
+      wait_durable ? store_->PutBatch(std::move(msgs)) : store_->PutBatchNoWait(std::move(msgs)));
   if (puts.size() != items.size()) {
     return absl::InternalError("timerstore: PutBatch returned a wrong number of results");
   }

@@ -58,6 +58,11 @@ class TimerStoreImpl final : public TimerStore {
   absl::StatusOr<ScheduleResult> Schedule(Message msg, int64_t deliver_ms) override;
   absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatch(
       std::vector<ScheduleItem> items) override;
+  absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatchNoWait(
+      std::vector<ScheduleItem> items) override;
+  // ScheduleBatch and ScheduleBatchNoWait: PutBatch or PutBatchNoWait.
+  absl::StatusOr<std::vector<ScheduleResult>> ScheduleItems(std::vector<ScheduleItem> items,
+                                                            bool wait_durable);
   absl::Status Recall(std::string_view recall_handle) override;
   absl::Status RunUntilIdle() override;
   absl::Status Start() override;

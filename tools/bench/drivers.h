@@ -83,6 +83,12 @@ class Driver {
   virtual absl::StatusOr<ReleaseSnapshot> SnapshotRelease() {
     return absl::UnimplementedError("no broker-side release figures");
   }
+  // fsync/fdatasync calls of the system's log since it started, counted by the system itself
+  // (tokimq: Stats commitlog_syncs, its CommitLog segment fdatasyncs). kUnimplemented for
+  // systems that do not count them (redis, beanstalkd: bench/compare.sh counts with strace).
+  virtual absl::StatusOr<int64_t> LogSyncs() {
+    return absl::UnimplementedError("the system does not count its fsyncs");
+  }
 };
 
 absl::StatusOr<std::unique_ptr<Driver>> NewTokimqDriver(const DriverOptions& o);

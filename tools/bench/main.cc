@@ -16,7 +16,10 @@
 // deliver time), which redis and beanstalkd do not have.
 // RESULT fields that were not measured are -1: hot_drain_ms outside hot:; release_p50_ms,
 // release_p99_ms, release_max_ms, released and released_topic for redis, beanstalkd, modes
-// other than e2e and --delay now; hot_released_ms and hot_released_lo_ms also outside hot:.
+// other than e2e and --delay now; hot_released_ms and hot_released_lo_ms also outside hot:;
+// log_syncs and syncs_per_msg (the system's own count of its log fsyncs while the producers
+// ran, and that per acknowledged message) for systems that do not count them (redis,
+// beanstalkd).
 // Exit code 0 when the run completed with no early message and no error.
 #include <CLI/CLI.hpp>
 
@@ -190,6 +193,10 @@ int main(int argc, char** argv) {
                 static_cast<long long>(r.rss_anon_kb_max),
                 static_cast<long long>(r.rss_file_kb_max), r.anon_bytes_per_msg);
   }
+  if (r.log_syncs >= 0) {
+    std::printf("  fsyncs    %lld log fsyncs while sending = %.4f per acknowledged message\n",
+                static_cast<long long>(r.log_syncs), r.syncs_per_msg);
+  }
   if (r.errors) {
     std::printf("  errors    %llu (first: %s)\n", static_cast<unsigned long long>(r.errors),
                 r.first_error.c_str());
@@ -198,8 +205,8 @@ int main(int argc, char** argv) {
               "p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f early=%llu hot_drain_ms=%lld "
               "release_p50_ms=%lld release_p99_ms=%lld release_max_ms=%lld released=%lld "
               "released_topic=%lld hot_released_ms=%lld hot_released_lo_ms=%lld "
-              "rss_anon_kb_max=%lld rss_file_kb_max=%lld anon_b_per_msg=%.1f errors=%llu "
-              "complete=%d\n",
+              "rss_anon_kb_max=%lld rss_file_kb_max=%lld anon_b_per_msg=%.1f log_syncs=%lld "
+              "syncs_per_msg=%.4f errors=%llu complete=%d\n",
               d.system.c_str(), label.c_str(), static_cast<unsigned long long>(w.messages),
               r.enqueue_rate, r.consume_rate, r.p50_ms, r.p99_ms, r.p999_ms, r.max_ms,
               static_cast<unsigned long long>(r.early), static_cast<long long>(r.hot_drain_ms),
@@ -209,6 +216,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(r.hot_released_ms),
               static_cast<long long>(r.hot_released_lo_ms),
               static_cast<long long>(r.rss_anon_kb_max), static_cast<long long>(r.rss_file_kb_max),
-              r.anon_bytes_per_msg, static_cast<unsigned long long>(r.errors), r.complete ? 1 : 0);
+              r.anon_bytes_per_msg, static_cast<long long>(r.log_syncs), r.syncs_per_msg,
+              static_cast<unsigned long long>(r.errors), r.complete ? 1 : 0);
   return r.complete && r.early == 0 && r.errors == 0 ? 0 : 1;
 }

@@ -152,6 +152,7 @@ Result Run(Driver* driver, const Workload& w) {
     poller.emplace(driver, *release_before, w.messages, hot_start);
   }
 
+  absl::StatusOr<int64_t> syncs_before = driver->LogSyncs();
   RssSampler rss(w.rss_pid, &res);
   std::vector<std::atomic<uint8_t>> seen(w.messages);
   std::atomic<uint64_t> next{0}, sent{0}, received{0}, dups{0}, early{0};
@@ -247,6 +248,13 @@ Result Run(Driver* driver, const Workload& w) {
   for (auto& t : producers) t.join();
   enqueue_end = clock.NowMs();
   res.sent = sent.load();
+  if (syncs_before.ok()) {
+    absl::StatusOr<int64_t> syncs_after = driver->LogSyncs();
+    if (syncs_after.ok()) {
+      res.log_syncs = *syncs_after - *syncs_before;
+      if (res.sent > 0) res.syncs_per_msg = static_cast<double>(res.log_syncs) / res.sent;
+    }
+  }
   res.enqueue_s = (enqueue_end.load() - t0) / 1000.0;
   res.enqueue_rate = res.enqueue_s > 0 ? res.sent / res.enqueue_s : 0;
   if (consume && consume_after) {

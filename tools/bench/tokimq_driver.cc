@@ -27,6 +27,13 @@ class TokimqProducer final : public ProducerSession {
       om.deliver_at_ms = m.deliver_ms;
       msgs.push_back(std::move(om));
     }
+    if (options_.pipeline == 1) {
+      // One send in flight (workload f): the synchronous call, as such a producer would make
+      // it; the caller reads its own answer (no hand-off through the connection's reader
+      // thread), like the peers' drivers with a pipeline of 1.
+      auto r = producer_.SendBatch(msgs);
+      return r.status();
+    }
     {
       std::unique_lock<std::mutex> lock(state_->mu);
       state_->cv.wait(lock, [&] { return state_->in_flight < options_.pipeline; });
@@ -148,6 +155,13 @@ class TokimqDriver final : public Driver {
     r.lateness.count = tm.lateness_count();
     r.lateness.max = tm.lateness_max_ms();
     return r;
+  }
+
+  absl::StatusOr<int64_t> LogSyncs() override {
+    if (!stats_admin_) stats_admin_ = std::make_unique<client::AdminClient>(client_);
+    auto st = stats_admin_->Stats();
+    if (!st.ok()) return st.status();
+    return st->commitlog_syncs();
   }
 
  private:

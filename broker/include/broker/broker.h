@@ -30,6 +30,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "broker/consumer_service.h"
 #include "broker/metadata_store.h"
@@ -106,6 +107,19 @@ class Broker {
   // Fills `resp` (id, status, body) for `req`. Never throws; every failure is a status in the
   // response. The handshake is answered by the server, but Handle accepts it too.
   void Handle(const proto::Request& req, proto::Response* resp);
+  // Handle without blocking the calling thread on an fsync: a Send under flush = "sync" is
+  // appended here and answered once the CommitLog's group commit has fsynced it (docs/protocol.md
+  // "Durable sends"): `done` runs then, on the CommitLog's sync thread, with *resp filled (the
+  // results, or the fsync's error; nothing is answered OK before its fsync returned). Any other
+  // request, any send in flush = "async", and every error found before the append: Handle, then
+  // done() on the caller. `resp` must stay valid until `done` runs; `done` must be short (it
+  // hands the response to another thread). Thread-safe.
+  void HandleNoWait(const proto::Request& req, proto::Response* resp,
+                    absl::AnyInvocable<void() &&> done);
+  // True when HandleNoWait answers sends from the group commit (flush = "sync"): a send then
+  // never waits for an fsync on the calling thread (it may still wait for the store's locks,
+  // and rarely for a file creation: a new CommitLog segment or ConsumeQueue file).
+  bool SendsAnsweredByGroupCommit() const { return options_.flush_mode == FlushMode::kSync; }
 
   // Native-protocol fast path for a Receive request that asks for encoded properties (what
   // the C++ client sends): the whole response frame, each message written once from its stored
@@ -146,7 +160,11 @@ class Broker {
   absl::Status HandleCreateTopic(const proto::CreateTopicRequest& req, proto::Response* resp);
   absl::Status HandleUpdateTopic(const proto::UpdateTopicRequest& req, proto::Response* resp);
   absl::Status HandleDescribeTopic(const std::string& name, proto::Response* resp);
-  absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp);
+  // Stores the send's messages and fills *resp. wait_durable: returns once they are durable per
+  // the flush policy; else (kSync) *durable_end is the CommitLog end to wait for before the
+  // answer may go out (0: nothing to wait for).
+  absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,
+                          bool wait_durable = true, int64_t* durable_end = nullptr);
   // Validates every entry of `req` (send_validation.h) and builds the messages to store, at
   // time `now` (ms): all or nothing; an error names the entry ("message i: ...") in a batch.
   absl::Status PrepareSend(const proto::SendRequest& req, int64_t now,

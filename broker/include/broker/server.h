@@ -1,7 +1,11 @@
 // Server: the TCP front end of tokimq-broker (Boost.Asio).
 //
-// I/O threads only read frames, parse them and write responses; every request except the
-// handshake runs on a worker thread pool (Send may wait for an fsync, Receive may long-poll).
+// I/O threads read frames, parse them and write responses; requests that never block (acks,
+// renewals, nacks, a ready receive) are answered on the I/O thread, the rest run on a worker
+// thread pool (Receive may long-poll). With flush = "sync" a Send is stored on the I/O thread
+// and answered from the CommitLog's sync thread once its group-commit fsync returned
+// (Broker::HandleNoWait): no thread waits for the fsync, so sends from every connection share
+// it.
 // One connection pipelines: requests are handled concurrently and responses go back in
 // completion order, matched by request id. At most `max_in_flight_per_connection` requests per
 // connection are outstanding; beyond that the server stops reading that socket until one

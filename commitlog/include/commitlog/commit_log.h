@@ -11,8 +11,10 @@
 // Flush policy:
 //   kAsync: Append returns once the bytes are handed to the OS ("appended"); a background
 //           flusher (or Flush()) fsyncs every async_flush_interval_ms.
-//   kSync:  WaitDurable(end) blocks until an fsync covering `end` has returned ("flushed").
-//           One fsync acknowledges every append queued before it (group commit).
+//   kSync:  WaitDurable(end) blocks until an fsync covering `end` has returned ("flushed");
+//           WhenDurable(end, done) answers the same on the log's sync thread without blocking.
+//           A dedicated sync thread runs the rounds: one fdatasync acknowledges every wait
+//           queued before it, from any number of threads (group commit, commitlog/group_commit.h).
 // After a failed fsync or a failed write the log is failed: that call and every later Append,
 // Flush and WaitDurable return an error; nothing after the last successful fsync is reported
 // durable. Reopen to recover. Except a write that fails for lack of space (ENOSPC, EDQUOT:
@@ -38,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "commitlog/message.h"
 #include "common/clock.h"
@@ -53,6 +56,13 @@ struct CommitLogOptions {
   uint32_t max_message_size = 4u << 20;         // bytes of body; larger is kInvalidArgument
   FlushMode flush_mode = FlushMode::kAsync;
   int64_t async_flush_interval_ms = 500;        // kAsync only; 0 = no background flusher
+};
+
+// Durability counters of a CommitLog since it was opened (exact; any thread may read them).
+struct CommitLogSyncStats {
+  int64_t segment_syncs = 0;  // fdatasync calls on segment files (every flush mode)
+  int64_t rounds = 0;         // kSync: group-commit rounds that synced (one fsync per segment)
+  int64_t durable_waits = 0;  // kSync: WaitDurable / WhenDurable calls answered OK
 };
 
 struct CommitLogRecoveryInfo {
@@ -89,8 +99,18 @@ class CommitLog {
   // Blocks until every byte below `end_offset` is fsynced (kSync group commit; in kAsync it
   // forces a flush). Error if the log failed.
   virtual absl::Status WaitDurable(int64_t end_offset) = 0;
+  // The same answer as WaitDurable(end_offset), without blocking: done(OK) once an fsync
+  // covering every byte below `end_offset` has returned OK, done(error) if that fsync failed or
+  // the log failed earlier (then nothing after the last good fsync is ever answered OK). kSync:
+  // done runs on the log's sync thread (or inline on the caller when the answer is known at
+  // once); it must be short (hand the answer to another thread) and must not call WaitDurable,
+  // Flush or Close. kAsync: flushes on the caller and calls done inline. `end_offset` must not
+  // exceed MaxOffset() at the call. Thread-safe.
+  using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
+  virtual void WhenDurable(int64_t end_offset, DurableCallback done) = 0;
   // fsyncs everything appended so far.
   virtual absl::Status Flush() = 0;
+  virtual CommitLogSyncStats sync_stats() const = 0;
 
   virtual int64_t MinOffset() const = 0;      // first byte still stored (retention moves it)
   virtual int64_t MaxOffset() const = 0;      // end of the last appended record

@@ -75,6 +75,10 @@ struct ReadRequest {
   uint32_t size = 0;
 };
 
+// The CommitLog offset below which every record of `puts` lies (the end to wait durable for):
+// max(physical_offset + size); 0 for none.
+int64_t DurableEnd(std::span<const PutResult> puts);
+
 // Hash of a tag as stored in ConsumeQueue entries (0 for no tag). Stable across versions.
 uint64_t TagHash(std::string_view tag);
 
@@ -89,6 +93,14 @@ class MessageStore {
   virtual absl::StatusOr<PutResult> Put(Message msg) = 0;
   // Appends several messages atomically in order (one durability wait for all).
   virtual absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) = 0;
+  // PutBatch without the durability wait: returns once the records are appended and indexed.
+  // Under FlushMode::kSync they may not be durable yet: the caller must not acknowledge them
+  // before commit_log()->WhenDurable(DurableEnd(results)) answers OK (the broker's send path
+  // does this so that its threads never block on an fsync; issue 21). Errors as PutBatch.
+  // The default implementation is PutBatch.
+  virtual absl::StatusOr<std::vector<PutResult>> PutBatchNoWait(std::vector<Message> msgs) {
+    return PutBatch(std::move(msgs));
+  }
 
   // Reads by physical offset (see CommitLog::Read for errors).
   virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;

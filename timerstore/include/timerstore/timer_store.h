@@ -139,6 +139,16 @@ class TimerStore {
   // before it stay stored).
   virtual absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatch(
       std::vector<ScheduleItem> items);
+  // ScheduleBatch without the durability wait (MessageStore::PutBatchNoWait): under
+  // FlushMode::kSync the items may not be durable yet when it returns, and the caller must not
+  // acknowledge them before the MessageStore's commit_log()->WhenDurable(end) answers OK, end =
+  // DurableEnd of the results' `put`s. The timer services may already see them (as with
+  // ScheduleBatch, whose records are visible before they are durable). Errors as ScheduleBatch.
+  // The default implementation is ScheduleBatch.
+  virtual absl::StatusOr<std::vector<ScheduleResult>> ScheduleBatchNoWait(
+      std::vector<ScheduleItem> items) {
+    return ScheduleBatch(std::move(items));
+  }
 
   // Recalls a scheduled message. OK: it will never be delivered. kNotFound: no such handle.
   // kFailedPrecondition: already delivered (or already recalled), nothing changed.
