@@ -3,11 +3,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -129,6 +131,39 @@ class PosixFile final : public File {
   mutable bool map_failed_ = false;
 };
 
+// syncfs(2) reports writeback errors since Linux 5.8 (commit 735e4ae5ba28, "vfs: track per-sb
+// writeback errors and report them to syncfs"); before that it returned 0 whatever happened.
+bool SyncfsReportsErrors() {
+#ifdef __linux__
+  static const bool ok = [] {
+    struct utsname u;
+    if (::uname(&u) != 0) return false;
+    int major = 0, minor = 0;
+    if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
+    return major > 5 || (major == 5 && minor >= 8);
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+#ifdef __linux__
+class PosixSyncer final : public FileSystemSyncer {
+ public:
+  PosixSyncer(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  ~PosixSyncer() override { ::close(fd_); }
+  absl::Status SyncAll() override {
+    if (::syncfs(fd_) != 0) return ErrnoStatus("syncfs", dir_, errno);
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string dir_;
+  const int fd_;
+};
+#endif
+
 class PosixFileSystem final : public FileSystem {
  public:
   absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
@@ -171,6 +206,16 @@ class PosixFileSystem final : public FileSystem {
     ::close(fd);
     if (rc != 0) return ErrnoStatus("fsync dir", path, err);
     return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<FileSystemSyncer>> OpenSyncer(const std::string& dir) override {
+#ifdef __linux__
+    if (SyncfsReportsErrors()) {
+      int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return ErrnoStatus("open dir", dir, errno);
+      return std::unique_ptr<FileSystemSyncer>(new PosixSyncer(dir, fd));
+    }
+#endif
+    return FileSystem::OpenSyncer(dir);
   }
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
     DIR* d = ::opendir(path.c_str());
