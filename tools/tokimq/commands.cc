@@ -355,8 +355,12 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
   return absl::OkStatus();
 }
 
-absl::Status Stats(const ClientOptions& o) {
-  auto st = AdminClient(o).Stats();
+absl::Status Stats(const ClientOptions& o, int topic_limit, const std::string& topics_after) {
+  proto::StatsRequest req;
+  req.set_topic_limit(topic_limit);
+  req.set_topics_after(topics_after);
+  req.set_omit_queues(true);  // only depths are printed
+  auto st = AdminClient(o).Stats(req);
   if (!st.ok()) return st.status();
   std::printf("now %s  commitlog min=%lld max=%lld flushed=%lld\n",
               FormatTimestamp(st->now_ms()).c_str(),
@@ -385,6 +389,10 @@ absl::Status Stats(const ClientOptions& o) {
   for (const auto& t : st->topics()) {
     std::printf("  %-32s %-11s depth=%lld\n", t.name().c_str(), TypeName(t.type()),
                 static_cast<long long>(t.depth()));
+  }
+  if (!st->next_topics_after().empty()) {
+    std::printf("  ... %d topics in all; next page: --after %s\n", st->topic_count(),
+                st->next_topics_after().c_str());
   }
   const auto& tm = st->timer();
   std::printf("timer: pending=%lld delivered=%lld recalled=%lld rolled=%lld dropped=%lld "

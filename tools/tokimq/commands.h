@@ -65,7 +65,9 @@ absl::Status AckHandles(const client::ClientOptions& o, const SettleArgs& a);
 absl::Status NackHandle(const client::ClientOptions& o, const SettleArgs& a);
 // Extends the lease; prints the new receipt handle (the old one stops working).
 absl::Status RenewHandle(const client::ClientOptions& o, const SettleArgs& a);
-absl::Status Stats(const client::ClientOptions& o);
+// `topic_limit` 0: every topic; else one page of that many after `topics_after` (by name).
+absl::Status Stats(const client::ClientOptions& o, int topic_limit = 0,
+                   const std::string& topics_after = "");
 absl::Status TimerCheckpoint(const client::ClientOptions& o);
 absl::Status AdvanceClock(const client::ClientOptions& o, const std::string& duration);
 

@@ -139,8 +139,15 @@ int main(int argc, char** argv) {
       ->required();
   renew->callback([&] { action = [&] { return RenewHandle(opts, settle); }; });
 
-  app.add_subcommand("stats", "topic depths, timer and group gauges")->callback([&] {
-    action = [&] { return Stats(opts); };
+  int stats_topic_limit = 0;
+  std::string stats_after;
+  CLI::App* stats = app.add_subcommand("stats", "topic depths, timer and group gauges");
+  stats->add_option("--topic-limit", stats_topic_limit,
+                    "list at most this many topics (0: all); the last line names the next page")
+      ->check(CLI::NonNegativeNumber);
+  stats->add_option("--after", stats_after, "list topics whose names sort after this one");
+  stats->callback([&] {
+    action = [&] { return Stats(opts, stats_topic_limit, stats_after); };
   });
 
   CLI::App* timer = app.add_subcommand("timer", "timer store operations");

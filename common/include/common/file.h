@@ -43,6 +43,15 @@ class File {
   // through it (past the end of the file, a read is SIGBUS). Thread-safe: the first call maps,
   // later ones return the same mapping, or nullptr if they ask for more than it covers.
   virtual const char* MapForRead(uint64_t /*len*/) const { return nullptr; }
+  // Closes the file's descriptor and serves reads from its read mapping (MapForRead(len), made
+  // here if needed) from then on, so a store's sealed segments cost no descriptor (issue 25:
+  // one per CommitLog / TimerLog segment grew with retained data). Only for a file that is
+  // complete and fsynced, and that nobody writes or truncates again: afterwards PRead reads
+  // the mapping (below Size()), Sync returns OK (nothing unsynced is left), and PWrite, Append
+  // and Truncate fail with kFailedPrecondition. Returns true if the descriptor is released (now
+  // or before); false if this File cannot map (the default; it keeps its descriptor).
+  // Thread-safe against concurrent PRead and Sync (they finish on the descriptor first).
+  virtual bool ReleaseDescriptor(uint64_t /*len*/) { return false; }
 };
 
 // A descriptor held open on a directory, to make a whole file system durable with one call
