@@ -51,7 +51,9 @@ TEST_F(CommitLogDescriptorTest, FlushedSegmentsAreReadWithoutDescriptors) {
       auto off = (*log)->Append(&m);
       ASSERT_TRUE(off.ok()) << off.status();
       offsets.push_back(*off);
-      if (i % 10 == 9) ASSERT_TRUE((*log)->Flush().ok());
+      if (i % 10 == 9) {
+        ASSERT_TRUE((*log)->Flush().ok());
+      }
     }
     ASSERT_GE(offsets.back(), 15 * 4096);
     // The active segment and at most the one before it (not yet flushed at its roll). Before:

@@ -30,7 +30,9 @@ TEST(TimerLogDescriptorTest, FlushedSegmentsAreReadWithoutDescriptors) {
       auto p = (*log)->Append(Unit(i));
       ASSERT_TRUE(p.ok()) << p.status();
       pos.push_back(*p);
-      if (i % 3 == 2) ASSERT_TRUE((*log)->Flush().ok());
+      if (i % 3 == 2) {
+        ASSERT_TRUE((*log)->Flush().ok());
+      }
     }
     ASSERT_TRUE((*log)->Flush().ok());
     // The last segment only (before: one per segment, 20).
