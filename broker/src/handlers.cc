@@ -483,7 +483,9 @@ absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse*
 }
 
 absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp) {
-  if (req.topic_limit() < 0) return absl::InvalidArgumentError("topic_limit < 0");
+  if (req.topic_limit() < 0 || req.group_limit() < 0) {
+    return absl::InvalidArgumentError("topic_limit and group_limit must be >= 0");
+  }
   resp->set_now_ms(clock_->NowMs());
   size_t total = 0;
   bool more = false;
@@ -533,12 +535,21 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
   timer->set_lateness_count(lateness.count);
   {
     std::lock_guard<std::mutex> lock(subs_mu_);
-    for (const auto& [group, topics] : subscriptions_) {
+    resp->set_group_count(static_cast<int32_t>(subscriptions_.size()));
+    auto it = req.groups_after().empty() ? subscriptions_.begin()
+                                         : subscriptions_.upper_bound(req.groups_after());
+    for (int n = 0; it != subscriptions_.end(); ++it, ++n) {
+      if (req.group_limit() > 0 && n == req.group_limit()) {
+        resp->set_next_groups_after(std::prev(it)->first);
+        break;
+      }
+      const auto& [group, topics] = *it;
       proto::GroupStats* gs = resp->add_groups();
       gs->set_group(group);
       gs->set_in_flight(consumers_->InFlight(group));
       gs->set_dlq_depth(consumers_->DlqDepth(group));
       gs->set_parked(consumers_->Parked(group));
+      if (req.omit_group_topics()) continue;
       for (const std::string& t : topics) gs->add_topics(t);
     }
   }

@@ -173,16 +173,19 @@ int main(int argc, char** argv) {
         tokimq::proto::StatsRequest req = first;
         bytes = 0;
         n_topics = 0;
+        n_groups = 0;
         pages = 0;
+        // Names are [A-Za-z0-9._-]: "~" sorts after every one (an empty page once a list ended).
         while (true) {
           auto st = admin.Stats(req);
           if (!st.ok()) return fail("stats", st.status());
           bytes += st->ByteSizeLong();
           n_topics += st->topics_size();
-          n_groups = st->groups_size();
+          n_groups += st->groups_size();
           ++pages;
-          if (st->next_topics_after().empty()) break;
-          req.set_topics_after(st->next_topics_after());
+          if (st->next_topics_after().empty() && st->next_groups_after().empty()) break;
+          req.set_topics_after(st->next_topics_after().empty() ? "~" : st->next_topics_after());
+          req.set_groups_after(st->next_groups_after().empty() ? "~" : st->next_groups_after());
         }
       }
       std::printf("STATS %-12s %.1f ms/call %zu bytes %d pages %d topics %d groups\n", label,
@@ -193,6 +196,8 @@ int main(int argc, char** argv) {
     no_queues.set_omit_queues(true);
     paged.set_omit_queues(true);
     paged.set_topic_limit(1000);
+    paged.set_group_limit(1000);
+    paged.set_omit_group_topics(true);
     if (time_stats("all", all) != 0 || time_stats("no-queues", no_queues) != 0 ||
         time_stats("pages-1000", paged) != 0) {
       return 1;

@@ -355,10 +355,12 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
   return absl::OkStatus();
 }
 
-absl::Status Stats(const ClientOptions& o, int topic_limit, const std::string& topics_after) {
+absl::Status Stats(const ClientOptions& o, const StatsArgs& a) {
   proto::StatsRequest req;
-  req.set_topic_limit(topic_limit);
-  req.set_topics_after(topics_after);
+  req.set_topic_limit(a.topic_limit);
+  req.set_topics_after(a.topics_after);
+  req.set_group_limit(a.group_limit);
+  req.set_groups_after(a.groups_after);
   req.set_omit_queues(true);  // only depths are printed
   auto st = AdminClient(o).Stats(req);
   if (!st.ok()) return st.status();
@@ -417,6 +419,10 @@ absl::Status Stats(const ClientOptions& o, int topic_limit, const std::string& t
                 g.group().c_str(), static_cast<long long>(g.in_flight()),
                 static_cast<long long>(g.parked()), static_cast<long long>(g.dlq_depth()),
                 topics.c_str());
+  }
+  if (!st->next_groups_after().empty()) {
+    std::printf("  ... %d groups in all; next page: --groups-after %s\n", st->group_count(),
+                st->next_groups_after().c_str());
   }
   // Undeliverable messages (docs/operations.md "Poison messages").
   std::printf("poison: poison_parked=%lld (by the timer since start) stored=%lld in %s\n",
