@@ -6,8 +6,9 @@
 
 namespace tokimq {
 
-absl::StatusOr<std::unique_ptr<CheckpointSync>> CheckpointSync::Open(
-    FileSystem* fs, const std::string& queue_root, size_t syncfs_above) {
+absl::StatusOr<std::unique_ptr<CheckpointSync>> CheckpointSync::Open(FileSystem* fs,
+                                                                     const std::string& queue_root,
+                                                                     size_t syncfs_above) {
   std::unique_ptr<FileSystemSyncer> syncer;
   absl::StatusOr<std::unique_ptr<FileSystemSyncer>> opened = fs->OpenSyncer(queue_root);
   if (opened.ok()) {
@@ -54,8 +55,10 @@ absl::Status CheckpointSync::Sync(const std::vector<std::shared_ptr<ConsumeQueue
     // Possibly another file's writeback error: let each queue file report its own.
     ++stats_.syncfs_fallbacks;
     if (!syncfs_failing_) {
-      TOKIMQ_LOG_WARN("checkpoint: syncfs failed ({}); fsyncing {} files and directories one by "
-                      "one instead", s.ToString(), items);
+      TOKIMQ_LOG_WARN(
+          "checkpoint: syncfs failed ({}); fsyncing {} files and directories one by "
+          "one instead",
+          s.ToString(), items);
     }
     syncfs_failing_ = true;
   }

@@ -52,8 +52,8 @@ namespace tokimq {
 class CheckpointSync {
  public:
   struct Stats {
-    uint64_t syncfs = 0;          // checkpoints made durable by one syncfs
-    uint64_t item_syncs = 0;      // checkpoints made durable file by file
+    uint64_t syncfs = 0;            // checkpoints made durable by one syncfs
+    uint64_t item_syncs = 0;        // checkpoints made durable file by file
     uint64_t syncfs_fallbacks = 0;  // syncfs failed; fell back to file by file
   };
 

@@ -236,8 +236,10 @@ absl::Status ConsumeQueue::SyncDirty(const Dirty& dirty,
     if (!s.ok()) {
       std::lock_guard<std::mutex> l(mu_);
       sync_failed_ = s;
-      TOKIMQ_LOG_ERROR("consume queue {}: fsync failed, no checkpoint will cover it until a "
-                       "restart rebuilds it from the CommitLog: {}", dir_, s.ToString());
+      TOKIMQ_LOG_ERROR(
+          "consume queue {}: fsync failed, no checkpoint will cover it until a "
+          "restart rebuilds it from the CommitLog: {}",
+          dir_, s.ToString());
       return s;
     }
   }

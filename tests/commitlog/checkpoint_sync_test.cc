@@ -55,8 +55,7 @@ class CheckpointSyncTest : public ::testing::Test {
   void ExpectQueueFilesHoldOneEach(int topics) {
     for (int t = 0; t < topics; ++t) {
       for (int q = 0; q < kQueues; ++q) {
-        const std::string dir =
-            dir_.Join("consumequeue/" + Topic(t) + "/" + std::to_string(q));
+        const std::string dir = dir_.Join("consumequeue/" + Topic(t) + "/" + std::to_string(q));
         auto cq = ConsumeQueue::Open(&fs_, dir, 16);
         ASSERT_TRUE(cq.ok()) << cq.status();
         EXPECT_EQ((*cq)->MaxOffset(), 1) << dir;

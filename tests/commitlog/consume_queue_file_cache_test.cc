@@ -98,7 +98,8 @@ TEST_F(ConsumeQueueFileCacheTest, RecoveryUnderADescriptorLimitEvictsAndRebuilds
   }
   // Recovery reads, truncates and rewrites all 40 queues (80 files) with 2 cached files and a
   // descriptor limit of 8: the CommitLog segment, 2 cached, the syncfs descriptor, the
-  // checkpoint file and directory handles. Holding a descriptor per ConsumeQueue file, it failed with kResourceExhausted.
+  // checkpoint file and directory handles. Holding a descriptor per ConsumeQueue file, it failed
+  // with kResourceExhausted.
   fs_.SetOpenFileLimit(8);
   auto s = Open(2);
   ASSERT_TRUE(s.ok()) << s.status();

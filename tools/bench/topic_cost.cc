@@ -12,7 +12,6 @@
 //   delete   (--delete) every topic
 // Between phases it waits for a line on stdin when --pause is given (the script samples then).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
