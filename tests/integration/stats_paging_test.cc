@@ -49,7 +49,9 @@ TEST(StatsPagingTest, PagesOfTopicsAndGroupsAddUpToTheWholeLists) {
   ASSERT_GE(topics.size(), 5u);
   ASSERT_EQ(groups, (std::vector<std::string>{"g1", "g2", "g3"}));
   for (const auto& t : all->topics()) {
-    if (t.name() == "pa") EXPECT_EQ(t.queues_size(), 2);
+    if (t.name() == "pa") {
+      EXPECT_EQ(t.queues_size(), 2);
+    }
   }
   EXPECT_EQ(all->groups(0).topics_size(), 2);
   EXPECT_TRUE(all->next_topics_after().empty());
@@ -71,7 +73,9 @@ TEST(StatsPagingTest, PagesOfTopicsAndGroupsAddUpToTheWholeLists) {
     for (const auto& t : st->topics()) {
       paged_topics.push_back(t.name());
       EXPECT_EQ(t.queues_size(), 0);
-      if (t.name() == "pc") EXPECT_EQ(t.depth(), 1);  // depth is still set
+      if (t.name() == "pc") {
+        EXPECT_EQ(t.depth(), 1);  // depth is still set
+      }
     }
     for (const auto& g : st->groups()) {
       paged_groups.push_back(g.group());
