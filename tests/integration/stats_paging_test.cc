@@ -24,8 +24,10 @@ TEST(StatsPagingTest, PagesOfTopicsAndGroupsAddUpToTheWholeLists) {
   for (const char* name : {"pa", "pb", "pc", "pd", "pe"}) {
     proto::TopicConfig t;
     t.set_name(name);
+    t.set_type(proto::NORMAL);
     t.set_queues(2);
-    ASSERT_TRUE(admin.CreateTopic(t).ok()) << name;
+    auto created = admin.CreateTopic(t);
+    ASSERT_TRUE(created.ok()) << name << ": " << created.status();
   }
   client::Producer producer(broker.Options());
   client::OutgoingMessage m;
