@@ -6,6 +6,8 @@
 #   scripts/topic_cost.sh [BUILD_DIR] [TOPICS] [MAX_OPEN_FILES]
 #   scripts/topic_cost.sh build/release 10000
 #   BROKER=/path/to/older/tokimq-broker scripts/topic_cost.sh build/release 1000   (before/after)
+#   CONSUMER_GROUPS=10000 DELETE=1 scripts/topic_cost.sh build/release 1000  (after the restart: 10k
+#   consumer groups with one lease each, then delete every topic; each phase sampled)
 #
 # Runs bin/tokimq-broker (--manual-clock, grpc off) in a temp dir and bin/tokimq-topic-cost
 # against it, sampling /proc/<pid> after each phase, then restarts the broker (SIGTERM, start)
@@ -57,8 +59,18 @@ sample settled
 t0=$(date +%s.%N); kill -TERM $pid; rc=0; wait $pid || rc=$?; echo "shutdown exit $rc after $(echo "$(date +%s.%N) - $t0" | bc) s"
 start
 sample restarted
-"$bin/tokimq-topic-cost" --addr 127.0.0.1:$port --topics "$topics" --skip-create --receive
-sample after-receive
+t0=$(date +%s.%N); "$bin/tokimq" --broker 127.0.0.1:$port stats > "$dir/stats.txt"
+echo "tokimq stats: $(echo "$(date +%s.%N) - $t0" | bc) s, $(wc -l < "$dir/stats.txt") lines, $(wc -c < "$dir/stats.txt") bytes"
+after=(--receive --stats-calls 5)
+[ "${CONSUMER_GROUPS:-0}" != 0 ] && after+=(--groups "$CONSUMER_GROUPS")
+[ "${DELETE:-0}" != 0 ] && after+=(--delete)
+coproc COST2 { "$bin/tokimq-topic-cost" --addr 127.0.0.1:$port --topics "$topics" --skip-create --pause "${after[@]}"; }
+cost_pid=$COST2_PID
+while read -r line <&"${COST2[0]}"; do
+  echo "$line"
+  case $line in PHASE*) sample "after-$(echo "$line" | cut -d' ' -f2)"; echo >&"${COST2[1]}" ;; esac
+done
+wait $cost_pid || true
 grep -c . "$dir/broker.log" | sed 's/^/log lines: /'
 grep -E 'file descriptors|re-dispatched|\[warning\]|\[error\]' "$dir/broker.log" | head -5
 t0=$(date +%s.%N); kill -TERM $pid; rc=0; wait $pid || rc=$?; echo "shutdown exit $rc after $(echo "$(date +%s.%N) - $t0" | bc) s"

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace tokimq::testing {
 
@@ -27,5 +28,17 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Descriptors of this process open on files under `dir` (/proc/self/fd links; 0 elsewhere).
+inline int OpenDescriptorsUnder(const std::string& dir) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code lec;
+    const std::string target = std::filesystem::read_symlink(e.path(), lec).string();
+    if (!lec && target.compare(0, dir.size(), dir) == 0) ++n;
+  }
+  return n;
+}
 
 }  // namespace tokimq::testing

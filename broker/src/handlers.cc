@@ -124,7 +124,7 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
       break;
     }
     case proto::Request::kStats:
-      s = HandleStats(resp->mutable_stats());
+      s = HandleStats(req.stats(), resp->mutable_stats());
       break;
     case proto::Request::kAdvanceClock:
       s = HandleAdvanceClock(req.advance_clock(), resp);
@@ -196,19 +196,31 @@ absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse*
   return absl::OkStatus();
 }
 
-absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
+absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp) {
+  if (req.topic_limit() < 0 || req.group_limit() < 0) {
+    return absl::InvalidArgumentError("topic_limit and group_limit must be >= 0");
+  }
   resp->set_now_ms(clock_->NowMs());
-  for (const TopicConfig& t : metadata_->ListTopics()) {
+  size_t total = 0;
+  bool more = false;
+  const std::vector<TopicConfig> topics = metadata_->ListTopicsPage(
+      req.topics_after(), static_cast<size_t>(req.topic_limit()), &total, &more);
+  resp->set_topic_count(static_cast<int32_t>(total));
+  if (more && !topics.empty()) resp->set_next_topics_after(topics.back().name);
+  for (const TopicConfig& t : topics) {
     proto::TopicStats* ts = resp->add_topics();
     ts->set_name(t.name);
     ts->set_type(static_cast<proto::TopicType>(static_cast<int>(t.type)));
     int64_t depth = 0;
     for (int32_t q = 0; q < t.queues; ++q) {
+      const int64_t min = store_->MinQueueOffset(t.name, q);
+      const int64_t max = store_->MaxQueueOffset(t.name, q);
+      depth += max - min;
+      if (req.omit_queues()) continue;
       auto* qi = ts->add_queues();
       qi->set_queue_id(q);
-      qi->set_min_offset(store_->MinQueueOffset(t.name, q));
-      qi->set_max_offset(store_->MaxQueueOffset(t.name, q));
-      depth += qi->max_offset() - qi->min_offset();
+      qi->set_min_offset(min);
+      qi->set_max_offset(max);
     }
     ts->set_depth(depth);
   }
@@ -242,12 +254,21 @@ absl::Status Broker::HandleStats(proto::StatsResponse* resp) {
   timer->set_lateness_count(lateness.count);
   {
     std::lock_guard<std::mutex> lock(subs_mu_);
-    for (const auto& [group, topics] : subscriptions_) {
+    resp->set_group_count(static_cast<int32_t>(subscriptions_.size()));
+    auto it = req.groups_after().empty() ? subscriptions_.begin()
+                                         : subscriptions_.upper_bound(req.groups_after());
+    for (int n = 0; it != subscriptions_.end(); ++it, ++n) {
+      if (req.group_limit() > 0 && n == req.group_limit()) {
+        resp->set_next_groups_after(std::prev(it)->first);
+        break;
+      }
+      const auto& [group, topics] = *it;
       proto::GroupStats* gs = resp->add_groups();
       gs->set_group(group);
       gs->set_in_flight(consumers_->InFlight(group));
       gs->set_dlq_depth(consumers_->DlqDepth(group));
       gs->set_parked(consumers_->Parked(group));
+      if (req.omit_group_topics()) continue;
       for (const std::string& t : topics) gs->add_topics(t);
     }
   }

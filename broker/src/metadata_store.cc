@@ -209,4 +209,15 @@ std::vector<TopicConfig> MetadataStore::ListTopics() const {
   return out;
 }
 
+std::vector<TopicConfig> MetadataStore::ListTopicsPage(const std::string& after, size_t limit,
+                                                       size_t* total, bool* more) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *total = topics_.size();
+  std::vector<TopicConfig> out;
+  auto it = after.empty() ? topics_.begin() : topics_.upper_bound(after);
+  for (; it != topics_.end() && (limit == 0 || out.size() < limit); ++it) out.push_back(it->second);
+  *more = it != topics_.end();
+  return out;
+}
+
 }  // namespace tokimq::broker

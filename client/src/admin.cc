@@ -41,9 +41,9 @@ absl::StatusOr<proto::TopicResponse> AdminClient::DescribeTopic(const std::strin
   return resp->topic();
 }
 
-absl::StatusOr<proto::StatsResponse> AdminClient::Stats() {
+absl::StatusOr<proto::StatsResponse> AdminClient::Stats(const proto::StatsRequest& request) {
   proto::Request req;
-  req.mutable_stats();
+  *req.mutable_stats() = request;
   auto resp = conn_.Call(std::move(req));
   if (!resp.ok()) return resp.status();
   return resp->stats();

@@ -72,7 +72,27 @@ absl::StatusOr<std::shared_ptr<Segment>> CommitLogImpl::CreateSegment(int64_t ba
     segments_[base] = seg;
   }
   TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
+  ReleaseSealedSegments();
   return seg;
+}
+
+void CommitLogImpl::ReleaseSealedSegments() {
+  const int64_t flushed = flushed_.load(std::memory_order_acquire);
+  std::vector<std::shared_ptr<Segment>> sealed;
+  {
+    std::shared_lock<std::shared_mutex> l(seg_mu_);
+    if (segments_.empty()) return;
+    const int64_t last = segments_.rbegin()->first;
+    for (auto it = segments_.lower_bound(released_below_);
+         it != segments_.end() && it->first < last && it->first + segment_size() <= flushed; ++it) {
+      sealed.push_back(it->second);
+    }
+  }
+  for (const auto& seg : sealed) {
+    // A file system that cannot map keeps the descriptor (and is asked again next time).
+    if (!seg->file->ReleaseDescriptor(static_cast<uint64_t>(segment_size()))) return;
+    released_below_ = seg->base + segment_size();
+  }
 }
 
 absl::Status CommitLogImpl::FailedStatus() const {

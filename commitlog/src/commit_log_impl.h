@@ -123,6 +123,11 @@ class CommitLogImpl final : public CommitLog {
   absl::StatusOr<std::shared_ptr<Segment>> SegmentForRange(int64_t physical_offset,
                                                            size_t len) const;
   absl::StatusOr<std::shared_ptr<Segment>> CreateSegment(int64_t base);
+  // Releases the descriptor of every segment that is complete and fsynced (below FlushedOffset
+  // and not the last): reads then go through its mapping (File::ReleaseDescriptor), so the log
+  // holds descriptors for the active segment and the ones not yet flushed, not one per
+  // retained GiB (issue 25). Called after a roll and after recovery.
+  void ReleaseSealedSegments();
   absl::StatusOr<int64_t> FirstStoreMs(const Segment& seg) const;
   void FlusherLoop();
 
@@ -138,6 +143,7 @@ class CommitLogImpl final : public CommitLog {
   std::mutex write_mu_;
   std::string encode_buf_;  // guarded by write_mu_
   int64_t write_pos_ = 0;   // guarded by write_mu_
+  int64_t released_below_ = 0;  // segments below this base released; write_mu_ or recovery
   bool closed_ = false;     // guarded by write_mu_
   // The last append ran out of space (set and cleared under write_mu_; read anywhere).
   std::atomic<bool> no_space_{false};

@@ -248,6 +248,7 @@ absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
     TOKIMQ_RETURN_IF_ERROR(WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, end));
   }
   checkpoint_segment_ = end / seg_size;
+  ReleaseSealedSegments();  // everything below `end` was fsynced above
   if (fs_->Exists(clean_marker_path_)) {
     // From here on a crash must not look like a clean shutdown.
     TOKIMQ_RETURN_IF_ERROR(fs_->Remove(clean_marker_path_));

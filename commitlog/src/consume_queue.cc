@@ -58,9 +58,9 @@ absl::Status ConsumeQueue::RemoveFileLocked(const SegmentFile& f) {
 absl::Status ConsumeQueue::Load() {
   if (!fs_->Exists(dir_)) {
     TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir_));
-    parents_unsynced_ = true;  // fsynced by the next Sync (before any checkpoint covers it)
+    dirty_.parents = true;  // fsynced by the next Sync (before any checkpoint covers it)
   }
-  TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir_));
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, cache_->ListDir(dir_));
   std::vector<std::string> segs;
   for (const auto& n : names) {
     if (IsSegmentName(n)) segs.push_back(n);
@@ -150,7 +150,7 @@ absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(int64_t q
   }
   SegmentFile* raw = f.get();
   files_[first] = std::move(f);
-  dirty_.push_back(-1);  // marks a directory change
+  dirty_.dir = true;  // a directory change
   return raw;
 }
 
@@ -176,7 +176,7 @@ absl::Status ConsumeQueue::WriteBufferedLocked() {
     }
     s = (*file)->PWrite(static_cast<uint64_t>(rel) * kEntrySize, buf);
     if (!s.ok()) break;
-    if (dirty_.empty() || dirty_.back() != (*f)->first) dirty_.push_back((*f)->first);
+    MarkFileLocked((*f)->first);
     written_ += static_cast<int64_t>(n);
     done += n;
   }
@@ -190,42 +190,75 @@ absl::Status ConsumeQueue::WriteBuffered() {
   return WriteBufferedLocked();
 }
 
-absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
+void ConsumeQueue::MarkFileLocked(int64_t first) {
+  std::vector<int64_t>& v = dirty_.files;
+  if (v.empty() || v.back() < first) {
+    v.push_back(first);
+    return;
+  }
+  auto it = std::lower_bound(v.begin(), v.end(), first);
+  if (it == v.end() || *it != first) v.insert(it, first);
+}
+
+absl::StatusOr<ConsumeQueue::Dirty> ConsumeQueue::TakeDirty() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!sync_failed_.ok()) return sync_failed_;
+  TOKIMQ_RETURN_IF_ERROR(WriteBufferedLocked());
+  Dirty taken = std::move(dirty_);
+  dirty_ = Dirty();
+  return taken;
+}
+
+void ConsumeQueue::ReturnDirty(const Dirty& dirty) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (int64_t first : dirty.files) MarkFileLocked(first);
+  dirty_.dir = dirty_.dir || dirty.dir;
+  dirty_.parents = dirty_.parents || dirty.parents;
+}
+
+absl::Status ConsumeQueue::SyncDirty(const Dirty& dirty,
+                                     absl::flat_hash_set<std::string>* synced_dirs) {
   // Handles taken under mu_ (a file removed meanwhile must not be reopened, i.e. recreated);
   // fsyncs outside it.
   std::vector<std::shared_ptr<File>> to_sync;
-  bool dir_changed = false;
-  bool parents = false;
   {
     std::lock_guard<std::mutex> l(mu_);
-    TOKIMQ_RETURN_IF_ERROR(WriteBufferedLocked());
-    parents = parents_unsynced_;
-    for (int64_t first : dirty_) {
-      if (first < 0) {
-        dir_changed = true;
-        continue;
-      }
+    for (int64_t first : dirty.files) {
       auto it = files_.find(first);
-      if (it == files_.end()) continue;
-      auto file = HandleLocked(*it->second);
-      // Out of descriptors: nothing synced, everything stays dirty for the next Sync.
-      if (!file.ok()) return file.status();
-      to_sync.push_back(std::move(*file));
+      if (it == files_.end()) continue;  // removed since: its directory entry is in `dir`
+      // Out of descriptors: nothing synced; the caller returns the marks.
+      TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<File> file, HandleLocked(*it->second));
+      to_sync.push_back(std::move(file));
     }
-    dirty_.clear();
   }
-  for (const auto& f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->Sync());
-  if (dir_changed) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(dir_));
-  if (parents) {
+  for (const auto& f : to_sync) {
+    absl::Status s = f->Sync();
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      sync_failed_ = s;
+      TOKIMQ_LOG_ERROR(
+          "consume queue {}: fsync failed, no checkpoint will cover it until a "
+          "restart rebuilds it from the CommitLog: {}",
+          dir_, s.ToString());
+      return s;
+    }
+  }
+  if (dirty.dir) TOKIMQ_RETURN_IF_ERROR(cache_->SyncDir(dir_));
+  if (dirty.parents) {
     for (const std::string& d : {DirName(dir_), DirName(DirName(dir_))}) {
       if (synced_dirs != nullptr && synced_dirs->contains(d)) continue;
-      TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(d));
+      TOKIMQ_RETURN_IF_ERROR(cache_->SyncDir(d));
       if (synced_dirs != nullptr) synced_dirs->insert(d);
     }
-    std::lock_guard<std::mutex> l(mu_);
-    parents_unsynced_ = false;
   }
   return absl::OkStatus();
+}
+
+absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
+  TOKIMQ_ASSIGN_OR_RETURN(Dirty dirty, TakeDirty());
+  absl::Status s = SyncDirty(dirty, synced_dirs);
+  if (!s.ok()) ReturnDirty(dirty);
+  return s;
 }
 
 absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(int64_t from,
@@ -297,13 +330,13 @@ absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
     if (it->first > keep_first) {
       TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*it->second));
       it = files_.erase(it);
-      dirty_.push_back(-1);
+      dirty_.dir = true;
     } else {
       if (it->first == keep_first) {
         TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<File> file, HandleLocked(*it->second));
         TOKIMQ_RETURN_IF_ERROR(
             file->Truncate(static_cast<uint64_t>(queue_offset - keep_first) * kEntrySize));
-        dirty_.push_back(it->first);
+        MarkFileLocked(it->first);
       }
       ++it;
     }
@@ -341,7 +374,7 @@ absl::Status ConsumeQueue::AdvanceMinValid(int64_t min_physical_offset) {
     removed = true;
   }
   if (!files_.empty()) min_ = files_.begin()->first;
-  if (removed) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  if (removed) TOKIMQ_RETURN_IF_ERROR(cache_->SyncDir(dir_));
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint_sync.h"
 #include "commit_log_impl.h"
 #include "commitlog/consume_queue.h"
 #include "commitlog/record.h"
@@ -128,7 +129,10 @@ class MessageStoreImpl final : public MessageStore {
 
   absl::Status Init() {
     if (opt_.dir.empty()) return absl::InvalidArgumentError("store dir is empty");
-    TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(opt_.dir));
+    TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(opt_.dir + "/consumequeue"));
+    // Before any queue file is written: its syncfs reports writeback errors from here on.
+    TOKIMQ_ASSIGN_OR_RETURN(cp_sync_, CheckpointSync::Open(fs_, opt_.dir + "/consumequeue",
+                                                           opt_.checkpoint_syncfs_above));
     opt_.commitlog.dir = opt_.dir + "/commitlog";
     TOKIMQ_ASSIGN_OR_RETURN(log_, CommitLogImpl::OpenImpl(fs_, clock_, opt_.commitlog, nullptr));
     TOKIMQ_RETURN_IF_ERROR(RecoverQueues());
@@ -521,6 +525,7 @@ class MessageStoreImpl final : public MessageStore {
   std::vector<std::pair<PinId, RetentionHook>> hooks_;  // guarded by hook_mu_
 
   std::mutex checkpoint_mu_;  // one Checkpoint at a time
+  std::unique_ptr<CheckpointSync> cp_sync_;  // used under checkpoint_mu_
   std::mutex cp_mu_;
   std::condition_variable cp_cv_;
   bool stop_ = false;
@@ -564,10 +569,10 @@ absl::Status MessageStoreImpl::RecoverQueues() {
     TOKIMQ_LOG_WARN("store checkpoint unreadable, rebuilding queues from {}: {}", log_min,
                     cp.status().ToString());
   }
-  TOKIMQ_ASSIGN_OR_RETURN(auto topics, fs_->ListDir(root));
+  TOKIMQ_ASSIGN_OR_RETURN(auto topics, cq_files_.ListDir(root));
   for (const std::string& topic : topics) {
     if (!LoadableQueueDir(topic)) continue;
-    TOKIMQ_ASSIGN_OR_RETURN(auto ids, fs_->ListDir(root + "/" + topic));
+    TOKIMQ_ASSIGN_OR_RETURN(auto ids, cq_files_.ListDir(root + "/" + topic));
     for (const std::string& id : ids) {
       if (id.empty() || id.size() > 9 ||
           !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -614,8 +619,7 @@ absl::Status MessageStoreImpl::Checkpoint() {
     dispatched = log_->MaxOffset();
     all = AllQueues();
   }
-  absl::flat_hash_set<std::string> synced_dirs;  // a topic directory once, not per queue
-  for (const auto& cq : all) TOKIMQ_RETURN_IF_ERROR(cq->Sync(&synced_dirs));
+  TOKIMQ_RETURN_IF_ERROR(cp_sync_->Sync(all));
   return WriteOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic, dispatched);
 }
 

@@ -16,7 +16,11 @@ class FaultInjectionFile final : public File {
   absl::Status PWrite(uint64_t offset, std::string_view data) override {
     size_t allowed = 0;
     absl::Status st = fs_->AdmitWrite(data.size(), &allowed);
-    if (allowed > 0) TOKIMQ_RETURN_IF_ERROR(base_->PWrite(offset, data.substr(0, allowed)));
+    if (allowed > 0) {
+      absl::Status w = base_->PWrite(offset, data.substr(0, allowed));
+      fs_->OnWritten(base_->path(), base_->Size());
+      TOKIMQ_RETURN_IF_ERROR(w);
+    }
     return st;
   }
   absl::StatusOr<size_t> PRead(uint64_t offset, size_t n, char* scratch) const override {
@@ -41,9 +45,29 @@ class FaultInjectionFile final : public File {
   std::unique_ptr<File> base_;
 };
 
+class FaultInjectionSyncer final : public FileSystemSyncer {
+ public:
+  FaultInjectionSyncer(FaultInjectionFileSystem* fs, std::unique_ptr<FileSystemSyncer> base)
+      : fs_(fs), base_(std::move(base)) {}
+  ~FaultInjectionSyncer() override { fs_->OnClosed(); }
+  absl::Status SyncAll() override {
+    TOKIMQ_RETURN_IF_ERROR(fs_->AdmitSync());
+    if (base_ != nullptr) TOKIMQ_RETURN_IF_ERROR(base_->SyncAll());
+    return fs_->OnSyncedAll();
+  }
+
+ private:
+  FaultInjectionFileSystem* fs_;
+  std::unique_ptr<FileSystemSyncer> base_;  // nullptr where the base has none
+};
+
 void FaultInjectionFileSystem::SetFailSync(bool on) {
   std::lock_guard<std::mutex> l(mu_);
   fail_sync_ = on;
+}
+void FaultInjectionFileSystem::SetFailSyncfs(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_syncfs_ = on;
 }
 void FaultInjectionFileSystem::SetNoSpace(bool on) {
   std::lock_guard<std::mutex> l(mu_);
@@ -69,7 +93,7 @@ void FaultInjectionFileSystem::SetOpenFileLimit(int64_t n) {
 }
 void FaultInjectionFileSystem::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
-  fail_sync_ = no_space_ = torn_ = fail_open_ = false;
+  fail_sync_ = fail_syncfs_ = no_space_ = torn_ = fail_open_ = false;
   tear_budget_ = space_budget_ = -1;
   open_file_limit_ = -1;
 }
@@ -92,6 +116,14 @@ uint64_t FaultInjectionFileSystem::bytes_written() const {
 int FaultInjectionFileSystem::sync_count() const {
   std::lock_guard<std::mutex> l(mu_);
   return sync_count_;
+}
+int FaultInjectionFileSystem::dir_sync_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return dir_sync_count_;
+}
+int FaultInjectionFileSystem::syncfs_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return syncfs_count_;
 }
 
 absl::Status FaultInjectionFileSystem::AdmitWrite(size_t n, size_t* allowed) {
@@ -132,8 +164,22 @@ void FaultInjectionFileSystem::OnSynced(const std::string& path, uint64_t size) 
   synced_size_[path] = size;
 }
 
+void FaultInjectionFileSystem::OnWritten(const std::string& path, uint64_t size) {
+  std::lock_guard<std::mutex> l(mu_);
+  size_[path] = size;
+}
+
+absl::Status FaultInjectionFileSystem::OnSyncedAll() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (fail_syncfs_) return absl::InternalError("injected failure: syncfs: Input/output error");
+  ++syncfs_count_;
+  for (const auto& [path, size] : size_) synced_size_[path] = size;
+  return absl::OkStatus();
+}
+
 void FaultInjectionFileSystem::OnTruncated(const std::string& path, uint64_t size) {
   std::lock_guard<std::mutex> l(mu_);
+  size_[path] = size;
   auto it = synced_size_.find(path);
   if (it != synced_size_.end() && it->second > size) it->second = size;
 }
@@ -147,6 +193,7 @@ absl::StatusOr<std::unique_ptr<File>> FaultInjectionFileSystem::Open(const std::
     std::lock_guard<std::mutex> l(mu_);
     ++open_files_;
     ++open_count_;
+    size_[path] = f->Size();
     if (mode == OpenMode::kTruncate || !existed) {
       synced_size_[path] = 0;
     } else if (!synced_size_.count(path)) {
@@ -164,6 +211,11 @@ absl::Status FaultInjectionFileSystem::Rename(const std::string& from, const std
     synced_size_[to] = it->second;
     synced_size_.erase(from);
   }
+  auto sz = size_.find(from);
+  if (sz != size_.end()) {
+    size_[to] = sz->second;
+    size_.erase(from);
+  }
   return absl::OkStatus();
 }
 
@@ -171,6 +223,7 @@ absl::Status FaultInjectionFileSystem::Remove(const std::string& path) {
   TOKIMQ_RETURN_IF_ERROR(base_->Remove(path));
   std::lock_guard<std::mutex> l(mu_);
   synced_size_.erase(path);
+  size_.erase(path);
   return absl::OkStatus();
 }
 
@@ -192,7 +245,27 @@ absl::StatusOr<std::vector<std::string>> FaultInjectionFileSystem::ListDir(
 absl::Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
   TOKIMQ_RETURN_IF_ERROR(AdmitOpen(path));
   TOKIMQ_RETURN_IF_ERROR(AdmitSync());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++dir_sync_count_;
+  }
   return base_->SyncDir(path);
+}
+
+absl::StatusOr<std::unique_ptr<FileSystemSyncer>> FaultInjectionFileSystem::OpenSyncer(
+    const std::string& dir) {
+  TOKIMQ_RETURN_IF_ERROR(AdmitOpen(dir));
+  std::unique_ptr<FileSystemSyncer> base;
+  absl::StatusOr<std::unique_ptr<FileSystemSyncer>> b = base_->OpenSyncer(dir);
+  if (b.ok()) {
+    base = std::move(*b);
+  } else if (!absl::IsUnimplemented(b.status())) {
+    return b.status();
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  ++open_files_;
+  ++open_count_;
+  return std::unique_ptr<FileSystemSyncer>(new FaultInjectionSyncer(this, std::move(base)));
 }
 
 absl::StatusOr<uint64_t> FaultInjectionFileSystem::FreeSpace(const std::string& path) {
@@ -215,6 +288,10 @@ absl::Status FaultInjectionFileSystem::DropUnsyncedData() {
   {
     std::lock_guard<std::mutex> l(mu_);
     snapshot = synced_size_;
+    for (const auto& [path, size] : snapshot) {
+      auto it = size_.find(path);
+      if (it != size_.end() && it->second > size) it->second = size;
+    }
     fail_sync_ = no_space_ = torn_ = false;
     tear_budget_ = space_budget_ = -1;
   }

@@ -20,14 +20,8 @@ absl::StatusOr<std::shared_ptr<File>> FileCache::Open(const std::string& path, O
     }
   }
   absl::StatusOr<std::unique_ptr<File>> opened = fs_->Open(path, mode);
-  if (!opened.ok() && absl::IsResourceExhausted(opened.status())) {
-    // Out of descriptors (or memory): give some of ours back, then try once more.
-    size_t released;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      released = ReleaseIdleLocked(std::max<size_t>(1, files_.size() / 4));
-    }
-    if (released > 0) opened = fs_->Open(path, mode);
+  if (!opened.ok() && absl::IsResourceExhausted(opened.status()) && ReleaseForRetry()) {
+    opened = fs_->Open(path, mode);  // out of descriptors (or memory): some of ours went back
   }
   std::lock_guard<std::mutex> l(mu_);
   if (!opened.ok()) {
@@ -56,6 +50,25 @@ void FileCache::Forget(const std::string& path) {
   closing = std::move(it->second.file);
   lru_.erase(it->second.lru);
   files_.erase(it);
+}
+
+bool FileCache::ReleaseForRetry() {
+  std::lock_guard<std::mutex> l(mu_);
+  return ReleaseIdleLocked(std::max<size_t>(1, files_.size() / 4)) > 0;
+}
+
+absl::StatusOr<std::vector<std::string>> FileCache::ListDir(const std::string& path) {
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(path);
+  if (!names.ok() && absl::IsResourceExhausted(names.status()) && ReleaseForRetry()) {
+    names = fs_->ListDir(path);
+  }
+  return names;
+}
+
+absl::Status FileCache::SyncDir(const std::string& path) {
+  absl::Status s = fs_->SyncDir(path);
+  if (absl::IsResourceExhausted(s) && ReleaseForRetry()) s = fs_->SyncDir(path);
+  return s;
 }
 
 FileCache::Stats FileCache::stats() const {

@@ -3,14 +3,17 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
@@ -30,6 +33,8 @@ absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err) 
   return absl::InternalError(msg);
 }
 
+// The descriptor is guarded by fd_mu_ (shared for I/O, exclusive to release it), so a
+// ReleaseDescriptor never closes it under a running pread/pwrite/fdatasync.
 class PosixFile final : public File {
  public:
   PosixFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
@@ -37,7 +42,7 @@ class PosixFile final : public File {
     if (const char* m = map_.load(std::memory_order_acquire)) {
       ::munmap(const_cast<char*>(m), map_len_);
     }
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
   }
 
   const char* MapForRead(uint64_t len) const override {
@@ -46,6 +51,8 @@ class PosixFile final : public File {
       std::lock_guard<std::mutex> l(map_mu_);
       m = map_.load(std::memory_order_relaxed);
       if (m == nullptr && !map_failed_ && len > 0) {
+        std::shared_lock<std::shared_mutex> fl(fd_mu_);
+        if (fd_ < 0) return nullptr;
         void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd_, 0);
         if (p == MAP_FAILED) {
           // e.g. a write-only descriptor: PRead it is, for good. Out of memory or map count
@@ -61,11 +68,23 @@ class PosixFile final : public File {
     return m != nullptr && len <= map_len_ ? m : nullptr;
   }
 
+  bool ReleaseDescriptor(uint64_t len) override {
+    if (released_.load(std::memory_order_acquire)) return true;
+    if (MapForRead(len) == nullptr) return false;
+    std::unique_lock<std::shared_mutex> l(fd_mu_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    released_.store(true, std::memory_order_release);
+    return true;
+  }
+
   absl::Status Append(std::string_view data) override {
     return PWrite(size_.load(std::memory_order_relaxed), data);
   }
 
   absl::Status PWrite(uint64_t offset, std::string_view data) override {
+    std::shared_lock<std::shared_mutex> l(fd_mu_);
+    if (fd_ < 0) return ReleasedError("pwrite");
     const char* p = data.data();
     size_t left = data.size();
     uint64_t off = offset;
@@ -86,6 +105,18 @@ class PosixFile final : public File {
   }
 
   absl::StatusOr<size_t> PRead(uint64_t offset, size_t n, char* scratch) const override {
+    if (released_.load(std::memory_order_acquire)) {
+      const uint64_t end = std::min<uint64_t>(size_.load(std::memory_order_relaxed), map_len_);
+      if (offset >= end) return size_t{0};
+      const size_t got = static_cast<size_t>(std::min<uint64_t>(n, end - offset));
+      std::memcpy(scratch, map_.load(std::memory_order_acquire) + offset, got);
+      return got;
+    }
+    std::shared_lock<std::shared_mutex> l(fd_mu_);
+    if (fd_ < 0) {
+      l.unlock();
+      return PRead(offset, n, scratch);  // released meanwhile: from the mapping
+    }
     size_t done = 0;
     while (done < n) {
       ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
@@ -100,11 +131,15 @@ class PosixFile final : public File {
   }
 
   absl::Status Sync() override {
+    std::shared_lock<std::shared_mutex> l(fd_mu_);
+    if (fd_ < 0) return absl::OkStatus();  // released only once fully synced
     if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
     return absl::OkStatus();
   }
 
   absl::Status Truncate(uint64_t size) override {
+    std::shared_lock<std::shared_mutex> l(fd_mu_);
+    if (fd_ < 0) return ReleasedError("ftruncate");
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoStatus("ftruncate", path_, errno);
     size_.store(size, std::memory_order_relaxed);
     return absl::OkStatus();
@@ -114,13 +149,19 @@ class PosixFile final : public File {
   const std::string& path() const override { return path_; }
 
  private:
+  absl::Status ReleasedError(std::string_view op) const {
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(op), " ", path_, ": file is sealed (descriptor released)"));
+  }
   void Grow(uint64_t end) {
     uint64_t cur = size_.load(std::memory_order_relaxed);
     while (end > cur && !size_.compare_exchange_weak(cur, end)) {
     }
   }
   std::string path_;
-  int fd_;
+  mutable std::shared_mutex fd_mu_;
+  int fd_;  // -1 once released; guarded by fd_mu_
+  std::atomic<bool> released_{false};
   std::atomic<uint64_t> size_;
   // MapForRead: set once under map_mu_, then read without it.
   mutable std::mutex map_mu_;
@@ -128,6 +169,39 @@ class PosixFile final : public File {
   mutable uint64_t map_len_ = 0;
   mutable bool map_failed_ = false;
 };
+
+// syncfs(2) reports writeback errors since Linux 5.8 (commit 735e4ae5ba28, "vfs: track per-sb
+// writeback errors and report them to syncfs"); before that it returned 0 whatever happened.
+bool SyncfsReportsErrors() {
+#ifdef __linux__
+  static const bool ok = [] {
+    struct utsname u;
+    if (::uname(&u) != 0) return false;
+    int major = 0, minor = 0;
+    if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
+    return major > 5 || (major == 5 && minor >= 8);
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+#ifdef __linux__
+class PosixSyncer final : public FileSystemSyncer {
+ public:
+  PosixSyncer(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  ~PosixSyncer() override { ::close(fd_); }
+  absl::Status SyncAll() override {
+    if (::syncfs(fd_) != 0) return ErrnoStatus("syncfs", dir_, errno);
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string dir_;
+  const int fd_;
+};
+#endif
 
 class PosixFileSystem final : public FileSystem {
  public:
@@ -171,6 +245,16 @@ class PosixFileSystem final : public FileSystem {
     ::close(fd);
     if (rc != 0) return ErrnoStatus("fsync dir", path, err);
     return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<FileSystemSyncer>> OpenSyncer(const std::string& dir) override {
+#ifdef __linux__
+    if (SyncfsReportsErrors()) {
+      int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return ErrnoStatus("open dir", dir, errno);
+      return std::unique_ptr<FileSystemSyncer>(new PosixSyncer(dir, fd));
+    }
+#endif
+    return FileSystem::OpenSyncer(dir);
   }
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
     DIR* d = ::opendir(path.c_str());

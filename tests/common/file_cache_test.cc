@@ -107,6 +107,40 @@ TEST_F(FileCacheTest, AtTheDescriptorLimitIdleFilesAreClosedToMakeRoom) {
   EXPECT_EQ(cache.stats().cached, 4u);
 }
 
+// opendir and the open of a directory for fsync need a descriptor too (the wedge began
+// with `opendir .../consumequeue/t50/6: Too many open files`): at the limit they close an idle
+// cached file and retry once; with every cached file held they answer RESOURCE_EXHAUSTED.
+TEST_F(FileCacheTest, AtTheDescriptorLimitDirectoryListAndFsyncCloseIdleFiles) {
+  FileCache cache(&fs_, 10);
+  fs_.SetOpenFileLimit(4);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(cache.Open(Path(i), OpenMode::kTruncate).ok());
+  ASSERT_EQ(fs_.open_files(), 4);
+  auto names = cache.ListDir(dir_.path());
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(names->size(), 4u);
+  EXPECT_EQ(cache.stats().cached, 3u);  // one went for the listing
+  EXPECT_EQ(fs_.open_files(), 3);
+  ASSERT_TRUE(cache.Open(Path(4), OpenMode::kTruncate).ok());
+  absl::Status synced = cache.SyncDir(dir_.path());
+  EXPECT_TRUE(synced.ok()) << synced;
+  EXPECT_EQ(cache.stats().cached, 3u);
+  // Every cached file held by a reader: nothing to give back.
+  std::vector<std::shared_ptr<File>> held;
+  for (int i = 5; i < 9; ++i) {
+    auto f = cache.Open(Path(i), OpenMode::kTruncate);
+    if (f.ok()) held.push_back(*f);
+  }
+  for (int i = 0; i < 5; ++i) {
+    auto f = cache.Open(Path(i), OpenMode::kReadWrite);
+    if (f.ok()) held.push_back(*f);
+  }
+  ASSERT_EQ(fs_.open_files(), 4);
+  EXPECT_EQ(cache.ListDir(dir_.path()).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache.SyncDir(dir_.path()).code(), absl::StatusCode::kResourceExhausted);
+  held.clear();
+  EXPECT_TRUE(cache.ListDir(dir_.path()).ok());
+}
+
 TEST_F(FileCacheTest, AtTheDescriptorLimitWithEveryFileHeldOpenFails) {
   FileCache cache(&fs_, 10);
   fs_.SetOpenFileLimit(2);

@@ -238,6 +238,16 @@ absl::Status TimerLog::SyncTo(int64_t end) {
   for (File* f : to_sync) TOKIMQ_RETURN_IF_ERROR(f->Sync());
   std::lock_guard<std::mutex> l(mu_);
   flushed_pos_ = std::max(flushed_pos_, end);
+  // Segments this process fsynced to their end and will never write again cost no descriptor
+  // from here on: they are read through their mapping (issue 25; File::ReleaseDescriptor).
+  const int64_t last = segments_.empty() ? 0 : segments_.rbegin()->first;
+  for (auto it = segments_.lower_bound(released_below_);
+       it != segments_.end() && it->first < last &&
+       it->first + static_cast<int64_t>(segment_size_) <= end;
+       ++it) {
+    if (!it->second->ReleaseDescriptor(segment_size_)) break;  // cannot map: keep it
+    released_below_ = it->first + static_cast<int64_t>(segment_size_);
+  }
   return absl::OkStatus();
 }
 

@@ -6,10 +6,13 @@
 //   enqueue  until the timer has linked them all
 //   deliver  advance the clock past the delay; until all N*Q are in their topics
 //   receive  (--receive) one receive of up to Q messages per topic, group "topic-cost"
+//   groups   (--groups G) G consumer groups, each receiving one message (group g from topic
+//            g mod N, on a connection of its own): G groups with one lease each
+//   stats    (--stats-calls K) K Stats requests; prints "STATS ms_per_call bytes topics groups"
 //   delete   (--delete) every topic
 // Between phases it waits for a line on stdin when --pause is given (the script samples then).
 #include <CLI/CLI.hpp>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
   int topics = 1000, queues = 8;
   int64_t delay_ms = 60'000;
   bool receive = false, del = false, pause = false, skip_create = false;
+  int groups = 0, stats_calls = 0;
   app.add_option("--addr", addr, "host:port of the broker")->required();
   app.add_option("--topics", topics, "topics")->default_val(1000);
   app.add_option("--queues", queues, "queues per topic")->default_val(8);
@@ -44,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_flag("--delete", del, "delete every topic at the end");
   app.add_flag("--pause", pause, "wait for a line on stdin after each phase");
   app.add_flag("--skip-create", skip_create, "topics exist already: only receive / delete");
+  app.add_option("--groups", groups, "consumer groups that each receive one message")
+      ->default_val(0);
+  app.add_option("--stats-calls", stats_calls, "Stats requests to time")->default_val(0);
   CLI11_PARSE(app, argc, argv);
 
   tokimq::client::ClientOptions opt;
@@ -66,6 +73,11 @@ int main(int argc, char** argv) {
   };
 
   const int64_t total = static_cast<int64_t>(topics) * queues;
+  // Polls need the timer fields only: one topic page, no queues (an older broker ignores this
+  // and answers everything).
+  tokimq::proto::StatsRequest light;
+  light.set_topic_limit(1);
+  light.set_omit_queues(true);
   if (!skip_create) {
     auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < topics; ++t) {
@@ -94,7 +106,7 @@ int main(int argc, char** argv) {
 
     t0 = std::chrono::steady_clock::now();
     while (true) {
-      auto st = admin.Stats();
+      auto st = admin.Stats(light);
       if (!st.ok()) return fail("stats", st.status());
       if (st->timer().enqueue_lag() == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -104,7 +116,7 @@ int main(int argc, char** argv) {
     t0 = std::chrono::steady_clock::now();
     int64_t base = 0;
     {
-      auto st = admin.Stats();
+      auto st = admin.Stats(light);
       if (!st.ok()) return fail("stats", st.status());
       base = st->timer().delivered();  // nothing of this run is due before the advance
     }
@@ -112,7 +124,7 @@ int main(int argc, char** argv) {
     if (!adv.ok()) return fail("advance-clock (start the broker with --manual-clock)",
                                adv.status());
     while (true) {
-      auto st = admin.Stats();
+      auto st = admin.Stats(light);
       if (!st.ok()) return fail("stats", st.status());
       if (st->timer().delivered() - base >= total) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -133,6 +145,63 @@ int main(int argc, char** argv) {
       got += static_cast<int64_t>(r->size());
     }
     phase("receive", t0, got);
+  }
+  if (groups > 0) {
+    auto t0 = std::chrono::steady_clock::now();
+    tokimq::client::ReceiveOptions ro;
+    ro.max_messages = 1;
+    ro.long_poll_ms = 0;
+    int64_t got = 0;
+    for (int g = 0; g < groups; ++g) {
+      tokimq::client::SimpleConsumer consumer(opt, "g" + std::to_string(g));
+      auto r = consumer.Receive(name(g % std::max(topics, 1)), ro);
+      if (!r.ok()) return fail("receive as group g" + std::to_string(g), r.status());
+      got += static_cast<int64_t>(r->size());
+    }
+    phase("groups", t0, got);
+  }
+  if (stats_calls > 0) {
+    auto t0 = std::chrono::steady_clock::now();
+    // Three shapes: everything (the default request), every topic without queues (the CLI), and
+    // all topics in pages of 1,000 without queues.
+    auto time_stats = [&](const char* label, const tokimq::proto::StatsRequest& first) -> int {
+      size_t bytes = 0;
+      int n_topics = 0, n_groups = 0, pages = 0;
+      auto t = std::chrono::steady_clock::now();
+      for (int i = 0; i < stats_calls; ++i) {
+        tokimq::proto::StatsRequest req = first;
+        bytes = 0;
+        n_topics = 0;
+        n_groups = 0;
+        pages = 0;
+        // Names are [A-Za-z0-9._-]: "~" sorts after every one (an empty page once a list ended).
+        while (true) {
+          auto st = admin.Stats(req);
+          if (!st.ok()) return fail("stats", st.status());
+          bytes += st->ByteSizeLong();
+          n_topics += st->topics_size();
+          n_groups += st->groups_size();
+          ++pages;
+          if (st->next_topics_after().empty() && st->next_groups_after().empty()) break;
+          req.set_topics_after(st->next_topics_after().empty() ? "~" : st->next_topics_after());
+          req.set_groups_after(st->next_groups_after().empty() ? "~" : st->next_groups_after());
+        }
+      }
+      std::printf("STATS %-12s %.1f ms/call %zu bytes %d pages %d topics %d groups\n", label,
+                  1000 * Since(t) / stats_calls, bytes, pages, n_topics, n_groups);
+      return 0;
+    };
+    tokimq::proto::StatsRequest all, no_queues, paged;
+    no_queues.set_omit_queues(true);
+    paged.set_omit_queues(true);
+    paged.set_topic_limit(1000);
+    paged.set_group_limit(1000);
+    paged.set_omit_group_topics(true);
+    if (time_stats("all", all) != 0 || time_stats("no-queues", no_queues) != 0 ||
+        time_stats("pages-1000", paged) != 0) {
+      return 1;
+    }
+    phase("stats", t0, stats_calls);
   }
   if (del) {
     auto t0 = std::chrono::steady_clock::now();

@@ -356,8 +356,14 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
   return absl::OkStatus();
 }
 
-absl::Status Stats(const ClientOptions& o) {
-  auto st = AdminClient(o).Stats();
+absl::Status Stats(const ClientOptions& o, const StatsArgs& a) {
+  proto::StatsRequest req;
+  req.set_topic_limit(a.topic_limit);
+  req.set_topics_after(a.topics_after);
+  req.set_group_limit(a.group_limit);
+  req.set_groups_after(a.groups_after);
+  req.set_omit_queues(true);  // only depths are printed
+  auto st = AdminClient(o).Stats(req);
   if (!st.ok()) return st.status();
   std::printf("now %s  commitlog min=%lld max=%lld flushed=%lld\n",
               FormatTimestamp(st->now_ms()).c_str(),
@@ -395,6 +401,10 @@ absl::Status Stats(const ClientOptions& o) {
     std::printf("  %-32s %-11s depth=%lld\n", t.name().c_str(), TypeName(t.type()),
                 static_cast<long long>(t.depth()));
   }
+  if (!st->next_topics_after().empty()) {
+    std::printf("  ... %d topics in all; next page: --after %s\n", st->topic_count(),
+                st->next_topics_after().c_str());
+  }
   const auto& tm = st->timer();
   std::printf("timer: pending=%lld delivered=%lld recalled=%lld rolled=%lld dropped=%lld "
               "enqueue_lag=%lld dequeue_lag=%lldms lateness p50=%lldms p99=%lldms max=%lldms\n",
@@ -418,6 +428,10 @@ absl::Status Stats(const ClientOptions& o) {
                 g.group().c_str(), static_cast<long long>(g.in_flight()),
                 static_cast<long long>(g.parked()), static_cast<long long>(g.dlq_depth()),
                 topics.c_str());
+  }
+  if (!st->next_groups_after().empty()) {
+    std::printf("  ... %d groups in all; next page: --groups-after %s\n", st->group_count(),
+                st->next_groups_after().c_str());
   }
   // Undeliverable messages (docs/operations.md "Poison messages").
   std::printf("poison: poison_parked=%lld (by the timer since start) stored=%lld in %s\n",

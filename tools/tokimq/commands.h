@@ -65,7 +65,15 @@ absl::Status AckHandles(const client::ClientOptions& o, const SettleArgs& a);
 absl::Status NackHandle(const client::ClientOptions& o, const SettleArgs& a);
 // Extends the lease; prints the new receipt handle (the old one stops working).
 absl::Status RenewHandle(const client::ClientOptions& o, const SettleArgs& a);
-absl::Status Stats(const client::ClientOptions& o);
+// Paging of the topic and group lists (docs/protocol.md "stats"): a limit of 0 lists all; else
+// one page of that many names sorting after `*_after`.
+struct StatsArgs {
+  int topic_limit = 0;
+  std::string topics_after;
+  int group_limit = 0;
+  std::string groups_after;
+};
+absl::Status Stats(const client::ClientOptions& o, const StatsArgs& a = {});
 absl::Status TimerCheckpoint(const client::ClientOptions& o);
 absl::Status AdvanceClock(const client::ClientOptions& o, const std::string& duration);
 

@@ -139,9 +139,21 @@ int main(int argc, char** argv) {
       ->required();
   renew->callback([&] { action = [&] { return RenewHandle(opts, settle); }; });
 
-  app.add_subcommand("stats", "topic depths, timer and group gauges")->callback([&] {
-    action = [&] { return Stats(opts); };
-  });
+  StatsArgs stats_args;
+  CLI::App* stats = app.add_subcommand("stats", "topic depths, timer and group gauges");
+  stats
+      ->add_option("--topic-limit", stats_args.topic_limit,
+                   "list at most this many topics (0: all); a last line names the next page")
+      ->check(CLI::NonNegativeNumber);
+  stats->add_option("--after", stats_args.topics_after,
+                    "list topics whose names sort after this one");
+  stats
+      ->add_option("--group-limit", stats_args.group_limit,
+                   "list at most this many groups (0: all); a last line names the next page")
+      ->check(CLI::NonNegativeNumber);
+  stats->add_option("--groups-after", stats_args.groups_after,
+                    "list groups whose names sort after this one");
+  stats->callback([&] { action = [&] { return Stats(opts, stats_args); }; });
 
   CLI::App* timer = app.add_subcommand("timer", "timer store operations");
   timer->require_subcommand(1);

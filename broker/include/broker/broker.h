@@ -173,7 +173,7 @@ class Broker {
   // Validates a receive request and takes its messages (raw records, leased).
   absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
-  absl::Status HandleStats(proto::StatsResponse* resp);
+  absl::Status HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
 
   // Topic as seen by Send/Receive: user topics from metadata; "%DLQ%" / "%RETRY%" system topics

@@ -1,9 +1,10 @@
 // The broker's file-descriptor budget (issue 25; docs/operations.md "File descriptors").
 //
 // A broker needs descriptors for: a fixed set (stdio, the listening sockets, epoll and eventfds
-// of the I/O threads, RocksDB's metadata DB, bounded by kRocksDbMaxOpenFiles), the open
-// CommitLog and TimerLog segments (one each per segment file on disk: they grow with retained
-// data, not with topics), one per client connection, and the ConsumeQueue files, which would
+// of the I/O threads, RocksDB's metadata DB, bounded by kRocksDbMaxOpenFiles, the store
+// checkpoint's syncfs descriptor), the CommitLog and TimerLog segments not yet fsynced (1-3
+// each: a sealed segment is read through its mapping without a descriptor), one per client
+// connection, and the ConsumeQueue files, which would
 // grow with topics x queues and are therefore held in a FileCache of `max_open_files`.
 // MaxOpenFilesFor gives that cache half of what is left after kReservedDescriptors, so the other
 // half stays for connections and segments.

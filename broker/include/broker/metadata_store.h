@@ -74,6 +74,10 @@ class MetadataStore {
   std::optional<TopicConfig> GetTopic(const std::string& name) const;
   // Sorted by name.
   std::vector<TopicConfig> ListTopics() const;
+  // Up to `limit` topics (0: all) whose names sort after `after` ("": from the first), sorted;
+  // *total gets the number of topics (all of them). *more: topics remain after the last one.
+  std::vector<TopicConfig> ListTopicsPage(const std::string& after, size_t limit, size_t* total,
+                                          bool* more) const;
 
  private:
   explicit MetadataStore(rocksdb::DB* db) : db_(db) {}

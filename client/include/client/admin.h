@@ -23,7 +23,8 @@ class AdminClient {
   absl::Status DeleteTopic(const std::string& name);
   absl::StatusOr<std::vector<proto::TopicConfig>> ListTopics();
   absl::StatusOr<proto::TopicResponse> DescribeTopic(const std::string& name);
-  absl::StatusOr<proto::StatsResponse> Stats();
+  // Every topic with its queues unless `request` pages (docs/protocol.md "stats").
+  absl::StatusOr<proto::StatsResponse> Stats(const proto::StatsRequest& request = {});
   absl::Status TimerCheckpoint();
   // kFailedPrecondition unless the broker runs with --manual-clock. Returns the new time (ms).
   absl::StatusOr<int64_t> AdvanceClock(int64_t advance_ms);

@@ -30,6 +30,10 @@
 // before it are trusted at open and verified by CRC when read. A torn last record (short, bad
 // length, CRC mismatch with nothing valid after it) is truncated; a bad record followed by a
 // valid record is corruption: Open fails with kDataLoss naming the segment file and offset.
+// Descriptors: a segment that is complete and below the flushed offset gives its descriptor up
+// after the next roll (and at open) and is read through its mapping (File::ReleaseDescriptor):
+// the log holds descriptors for the active segment and those not yet flushed, not one per
+// retained segment (issue 25). File systems that cannot map keep one descriptor per segment.
 // Destroying a CommitLog without Close() stops the flusher but neither flushes nor writes the
 // marker: the next Open treats it as a crash (crash tests rely on this).
 #pragma once

@@ -66,13 +66,38 @@ class ConsumeQueue {
 
   // Writes buffered entries to the files (no fsync).
   absl::Status WriteBuffered();
-  // WriteBuffered, then fsyncs the files written since the last Sync, and, the first time
-  // after the queue's directory was created, the directories above it (topic and root) so the
-  // queue is found after a crash. Directories named in `synced_dirs` are taken as synced
-  // already, and those it syncs are added (one checkpoint syncs a topic directory once, not
-  // once per queue). Creating a queue does not fsync directories itself: that cost two
-  // directory fsyncs per new queue on the put path (issue 25, 16,000 new queues took ~40 s
-  // to receive their first message).
+  // What a queue has changed on disk since it was last made durable: the files written, whether
+  // files were created or removed in its directory, and whether its directory itself is new
+  // (then its topic directory and the consumequeue root must be fsynced for it to be found).
+  struct Dirty {
+    std::vector<int64_t> files;  // first queue offsets of the files written (ascending)
+    bool dir = false;            // entries created or removed in dir()
+    bool parents = false;        // dir() was created: its parent and grandparent are unsynced
+    bool empty() const { return files.empty() && !dir && !parents; }
+    // The fsyncs SyncDirty would make at most (file, directory and parent syncs).
+    size_t items() const { return files.size() + (dir ? 1 : 0) + (parents ? 2 : 0); }
+  };
+  // Making queues durable, in three steps (Sync does all three for one queue; MessageStore's
+  // checkpoint takes the Dirty of every queue first, then makes all of them durable with one
+  // syncfs where there are many, see message_store.h):
+  //  1. TakeDirty: WriteBuffered, then takes (and clears) the queue's marks. Changes made after
+  //     it mark the queue again, so a later checkpoint covers them.
+  //  2. SyncDirty (fsync each file and directory named, through the cache) or a syncfs of the
+  //     whole file system.
+  //  3. If step 2 failed: ReturnDirty puts the marks back, so nothing is taken as durable.
+  // A failed fsync of one of the queue's files (not a failed open) fails the queue's syncs for
+  // good (after a failed fsync Linux may have dropped the dirty pages, so a retry
+  // that succeeds proves nothing): TakeDirty and Sync return that error from then on, and the
+  // store writes no checkpoint that would claim the lost entries; a restart rebuilds them from
+  // the CommitLog. Errors: those of WriteBuffered, of the cache's Open/SyncDir, of File::Sync.
+  absl::StatusOr<Dirty> TakeDirty();
+  // Fsyncs what `dirty` names. Directories in `synced_dirs` are taken as synced already, and
+  // those it syncs are added (one checkpoint syncs a topic directory once, not once per queue).
+  absl::Status SyncDirty(const Dirty& dirty, absl::flat_hash_set<std::string>* synced_dirs);
+  void ReturnDirty(const Dirty& dirty);
+  // TakeDirty + SyncDirty (+ ReturnDirty on failure). Creating a queue does not fsync
+  // directories itself: that cost two directory fsyncs per new queue on the put path
+  // (issue 25, 16,000 new queues took ~40 s to receive their first message).
   absl::Status Sync(absl::flat_hash_set<std::string>* synced_dirs = nullptr);
   // Drops every entry at or after `queue_offset`.
   absl::Status TruncateTo(int64_t queue_offset);
@@ -100,6 +125,8 @@ class ConsumeQueue {
   // Removes a segment file (and its cached handle).
   absl::Status RemoveFileLocked(const SegmentFile& f);
   absl::Status WriteBufferedLocked();
+  // Marks the file starting at `first` written (dirty_.files stays sorted and unique).
+  void MarkFileLocked(int64_t first);
 
   std::unique_ptr<FileCache> own_cache_;  // set by Open(FileSystem*, ...) only
   FileCache* cache_;
@@ -112,9 +139,9 @@ class ConsumeQueue {
   int64_t min_valid_ = 0;                                  // guarded by mu_
   int64_t written_ = 0;                     // entries below this are in files; guarded by mu_
   std::vector<ConsumeQueueEntry> pending_;  // entries [written_, written_ + size); mu_
-  std::vector<int64_t> dirty_;              // files written since the last Sync; mu_
+  Dirty dirty_;                             // changed since the last TakeDirty; mu_
+  absl::Status sync_failed_;                // a failed fsync, for good; mu_
   bool write_error_logged_ = false;         // mu_
-  bool parents_unsynced_ = false;  // dir_ created, parents not yet fsynced; mu_
 };
 
 }  // namespace tokimq

@@ -53,6 +53,11 @@ struct MessageStoreOptions {
   // Files in use by a reader at that moment come on top. The broker sizes it from its
   // descriptor limit (docs/operations.md "File descriptors").
   size_t max_open_files = 0;
+  // A checkpoint that has more than this many ConsumeQueue files and directories to make
+  // durable makes them durable with one syncfs(2) of the file system instead of an fsync each
+  // (commitlog/src/checkpoint_sync.h has the argument; docs/operations.md "Checkpoints").
+  // SIZE_MAX: always fsync one by one. Ignored where syncfs cannot report errors (Linux < 5.8).
+  size_t checkpoint_syncfs_above = 64;
 };
 
 struct PutResult {

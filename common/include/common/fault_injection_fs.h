@@ -14,6 +14,10 @@
 //     (a per-process descriptor limit); open_files() counts them. Both faults fail ListDir and
 //     SyncDir too (opendir and open of a directory need a descriptor);
 //   - DropUnsyncedData(): power loss: every tracked file is cut back to its last synced size.
+// OpenSyncer gives a syncer whose SyncAll (syncfs) counts as a sync (SetFailSync fails it) and
+// marks every tracked file synced at its current size; it holds one descriptor (open_files()),
+// and calls the base file system's syncer when it has one. SetFailSyncfs(true) fails SyncAll
+// only (a writeback error of some other file of the file system), not File::Sync or SyncDir.
 // Limits: a PWrite into an already-synced region is not reverted by DropUnsyncedData, and the
 // durability of directory entries (create/rename without SyncDir) is not modelled.
 //
@@ -34,6 +38,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   explicit FaultInjectionFileSystem(FileSystem* base = FileSystem::Default()) : base_(base) {}
 
   void SetFailSync(bool on);
+  void SetFailSyncfs(bool on);
   void SetNoSpace(bool on);
   void TearAfterBytes(uint64_t bytes);
   void NoSpaceAfterBytes(uint64_t bytes);
@@ -51,12 +56,16 @@ class FaultInjectionFileSystem final : public FileSystem {
   int64_t open_files() const;
   // Successful Open calls so far.
   uint64_t open_count() const;
+  // SyncDir calls and successful SyncAll calls so far (each also counts in sync_count()).
+  int dir_sync_count() const;
+  int syncfs_count() const;
 
   absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override;
   absl::Status Rename(const std::string& from, const std::string& to) override;
   absl::Status Remove(const std::string& path) override;
   absl::Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
   absl::Status SyncDir(const std::string& path) override;
+  absl::StatusOr<std::unique_ptr<FileSystemSyncer>> OpenSyncer(const std::string& dir) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override;
   bool Exists(const std::string& path) override { return base_->Exists(path); }
   absl::StatusOr<uint64_t> FreeSpace(const std::string& path) override;
@@ -64,6 +73,7 @@ class FaultInjectionFileSystem final : public FileSystem {
 
  private:
   friend class FaultInjectionFile;
+  friend class FaultInjectionSyncer;
   // Decides how many of `n` bytes a write may put down; returns an error status to report after
   // writing that many (OK to write all).
   absl::Status AdmitWrite(size_t n, size_t* allowed);
@@ -72,12 +82,19 @@ class FaultInjectionFileSystem final : public FileSystem {
   absl::Status AdmitOpen(const std::string& path);
   void OnSynced(const std::string& path, uint64_t size);
   void OnTruncated(const std::string& path, uint64_t size);
+  void OnWritten(const std::string& path, uint64_t size);
+  // kInternal when SetFailSyncfs is on, else OK (and counts the syncfs).
+  absl::Status OnSyncedAll();
   void OnClosed();
 
   FileSystem* base_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> synced_size_;
+  std::map<std::string, uint64_t> size_;  // current size of every tracked file
+  int dir_sync_count_ = 0;
+  int syncfs_count_ = 0;
   bool fail_sync_ = false;
+  bool fail_syncfs_ = false;
   bool no_space_ = false;
   bool torn_ = false;
   int64_t tear_budget_ = -1;  // -1: no tear armed

@@ -15,6 +15,11 @@
 // rest of the process (connections, segment rolls) under pressure; if the retry fails too, the
 // caller gets kResourceExhausted and a later call (after descriptors return) succeeds.
 //
+// ListDir and SyncDir go through the cache for the same reason: opendir and the open of a
+// directory for fsync need a descriptor too, so on kResourceExhausted they release idle files
+// the same way and try once more (the issue 25 wedge began with `opendir .../consumequeue/t50/6:
+// Too many open files`).
+//
 // Lifetime: outlives every owner that uses it. Thread-safety: all methods, from any thread; the
 // open system call runs outside the cache's lock.
 #pragma once
@@ -25,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/file.h"
@@ -55,6 +61,11 @@ class FileCache {
   absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, OpenMode mode);
   // Drops the cached handle of `path`, if any (before removing or renaming the file).
   void Forget(const std::string& path);
+  // FileSystem::ListDir / SyncDir of fs(), retried once after releasing idle files when they
+  // fail with kResourceExhausted. Errors: those of the file system (kResourceExhausted when the
+  // retry fails too).
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path);
+  absl::Status SyncDir(const std::string& path);
 
   size_t capacity() const { return capacity_; }
   FileSystem* fs() const { return fs_; }
@@ -70,6 +81,9 @@ class FileCache {
   void EvictLocked(size_t target);
   // Drops up to `n` cached files that nobody else holds, least recent first.
   size_t ReleaseIdleLocked(size_t n);
+  // After an operation failed with kResourceExhausted: releases a quarter of the idle files (at
+  // least one) and says whether any went, i.e. whether a retry may succeed.
+  bool ReleaseForRetry();
 
   FileSystem* const fs_;
   const size_t capacity_;

@@ -12,6 +12,10 @@
 // Recovery (Open): units from `validate_from` to the end are checked; a torn tail (short unit,
 // bad size, CRC mismatch with no valid unit after it) is truncated; a bad unit followed by a
 // valid one is kDataLoss naming the file and offset.
+// Descriptors: a segment that this process has fsynced to its end, other than the last one,
+// gives its descriptor up and is read through its mapping (File::ReleaseDescriptor), so the log
+// holds one or two descriptors however many segments it has (issue 25). Segments are never
+// deleted while the log is open, so a segment's mapping (64 MiB of address space) stays.
 #pragma once
 
 #include <cstdint>
@@ -108,6 +112,7 @@ class TimerLog {
   int64_t flushed_pos_ = 0;
   int64_t truncated_bytes_ = 0;
   bool write_failing_ = false;  // the last write-out failed (logged once per state change)
+  int64_t released_below_ = 0;  // segments below this base have released their descriptor; mu_
 };
 
 }  // namespace tokimq
