@@ -16,6 +16,7 @@
 #include "commit_log_impl.h"
 #include "commitlog/consume_queue.h"
 #include "commitlog/record.h"
+#include "common/fnv1a.h"
 #include "common/logging.h"
 #include "common/names.h"
 #include "common/status.h"
@@ -31,11 +32,7 @@ int64_t DurableEnd(std::span<const PutResult> puts) {
 
 uint64_t TagHash(std::string_view tag) {
   if (tag.empty()) return 0;
-  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
-  for (unsigned char c : tag) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+  const uint64_t h = Fnv1a64(tag);  // 0 means "no tag": a tag that hashes to 0 counts as 1
   return h == 0 ? 1 : h;
 }
 

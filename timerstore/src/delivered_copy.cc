@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "common/coding.h"
+#include "common/parse_int.h"
 #include "prop_keys.h"
 #include "timerstore/timer_store.h"
 
@@ -16,8 +17,7 @@ namespace {
 bool GetInt(const record::RecordView& v, const std::string& key, int64_t* out) {
   std::string_view s;
   if (!v.FindProperty(key, &s)) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  return ParseInt64(s, out);
 }
 
 // Everything of the copy but its properties and body; false when `rec` is not the record `su`

@@ -1,11 +1,11 @@
 // Dequeue services: due wheel slots -> FineScheduler -> loaded copies -> real topics.
 #include <algorithm>
-#include <charconv>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/names.h"
+#include "common/parse_int.h"
 #include "common/status.h"
 #include "delivered_copy.h"
 #include "poison_copy.h"
@@ -17,17 +17,11 @@ namespace {
 constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
 
 // The timer-topic record `su` was written for: its TIMER_DELIVER_MS is the unit's.
-bool ParseInt(std::string_view s, int64_t* v) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
 bool IsUnitsRecord(const record::RecordView& rec, const ScheduledUnit& su) {
   std::string_view s;
   int64_t deliver = 0;
   if (rec.topic != kTimerTopic || !rec.FindProperty(prop::kDeliverMs, &s)) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), deliver);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size() && deliver == su.unit.deliver_ms;
+  return ParseInt64(s, &deliver) && deliver == su.unit.deliver_ms;
 }
 
 }  // namespace
@@ -233,10 +227,10 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
     if (su.unit.flags & kUnitMovedCopy) {
       std::string_view v;
       int64_t x = 0;
-      if (read->FindProperty(kTimerMoveEpoch, &v) && ParseInt(v, &x)) {
+      if (read->FindProperty(kTimerMoveEpoch, &v) && ParseInt64(v, &x)) {
         epochs[i] = static_cast<uint64_t>(x);
       }
-      if (read->FindProperty(kTimerOriginOffset, &v) && ParseInt(v, &x)) origins[i] = x;
+      if (read->FindProperty(kTimerOriginOffset, &v) && ParseInt64(v, &x)) origins[i] = x;
     }
     copies[i] = DeliveredCopy(*read, su, now);
     if (!copies[i]) {

@@ -1,21 +1,16 @@
 // Enqueue services: timer-topic ConsumeQueue -> TimerLog + TimerWheel.
 #include <algorithm>
-#include <charconv>
 
 #include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "common/parse_int.h"
 #include "common/status.h"
 #include "prop_keys.h"
 #include "timer_store_impl.h"
 
 namespace tokimq {
 namespace {
-
-bool ParseInt(std::string_view s, int64_t* out) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
 
 // The fields enqueue needs from a timer-topic record's properties, from one walk over them
 // (the first of duplicate keys counts, as RecordView::FindProperty).
@@ -36,10 +31,10 @@ TimerFields TimerFieldsOf(const record::RecordView& v) {
   while (pd.GetLengthPrefixed(&k) && pd.GetLengthPrefixed(&val)) {
     if (!seen_deliver && k == prop::kDeliverMs) {
       seen_deliver = true;
-      f.has_deliver = ParseInt(val, &f.deliver_ms);
+      f.has_deliver = ParseInt64(val, &f.deliver_ms);
     } else if (!seen_delete && k == kTimerDeleteOf) {
       seen_delete = true;
-      f.is_delete = ParseInt(val, &f.delete_of);
+      f.is_delete = ParseInt64(val, &f.delete_of);
     } else if (!seen_topic && k == prop::kRealTopic) {
       seen_topic = true;
       f.topic_hash = crc32c::Value(val.data(), val.size());

@@ -1,10 +1,10 @@
 // Recovery: checkpoint + TimerLog tail -> wheel, counters, dedup sets; CommitLog tail scan.
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/parse_int.h"
 #include "common/status.h"
 #include "timer_store_impl.h"
 
@@ -137,7 +137,7 @@ absl::Status TimerStoreImpl::Recover() {
     if (m.topic != kTimerTopic && it != m.properties.end()) {
       int64_t phys = 0;
       const std::string& s = it->second;
-      if (std::from_chars(s.data(), s.data() + s.size(), phys).ec == std::errc()) {
+      if (ParseInt64(s, &phys)) {
         delivered_phys_.insert(phys);
         // Needed until the read tick passes the slot its unit was walked in: the unit named by
         // TIMER_UNIT_POS when the TimerLog still has it; otherwise (lost with an unsynced
@@ -147,8 +147,7 @@ absl::Status TimerStoreImpl::Recover() {
         auto up = m.properties.find(prop::kTimerUnitPos);
         int64_t upos = -1;
         if (up != m.properties.end() &&
-            std::from_chars(up->second.data(), up->second.data() + up->second.size(), upos).ec ==
-                std::errc() &&
+            ParseInt64(up->second, &upos) &&
             upos >= 0 && upos < end) {
           auto unit = timerlog_->Read(upos);
           if (unit.ok() && unit->phys_offset == phys) slot = unit->slot_tick;
@@ -157,8 +156,7 @@ absl::Status TimerStoreImpl::Recover() {
           auto d = m.properties.find(prop::kDeliverMs);
           int64_t dms = 0;
           if (d != m.properties.end() &&
-              std::from_chars(d->second.data(), d->second.data() + d->second.size(), dms).ec ==
-                  std::errc()) {
+              ParseInt64(d->second, &dms)) {
             slot = std::max(TickOf(dms), read_tick) + 2;
           } else {
             slot = read_tick + slots_total_;  // no deliver time: the most conservative bound

@@ -15,13 +15,13 @@
 //      superseded (skipped when walked) and the copies count; else the epoch is abandoned.
 // MessageStore::DeleteExpired then deletes the segments below the pins.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "commitlog/record.h"
 #include "common/logging.h"
+#include "common/parse_int.h"
 #include "common/status.h"
 #include "prop_keys.h"
 #include "timer_store_impl.h"
@@ -33,11 +33,6 @@ constexpr size_t kCopyBatch = 512;  // copies per PutBatch
 // A normal unit due within this many ticks of the walk is not moved now (it is about to be
 // delivered from where it is); the next pass takes its segment.
 constexpr int64_t kDueMarginTicks = 2;
-
-bool ParseInt(std::string_view s, int64_t* v) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
 
 }  // namespace
 
@@ -122,10 +117,10 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       std::string_view s;
       int64_t deliver = 0, old_epoch = 0;
       if (v.topic != kTimerTopic || !v.FindProperty(prop::kDeliverMs, &s) ||
-          !ParseInt(s, &deliver) || deliver != u.deliver_ms) {
+          !ParseInt64(s, &deliver) || deliver != u.deliver_ms) {
         return;  // not the unit's record (lost tail, space reused): nothing to move
       }
-      if (v.FindProperty(kTimerMoveEpoch, &s) && ParseInt(s, &old_epoch) &&
+      if (v.FindProperty(kTimerMoveEpoch, &s) && ParseInt64(s, &old_epoch) &&
           !state.Committed(static_cast<uint64_t>(old_epoch))) {
         return;  // a copy of a move that never committed: never delivered, not moved
       }

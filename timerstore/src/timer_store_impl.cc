@@ -1,13 +1,13 @@
 #include "timer_store_impl.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/names.h"
+#include "common/parse_int.h"
 #include "common/status.h"
 #include "prop_keys.h"
 #include "timerstore/recall_handle.h"
@@ -33,9 +33,7 @@ absl::Status CheckRealDestination(const Message& m) {
 bool ParseInt(const std::map<std::string, std::string>& props, const char* key, int64_t* v) {
   auto it = props.find(key);
   if (it == props.end()) return false;
-  const std::string& s = it->second;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  return ParseInt64(it->second, v);
 }
 
 }  // namespace
