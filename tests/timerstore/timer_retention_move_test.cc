@@ -11,6 +11,7 @@
 
 #include "move_state.h"
 #include "timer_env.h"
+#include "timerstore/recall_handle.h"
 
 namespace tokimq::testing {
 namespace {
@@ -213,6 +214,23 @@ TEST_F(TimerRetentionMoveTest, RecallAfterTheSegmentIsGoneCancels) {
   env_.sent().erase("a");
   env_.sent().erase("b");
   DeliverAllAndCheck();
+}
+
+TEST_F(TimerRetentionMoveTest, HandleWithAnotherDeliverTimeAfterTheSegmentIsGoneCancelsNothing) {
+  const int64_t now = env_.clock().NowMs();
+  ScheduleResult a = env_.Send("a", now + 20 * kMinute);
+  env_.Ack();
+  Churn();
+  ASSERT_TRUE(Retention().ok());
+  ASSERT_GT(MinOffset(), a.put.physical_offset);
+  absl::StatusOr<RecallHandle> h = RecallHandle::Decode(a.recall_handle);
+  ASSERT_TRUE(h.ok());
+  h->deliver_ms += 1;  // same record, another time: not the handle Schedule gave
+  // The origin record is gone, so the recall cannot tell; the copy is still delivered.
+  (void)env_.ts().Recall(h->Encode());
+  env_.Ack();
+  DeliverAllAndCheck();
+  EXPECT_EQ(env_.Delivered().size(), 1u);
 }
 
 TEST_F(TimerRetentionMoveTest, MessageDueDuringItsMoveIsDeliveredOnce) {

@@ -261,8 +261,12 @@ void TimerStoreImpl::DropUncommittedCopiesLocked(std::vector<LoadedCopy>* loaded
       FinishUnitLocked(c.su, /*pending_decrement=*/false);
       continue;
     }
-    if (c.origin >= 0 && recalled_.contains(c.origin)) {
-      FinishUnitLocked(c.su, /*pending_decrement=*/false);  // recalled by its first handle
+    // Recalled by its first handle. The recall could not check that handle's message id (the
+    // origin record is gone), so its deliver time must match the copy's: a handle naming the
+    // right offset with another time cancels nothing.
+    if (auto r = c.origin >= 0 ? recalled_.find(c.origin) : recalled_.end();
+        r != recalled_.end() && r->second == c.su.unit.deliver_ms) {
+      FinishUnitLocked(c.su, /*pending_decrement=*/false);
       continue;
     }
     if (kept != i) (*loaded)[kept] = std::move(c);
