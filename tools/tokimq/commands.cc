@@ -370,6 +370,12 @@ absl::Status Stats(const ClientOptions& o, const StatsArgs& a) {
               static_cast<long long>(st->commitlog_min_offset()),
               static_cast<long long>(st->commitlog_max_offset()),
               static_cast<long long>(st->commitlog_flushed_offset()));
+  // Fsyncs per acknowledged send under flush = "sync": syncs / durable_waits (docs/protocol.md
+  // "Durable sends").
+  std::printf("commitlog fsyncs: syncs=%lld sync_rounds=%lld durable_waits=%lld\n",
+              static_cast<long long>(st->commitlog_syncs()),
+              static_cast<long long>(st->commitlog_sync_rounds()),
+              static_cast<long long>(st->commitlog_durable_waits()));
   std::printf("retention: age=%s runs=%lld deleted_segments=%lld last_run=%s\n",
               FormatDuration(st->retention_ms()).c_str(),
               static_cast<long long>(st->retention_runs()),
