@@ -15,11 +15,11 @@
 //      superseded (skipped when walked) and the copies count; else the epoch is abandoned.
 // MessageStore::DeleteExpired then deletes the segments below the pins.
 #include <algorithm>
-#include <chrono>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "commitlog/record.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/parse_int.h"
 #include "common/status.h"
@@ -156,7 +156,7 @@ absl::Status TimerStoreImpl::AbandonMoveLocked(uint64_t epoch) {
 absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   std::lock_guard<std::mutex> ml(move_mu_);
   last_expired_end_.store(expired_end, std::memory_order_release);
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = RealTimeNow();
   std::vector<std::pair<int64_t, int64_t>> slots;  // (tick, last_pos) of every live slot
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -171,9 +171,7 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   int64_t units_read = 0;
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<MoveCandidate> candidates,
                           FindCandidates(slots, expired_end, &units_read));
-  const auto walk_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::steady_clock::now() - started)
-                           .count();
+  const int64_t walk_us = RealTimeMicrosSince(started);
   std::vector<MoveCandidate> survivors, seen;
   const int64_t timer_queue_end = store_->MaxQueueOffset(kTimerTopic, 0);  // not under mu_
   int64_t end;
@@ -239,9 +237,7 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   }
   metrics_.moved.Add(copied);
   metrics_.moved_bytes.Add(copied_bytes);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::steady_clock::now() - started)
-                      .count();
+  const int64_t us = RealTimeMicrosSince(started);
   if (copied > 0) {
     TOKIMQ_LOG_INFO(
         "timerstore: retention moved {} pending message(s) ({} bytes) from below {}; found them "

@@ -35,6 +35,15 @@ inline std::chrono::steady_clock::time_point RealTimeDeadline(std::chrono::milli
   return std::chrono::steady_clock::now() + after;
 }
 
+// The monotonic clock now, and the real time in µs since such a reading: for log lines that
+// report how long work took (0 elapsed on a ManualClock would say nothing). Not a time of day.
+inline std::chrono::steady_clock::time_point RealTimeNow() { return std::chrono::steady_clock::now(); }
+inline int64_t RealTimeMicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
 // Reads std::chrono::system_clock. Thread-safe. Process-wide singleton via Default().
 class SystemClock final : public Clock {
  public:
