@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <mutex>
+#include <vector>
 
+#include "call_trace.h"
 #include "common/logging.h"
 #include "messaging_service.h"
 
@@ -65,6 +67,12 @@ absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* 
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // --log-level debug: one log line per call event (call_trace.h).
+  if (spdlog::should_log(spdlog::level::debug)) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> trace;
+    trace.push_back(MakeCallTraceFactory());
+    builder.experimental().SetInterceptorCreators(std::move(trace));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     return absl::UnavailableError("cannot listen for RocketMQ gRPC on " + target);
