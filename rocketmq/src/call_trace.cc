@@ -60,10 +60,10 @@ class CallTrace final : public grpc::experimental::Interceptor {
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
       const void* m = methods->GetSendMessage();
-      TOKIMQ_LOG_DEBUG(
-          "rocketmq call {}: sent {} {}", id_, method_,
-          m == nullptr ? std::string("(serialized)")
-                       : DescribeMessage(*static_cast<const google::protobuf::Message*>(m)));
+      TOKIMQ_LOG_DEBUG("rocketmq call {}: sent {} {}", id_, method_,
+                       m == nullptr
+                           ? std::string("(serialized)")
+                           : DescribeMessage(*static_cast<const google::protobuf::Message*>(m)));
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status s = methods->GetSendStatus();

@@ -97,9 +97,9 @@ class ClientStartupTest : public ::testing::Test {
   std::unique_ptr<v2::MessagingService::Stub> Connect(int client) {
     grpc::ChannelArguments args;
     args.SetInt("tokimq.test.client", client);
-    return v2::MessagingService::NewStub(grpc::CreateCustomChannel(
-        "127.0.0.1:" + std::to_string(endpoint_->port()), grpc::InsecureChannelCredentials(),
-        args));
+    return v2::MessagingService::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(endpoint_->port()),
+                                  grpc::InsecureChannelCredentials(), args));
   }
 
   static void Prepare(grpc::ClientContext* ctx, const std::string& client_id) {
@@ -146,8 +146,8 @@ class ClientStartupTest : public ::testing::Test {
       if (!stream->Write(settings)) return id + " Telemetry: write failed";
       v2::TelemetryCommand answer;
       if (!stream->Read(&answer)) {
-        return id + " Telemetry: no settings answer (round " + std::to_string(round) + "): " +
-               stream->Finish().error_message();
+        return id + " Telemetry: no settings answer (round " + std::to_string(round) +
+               "): " + stream->Finish().error_message();
       }
       if (answer.status().code() != v2::Code::OK || !answer.has_settings() ||
           answer.settings().publishing().max_body_size() != GrpcEndpointOptions{}.max_body_size ||
