@@ -400,8 +400,8 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
   // still in flight calls the missing resolver (a no-op) and then waits forever (its next
   // settings sync is 5 min away). tokimq answers both within a millisecond (call trace), so the
   // order the client handles them in is a coin toss: the FIFO case above named two topics and
-  // hung in about 1 run of 10. Here the second route answer is held until the settings answer
-  // was handled, which makes that order certain.
+  // hung in 2 of 16 runs. Here the second route answer is held until the settings answer was
+  // handled, which makes that order certain; a settings answer that never comes fails by timeout.
   it('rocketmq-client-nodejs 1.0.8: a Producer naming two topics never starts when its settings '
     + 'answer comes before its second route (so every client here names one topic)',
   { timeout: 20000 }, async () => {
