@@ -14,6 +14,7 @@
 #include "broker/fd_budget.h"
 #include "broker/server.h"
 #include "common/duration.h"
+#include "common/json_log_formatter.h"
 #if TOKIMQ_WITH_ROCKETMQ
 #include "rocketmq/grpc_endpoint.h"
 #endif
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
 
   using tokimq::broker::BrokerConfig;
   CLI::App app{"tokimq-broker: delay-message broker"};
-  std::string config_file, data_dir, bind, flush, log_level, log_file, port_file, precision;
+  app.set_version_flag("--version", std::string("tokimq-broker ") + TOKIMQ_VERSION);
+  std::string config_file, data_dir, bind, flush, log_level, log_file, log_format, port_file,
+      precision;
   int port = -1;
   int grpc_port = 8081;
   bool manual_clock = false;
@@ -80,6 +83,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
+  app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
+      ->check(CLI::IsMember({"text", "json"}));
   CLI11_PARSE(app, argc, argv);
 
   BrokerConfig config;
@@ -113,6 +118,7 @@ int main(int argc, char** argv) {
   if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
+  if (!log_format.empty()) config.log_format = log_format;
 
   try {
     if (!config.log_file.empty()) {
@@ -129,6 +135,9 @@ int main(int argc, char** argv) {
                 "' (trace, debug, info, warn, error, critical, off)");
   }
   spdlog::set_level(spdlog::level::from_str(config.log_level));
+  if (config.log_format == "json") {
+    spdlog::set_formatter(std::make_unique<tokimq::JsonLogFormatter>());
+  }
   spdlog::flush_on(spdlog::level::info);
 
   config.broker.max_frame_bytes = config.server.max_frame_bytes;

@@ -102,6 +102,13 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetString(node, key, &c->log_level);
     } else if (key == "log_file") {
       s = GetString(node, key, &c->log_file);
+    } else if (key == "log_format") {
+      std::string format;
+      s = GetString(node, key, &format);
+      if (s.ok() && format != "text" && format != "json") {
+        return Bad(key, "expected \"text\" or \"json\"");
+      }
+      if (s.ok()) c->log_format = format;
     } else if (key == "io_threads") {
       s = GetInt(node, key, &srv.io_threads, 1, 64);
     } else if (key == "worker_threads") {

@@ -120,5 +120,16 @@ disk_check_interval = "250ms"
   EXPECT_NE(s.message().find("disk_check_interval"), absl::string_view::npos) << s;
 }
 
+TEST(ConfigTest, LogFormatIsTextOrJson) {
+  BrokerConfig c;
+  EXPECT_EQ(c.log_format, "text");
+  ASSERT_TRUE(LoadConfigText("log_format = \"json\"\n", &c).ok());
+  EXPECT_EQ(c.log_format, "json");
+  absl::Status s = LoadConfigText("log_format = \"xml\"\n", &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("log_format"), std::string::npos) << s;
+  EXPECT_EQ(c.log_format, "json");  // unchanged by the refused value
+}
+
 }  // namespace
 }  // namespace tokimq::broker

@@ -32,6 +32,7 @@ const CLI::Validator kReadTopic = NameCheck(&tokimq::ValidateDestination, "TOPIC
 int main(int argc, char** argv) {
   using namespace tokimq::cli;
   CLI::App app{"tokimq: command line client for the tokimq delay-message broker"};
+  app.set_version_flag("--version", std::string("tokimq ") + TOKIMQ_VERSION);
   app.require_subcommand(1);
   tokimq::client::ClientOptions opts;
   std::string timeout = "10s";

@@ -15,6 +15,7 @@ struct BrokerConfig {
   ServerOptions server;
   std::string log_level = "info";
   std::string log_file;   // empty: stderr
+  std::string log_format = "text";  // "text" (spdlog's pattern) or "json" (common/json_log_formatter.h)
   std::string port_file;  // when set, the bound port is written there after listen
 };
 
