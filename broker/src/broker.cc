@@ -55,7 +55,28 @@ absl::Status Broker::OpenStores() {
   FileSystem* fs = FileSystem::Default();
   const std::string& dir = options_.data_dir;
   TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir));
+  TOKIMQ_RETURN_IF_ERROR(OpenMetadataDb(fs));
+  TOKIMQ_RETURN_IF_ERROR(SetUpClock());
+  std::random_device rd;
+  id_salt_ = rd();
+  TOKIMQ_RETURN_IF_ERROR(OpenMessageStore(fs));
+  TOKIMQ_RETURN_IF_ERROR(OpenTimerStore(fs));
+  TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
+  TOKIMQ_RETURN_IF_ERROR(timers_->Start());
+  TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
+  // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of
+  // pending timer messages from the first run on.
+  retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
+                                               [this] { return EffectiveRetentionMs(); });
+  retention_->Start();
+  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
+                  metadata_->ListTopics().size(), subscriptions_.size());
+  return absl::OkStatus();
+}
 
+absl::Status Broker::OpenMetadataDb(FileSystem* fs) {
+  const std::string& dir = options_.data_dir;
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
   // The broker reads this DB only when it opens (Get/iterate into memory) and writes it on
@@ -74,7 +95,10 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
   db_.reset(raw_db);
+  return absl::OkStatus();
+}
 
+absl::Status Broker::SetUpClock() {
   if (options_.manual_clock) {
     int64_t start = options_.manual_clock_start_ms;
     if (start == 0) start = SystemClock::Default()->NowMs();
@@ -96,9 +120,11 @@ absl::Status Broker::OpenStores() {
   } else {
     clock_ = SystemClock::Default();
   }
-  std::random_device rd;
-  id_salt_ = rd();
+  return absl::OkStatus();
+}
 
+absl::Status Broker::OpenMessageStore(FileSystem* fs) {
+  const std::string& dir = options_.data_dir;
   MessageStoreOptions store_options;
   store_options.dir = dir + "/store";
   store_options.commitlog.segment_size = options_.commitlog_segment_size;
@@ -121,8 +147,12 @@ absl::Status Broker::OpenStores() {
       [store = store_.get()] { return store->commit_log()->MaxOffset(); });
   watermark_->Refresh();  // logs at once when the broker starts above the watermark
 
+  return absl::OkStatus();
+}
+
+absl::Status Broker::OpenTimerStore(FileSystem* fs) {
   TimerStoreOptions timer_options;
-  timer_options.dir = dir + "/timer";
+  timer_options.dir = options_.data_dir + "/timer";
   timer_options.precision_ms = options_.timer_precision_ms;
   timer_options.service_nice = options_.timer_thread_nice;
   timer_options.window_ms = options_.timer_window_ms;
@@ -140,8 +170,10 @@ absl::Status Broker::OpenStores() {
   };
   TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
 
-  TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  return absl::OkStatus();
+}
 
+absl::Status Broker::OpenConsumerService() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek(kSubscriptionPrefix); it->Valid() && it->key().starts_with(kSubscriptionPrefix);
        it->Next()) {
@@ -177,15 +209,6 @@ absl::Status Broker::OpenStores() {
         consumers->OnDispatch(topic, queue_id, queue_offset);
       });
 
-  TOKIMQ_RETURN_IF_ERROR(timers_->Start());
-  TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
-  // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of
-  // pending timer messages from the first run on.
-  retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
-                                               [this] { return EffectiveRetentionMs(); });
-  retention_->Start();
-  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
-                  metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
 }
 

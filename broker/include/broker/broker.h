@@ -43,6 +43,7 @@ class DB;
 
 namespace tokimq {
 class Clock;
+class FileSystem;
 class ManualClock;
 class MessageStore;
 class TimerStore;
@@ -155,6 +156,14 @@ class Broker {
  private:
   explicit Broker(BrokerOptions options);
   absl::Status OpenStores();
+  // OpenStores' steps, in order: the metadata RocksDB (<data_dir>/meta); the clock (persisted
+  // manual time); the MessageStore and the disk watermark; the TimerStore; the subscriptions
+  // and the ConsumerService (wired to the MessageStore's dispatch listener).
+  absl::Status OpenMetadataDb(FileSystem* fs);
+  absl::Status SetUpClock();
+  absl::Status OpenMessageStore(FileSystem* fs);
+  absl::Status OpenTimerStore(FileSystem* fs);
+  absl::Status OpenConsumerService();
 
   // One handler per request; each returns the status put in the response.
   absl::Status HandleCreateTopic(const proto::CreateTopicRequest& req, proto::Response* resp);
