@@ -52,15 +52,18 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
 }
 
 absl::Status Broker::OpenStores() {
-  FileSystem* fs = FileSystem::Default();
+  if (options_.clock != nullptr && options_.manual_clock) {
+    return absl::InvalidArgumentError("BrokerOptions: clock and manual_clock are exclusive");
+  }
+  fs_ = options_.fs != nullptr ? options_.fs : FileSystem::Default();
   const std::string& dir = options_.data_dir;
-  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir));
-  TOKIMQ_RETURN_IF_ERROR(OpenMetadataDb(fs));
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir));
+  TOKIMQ_RETURN_IF_ERROR(OpenMetadataDb());
   TOKIMQ_RETURN_IF_ERROR(SetUpClock());
   std::random_device rd;
   id_salt_ = rd();
-  TOKIMQ_RETURN_IF_ERROR(OpenMessageStore(fs));
-  TOKIMQ_RETURN_IF_ERROR(OpenTimerStore(fs));
+  TOKIMQ_RETURN_IF_ERROR(OpenMessageStore());
+  TOKIMQ_RETURN_IF_ERROR(OpenTimerStore());
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
   TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
@@ -75,7 +78,7 @@ absl::Status Broker::OpenStores() {
   return absl::OkStatus();
 }
 
-absl::Status Broker::OpenMetadataDb(FileSystem* fs) {
+absl::Status Broker::OpenMetadataDb() {
   const std::string& dir = options_.data_dir;
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
@@ -89,7 +92,8 @@ absl::Status Broker::OpenMetadataDb(FileSystem* fs) {
   // RocksDB's LOG file aborted the broker on a full disk (see rocksdb_logger.h).
   db_options.info_log = NewRocksDbLogger();
   // Created first: RocksDB logs an error line when it lists a missing directory.
-  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir + "/meta"));
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir + "/meta"));
+  if (options_.meta_env != nullptr) db_options.env = options_.meta_env;
   db_options.max_open_files = kRocksDbMaxOpenFiles;  // descriptor budget: broker/fd_budget.h
   rocksdb::DB* raw_db = nullptr;
   TOKIMQ_RETURN_IF_ERROR(
@@ -118,12 +122,12 @@ absl::Status Broker::SetUpClock() {
     TOKIMQ_RETURN_IF_ERROR(FromRocks(db_->Put(wo, kManualClockKey, v), "persist manual clock"));
     TOKIMQ_LOG_INFO("manual clock at {} ms", start);
   } else {
-    clock_ = SystemClock::Default();
+    clock_ = options_.clock != nullptr ? options_.clock : SystemClock::Default();
   }
   return absl::OkStatus();
 }
 
-absl::Status Broker::OpenMessageStore(FileSystem* fs) {
+absl::Status Broker::OpenMessageStore() {
   const std::string& dir = options_.data_dir;
   MessageStoreOptions store_options;
   store_options.dir = dir + "/store";
@@ -134,23 +138,24 @@ absl::Status Broker::OpenMessageStore(FileSystem* fs) {
   store_options.max_open_files = options_.max_open_files != 0
                                      ? options_.max_open_files
                                      : MaxOpenFilesFor(CurrentNoFileLimit().soft);
-  TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
+  TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs_, clock_, store_options));
   DiskWatermarkOptions wm;
   wm.path = dir;
   wm.min_free_bytes = options_.disk_min_free_bytes;
   wm.max_used_ratio = options_.disk_max_used_ratio;
   wm.refresh_interval_ms = options_.disk_check_interval_ms;
   wm.refresh_bytes = options_.disk_check_bytes;
-  // Real time even on a manual clock: free space changes in the real world.
+  // Real time even on the admin-advanced manual clock: free space changes in the real world.
+  // An injected clock (options.clock) drives it too, so a test controls its refreshes.
   watermark_ = std::make_unique<DiskWatermark>(
-      fs, SystemClock::Default(), std::move(wm),
+      fs_, options_.clock != nullptr ? options_.clock : SystemClock::Default(), std::move(wm),
       [store = store_.get()] { return store->commit_log()->MaxOffset(); });
   watermark_->Refresh();  // logs at once when the broker starts above the watermark
 
   return absl::OkStatus();
 }
 
-absl::Status Broker::OpenTimerStore(FileSystem* fs) {
+absl::Status Broker::OpenTimerStore() {
   TimerStoreOptions timer_options;
   timer_options.dir = options_.data_dir + "/timer";
   timer_options.precision_ms = options_.timer_precision_ms;
@@ -168,7 +173,7 @@ absl::Status Broker::OpenTimerStore(FileSystem* fs) {
     }
     return absl::OkStatus();
   };
-  TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
+  TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs_, clock_, store_.get(), timer_options));
 
   return absl::OkStatus();
 }
@@ -184,6 +189,7 @@ absl::Status Broker::OpenConsumerService() {
 
   ConsumerServiceDeps deps;
   deps.clock = clock_;
+  deps.wal_sync_clock = options_.clock;  // nullptr: real time
   deps.store = store_.get();
   deps.timers = timers_.get();
   deps.db = db_.get();
@@ -261,7 +267,7 @@ absl::Status Broker::Close() {
     // over the failed file at Close (an assertion in debug builds): skip it.
     uint64_t memtables = 0;
     db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables);
-    absl::StatusOr<uint64_t> free = FileSystem::Default()->FreeSpace(options_.data_dir);
+    absl::StatusOr<uint64_t> free = fs_->FreeSpace(options_.data_dir);
     if (free.ok() && *free < 2 * memtables + (4u << 20)) {
       TOKIMQ_LOG_WARN(
           "shutdown: metadata flush skipped: {} bytes free for {} bytes of "
