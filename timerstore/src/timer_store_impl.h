@@ -221,6 +221,14 @@ class TimerStoreImpl final : public TimerStore {
   // *copied count what was written; orphans (copies of an uncommitted move) are not copied.
   absl::Status WriteCopies(const std::vector<MoveCandidate>& survivors, uint64_t epoch,
                            const MoveState& state, int64_t* copied, int64_t* copied_bytes);
+  // (tick, last_pos) of every live wheel slot from the next walk tick on, a window ahead.
+  std::vector<std::pair<int64_t, int64_t>> LiveSlotsLocked() const;
+  // Under mu_, once move `epoch` (0: nothing copied) wrote its copies and a checkpoint: false
+  // (abandoned) when a survivor's slot was walked meanwhile; else stores the committed state
+  // with the frontier at `end` and releases the pins of `seen`, and returns true.
+  absl::StatusOr<bool> CommitMoveLocked(uint64_t epoch, int64_t end,
+                                        const std::vector<MoveCandidate>& survivors,
+                                        const std::vector<MoveCandidate>& seen);
   // Marks `epoch` abandoned (its copies are never delivered) and stores the state.
   absl::Status AbandonMoveLocked(uint64_t epoch);
   // Whether `u` points below the frontier: its message was moved (or its record is gone).
