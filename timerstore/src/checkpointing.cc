@@ -43,7 +43,7 @@ absl::Status TimerStoreImpl::Checkpoint() {
     for (const auto& [phys, deliver] : recalled_) c.recalled.push_back({phys, deliver});
     std::sort(c.recalled.begin(), c.recalled.end(),
               [](const RecalledEntry& a, const RecalledEntry& b) {
-                return a.phys_offset < b.phys_offset;
+                return a.physical_offset < b.physical_offset;
               });
     // Snapshot, under mu_ so no unit is linked in between: the TimerLog end and the wheel
     // slots as of this instant (they point only at units below that end). The fsyncs run

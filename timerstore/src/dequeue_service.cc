@@ -36,7 +36,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
     fine_.PopDue(now, std::min<size_t>(room, 512), &due);
     // Recalled while loaded: never delivered.
     auto keep = std::remove_if(due.begin(), due.end(), [&](const ScheduledUnit& su) {
-      if (!recalled_.contains(su.unit.phys_offset)) return false;
+      if (!recalled_.contains(su.unit.physical_offset)) return false;
       FinishUnitLocked(su, false);
       return true;
     });
@@ -73,7 +73,7 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   // properties as record bytes (DeliveredCopy: no map built, PutBatch copies them verbatim).
   std::vector<ReadRequest> reqs;
   reqs.reserve(units.size());
-  for (const ScheduledUnit& su : units) reqs.push_back({su.unit.phys_offset, su.unit.msg_size});
+  for (const ScheduledUnit& su : units) reqs.push_back({su.unit.physical_offset, su.unit.msg_size});
   std::vector<std::optional<Message>> copies(units.size());
   std::vector<std::string> poison(units.size());
   std::vector<absl::Status> errors(units.size());
@@ -122,7 +122,7 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
         TOKIMQ_LOG_WARN(
             "timerstore: unit at {} points to CommitLog offset {} ({}); dropped ({} similar "
             "lines suppressed)",
-            su.pos, su.unit.phys_offset, e.ToString(), held);
+            su.pos, su.unit.physical_offset, e.ToString(), held);
       }
       dropped->push_back(su);
     } else {
@@ -237,7 +237,7 @@ void TimerStoreImpl::ParkCopies(std::vector<LoadedCopy> poison, std::vector<Sche
     TOKIMQ_LOG_WARN(
         "timerstore: due message (TIMER_SRC_OFFSET {}, deliver ms {}) for '{}' {} {}: {} ({} "
         "similar lines suppressed)",
-        c.su.unit.phys_offset, c.su.unit.deliver_ms,
+        c.su.unit.physical_offset, c.su.unit.deliver_ms,
         it == c.msg.properties.end() ? std::string("?") : QuoteName(it->second), what, kPoisonTopic,
         c.poison, held);
   };

@@ -100,7 +100,7 @@ absl::Status TimerStoreImpl::ContinueRollsLocked(
       if (SeededLocked(su)) pending_by_delay_.Sub(unit.slot_tick);
       continue;
     }
-    if (recalled_.contains(unit.phys_offset)) {
+    if (recalled_.contains(unit.physical_offset)) {
       SettleSeededLocked(su, /*recalled=*/true, /*stale_roll=*/false);
       InflightLocked(tick).outstanding++;
       FinishUnitLocked(su, /*pending_decrement=*/false);
@@ -135,15 +135,15 @@ void TimerStoreImpl::HandOverRunLocked(int64_t tick, std::vector<ScheduledUnit> 
       continue;
     }
     if (seed_end_pos_ >= 0) {
-      SettleSeededLocked(su, recalled_.contains(su.unit.phys_offset), /*stale_roll=*/false);
+      SettleSeededLocked(su, recalled_.contains(su.unit.physical_offset), /*stale_roll=*/false);
     }
     inflight.outstanding++;
-    if (check && recalled_.contains(su.unit.phys_offset)) {
+    if (check && recalled_.contains(su.unit.physical_offset)) {
       FinishUnitLocked(su, /*pending_decrement=*/false);
-    } else if (check && delivered_phys_.contains(su.unit.phys_offset)) {
+    } else if (check && delivered_phys_.contains(su.unit.physical_offset)) {
       FinishUnitLocked(su, /*pending_decrement=*/true);  // delivered before the crash
     } else {
-      inflight.min_phys = std::min(inflight.min_phys, su.unit.phys_offset);
+      inflight.min_phys = std::min(inflight.min_phys, su.unit.physical_offset);
       if (kept != i) run[kept] = std::move(run[i]);
       ++kept;
     }

@@ -120,11 +120,11 @@ absl::Status TimerStoreImpl::ReplayTimerLogTail(RecoveryScan* r) {
     if (u.flags == kUnitDelete) {
       recalled_[u.ref] = u.deliver_ms;
       --r->pending;
-      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
+      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.physical_offset);
     } else if (u.ref < 0) {
       if ((u.flags & kUnitMovedCopy) == 0) ++r->pending;  // a copy's message is counted already
-      if (u.phys_offset >= moves_.frontier) pins_[u.phys_offset >> kPinBucketShift]++;
-      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
+      if (u.physical_offset >= moves_.frontier) pins_[u.physical_offset >> kPinBucketShift]++;
+      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.physical_offset);
     }
   }
   return absl::OkStatus();
@@ -139,7 +139,7 @@ int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, int64_t phys, const 
   int64_t upos = -1;
   if (up != m.properties.end() && ParseInt64(up->second, &upos) && upos >= 0 && upos < r.end) {
     auto unit = timerlog_->Read(upos);
-    if (unit.ok() && unit->phys_offset == phys) return unit->slot_tick;
+    if (unit.ok() && unit->physical_offset == phys) return unit->slot_tick;
   }
   auto d = m.properties.find(prop::kDeliverMs);
   int64_t dms = 0;
@@ -210,7 +210,7 @@ absl::Status TimerStoreImpl::Recover() {
   TOKIMQ_RETURN_IF_ERROR(OpenTimerLogAndWheel(&r));
   TOKIMQ_RETURN_IF_ERROR(RecoverMoves());
   const TimerCheckpointData& ckpt = r.ckpt;
-  for (const RecalledEntry& e : ckpt.recalled) recalled_[e.phys_offset] = e.deliver_ms;
+  for (const RecalledEntry& e : ckpt.recalled) recalled_[e.physical_offset] = e.deliver_ms;
   pins_ = ckpt.pins;
   r.pending = ckpt.pending;
   last_enqueued_phys_ = ckpt.last_enqueued_phys;

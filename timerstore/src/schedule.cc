@@ -131,7 +131,7 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
 
 absl::Status TimerStoreImpl::Recall(std::string_view text) {
   TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
-  auto read = store_->Read(h.phys_offset);
+  auto read = store_->Read(h.physical_offset);
   bool moved = false;
   if (!read.ok()) {
     // Below the move frontier the record was given up by retention: a message still pending
@@ -139,8 +139,8 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
     // recalled set. Its id cannot be checked here any more (the handle's deliver time and the
     // clock still are): docs/timerstore.md "Retention moves".
     std::lock_guard<std::mutex> l(mu_);
-    moved =
-        absl::IsNotFound(read.status()) && h.phys_offset < moves_.frontier && h.phys_offset >= 0;
+    moved = absl::IsNotFound(read.status()) && h.physical_offset < moves_.frontier &&
+            h.physical_offset >= 0;
     if (!moved) {
       return absl::NotFoundError(
           absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
@@ -157,7 +157,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (recalled_.contains(h.phys_offset)) {
+    if (recalled_.contains(h.physical_offset)) {
       return absl::FailedPreconditionError("recall: already recalled");
     }
     // Nothing is ever put before its deliver time, and PopDue reads the clock under mu_ too:
@@ -165,7 +165,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
     if (clock_->NowMs() >= h.deliver_ms || TickOf(h.deliver_ms) < ReadTickLocked()) {
       return absl::FailedPreconditionError("recall: already delivered");
     }
-    recalled_[h.phys_offset] = h.deliver_ms;
+    recalled_[h.physical_offset] = h.deliver_ms;
   }
   // Durable mark: a delete marker in the timer topic (as RocketMQ 5.3 does); enqueue turns it
   // into a delete unit in the TimerLog.
@@ -174,11 +174,11 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
   marker.queue_id = 0;
   marker.born_ms = clock_->NowMs();
   marker.properties[prop::kDeliverMs] = std::to_string(h.deliver_ms);
-  marker.properties[kTimerDeleteOf] = std::to_string(h.phys_offset);
+  marker.properties[kTimerDeleteOf] = std::to_string(h.physical_offset);
   auto put = store_->Put(std::move(marker));
   std::lock_guard<std::mutex> l(mu_);
   if (!put.ok()) {
-    recalled_.erase(h.phys_offset);
+    recalled_.erase(h.physical_offset);
     return put.status();
   }
   timer_max_queue_offset_ = std::max(timer_max_queue_offset_, put->queue_offset + 1);

@@ -82,8 +82,8 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   // tick in flight): see below. Units recovery knows as delivered or recalled are left to the
   // walk, which settles them.
   const bool early = slot >= next_walk_tick_ && UnitKind(u.flags) == kUnitNormal &&
-                     tick < next_walk_tick_ && !delivered_phys_.contains(u.phys_offset) &&
-                     !recalled_.contains(u.phys_offset);
+                     tick < next_walk_tick_ && !delivered_phys_.contains(u.physical_offset) &&
+                     !recalled_.contains(u.physical_offset);
   // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
   if (early) InflightLocked(slot);
   TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
@@ -92,7 +92,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
     // The slot was already walked: hand the unit to the millisecond stage directly.
     InflightTick& t = InflightLocked(slot);
     t.outstanding++;
-    t.min_phys = std::min(t.min_phys, u.phys_offset);
+    t.min_phys = std::min(t.min_phys, u.physical_offset);
     AddFineLocked(ScheduledUnit{pos, u, slot});
   } else if (early) {
     // The walk of `slot` may come up to two ticks after the unit's deliver time. Hand it to
@@ -103,7 +103,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
     // deduplicates it.
     InflightTick& t = InflightLocked(slot);
     t.outstanding++;
-    t.min_phys = std::min(t.min_phys, u.phys_offset);
+    t.min_phys = std::min(t.min_phys, u.physical_offset);
     handed_early_.insert(pos);
     AddFineLocked(ScheduledUnit{pos, u, slot});
   }
@@ -119,7 +119,7 @@ void TimerStoreImpl::FinishUnitLocked(const ScheduledUnit& su, bool pending_decr
     pending_by_delay_.Sub(TickOf(su.unit.deliver_ms));
     t.done_pending++;
   }
-  t.pin_release[su.unit.phys_offset >> kPinBucketShift]++;
+  t.pin_release[su.unit.physical_offset >> kPinBucketShift]++;
   t.outstanding--;
 }
 
@@ -223,7 +223,7 @@ void TimerStoreImpl::SettleSeededLocked(const ScheduledUnit& su, bool recalled, 
     pending_by_delay_.Sub(slot);
     return;
   }
-  if (recalled && seed_recalled_.contains(su.unit.phys_offset)) {
+  if (recalled && seed_recalled_.contains(su.unit.physical_offset)) {
     if (deliver_tick != slot) pending_by_delay_.Sub(slot);  // the seed took it at deliver_tick
     return;
   }

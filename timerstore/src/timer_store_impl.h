@@ -232,7 +232,7 @@ class TimerStoreImpl final : public TimerStore {
   // Marks `epoch` abandoned (its copies are never delivered) and stores the state.
   absl::Status AbandonMoveLocked(uint64_t epoch);
   // Whether `u` points below the frontier: its message was moved (or its record is gone).
-  bool SupersededLocked(const TimerUnit& u) const { return u.phys_offset < moves_.frontier; }
+  bool SupersededLocked(const TimerUnit& u) const { return u.physical_offset < moves_.frontier; }
   // Sets pinned_bytes (unless expired_end < 0) and oldest_pending_segment_age_ms as of now
   // (reads the CommitLog; call without mu_).
   void RefreshRetentionGauges(int64_t expired_end);
