@@ -109,7 +109,7 @@ void TimerUnits() {
   u.write_ms = 1'700'000'000'000;
   u.deliver_ms = 1'700'000'009'000;
   u.slot_tick = 1'700'000'009;
-  u.phys_offset = 8192;
+  u.physical_offset = 8192;
   u.ref = 72;
   u.msg_size = 180;
   u.topic_hash = 0xdeadbeef;
@@ -161,7 +161,7 @@ void Checkpoint() {
 
 void Recall() {
   RecallHandle h;
-  h.phys_offset = 4096;
+  h.physical_offset = 4096;
   h.deliver_ms = 1'700'000'005'000;
   h.id_crc = 0x12345678;
   const std::string text = h.Encode();

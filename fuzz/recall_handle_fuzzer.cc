@@ -43,14 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (size >= 21) {
     RecallHandle r;
-    r.phys_offset = static_cast<int64_t>(DecodeFixed64(reinterpret_cast<const char*>(data + 1)));
+    r.physical_offset =
+        static_cast<int64_t>(DecodeFixed64(reinterpret_cast<const char*>(data + 1)));
     r.deliver_ms = static_cast<int64_t>(DecodeFixed64(reinterpret_cast<const char*>(data + 9)));
     r.id_crc = DecodeFixed32(reinterpret_cast<const char*>(data + 17));
     const std::string enc = r.Encode();
     FUZZ_CHECK(enc.size() == 50);
     absl::StatusOr<RecallHandle> back = RecallHandle::Decode(enc);
     FUZZ_CHECK(back.ok());
-    FUZZ_CHECK(back->phys_offset == r.phys_offset && back->deliver_ms == r.deliver_ms &&
+    FUZZ_CHECK(back->physical_offset == r.physical_offset && back->deliver_ms == r.deliver_ms &&
                back->id_crc == r.id_crc);
   }
   return 0;

@@ -24,7 +24,7 @@ constexpr size_t kFixedBody = 8 * 8;    // eight i64 counters
 bool Same(const TimerCheckpointData& a, const TimerCheckpointData& b) {
   if (a.recalled.size() != b.recalled.size()) return false;
   for (size_t i = 0; i < a.recalled.size(); ++i) {
-    if (a.recalled[i].phys_offset != b.recalled[i].phys_offset ||
+    if (a.recalled[i].physical_offset != b.recalled[i].physical_offset ||
         a.recalled[i].deliver_ms != b.recalled[i].deliver_ms) {
       return false;
     }

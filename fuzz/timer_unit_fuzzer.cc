@@ -19,7 +19,7 @@ namespace {
 bool SameUnit(const TimerUnit& a, const TimerUnit& b) {
   return a.flags == b.flags && a.prev_pos == b.prev_pos && a.write_ms == b.write_ms &&
          a.deliver_ms == b.deliver_ms && a.slot_tick == b.slot_tick &&
-         a.phys_offset == b.phys_offset && a.ref == b.ref && a.msg_size == b.msg_size &&
+         a.physical_offset == b.physical_offset && a.ref == b.ref && a.msg_size == b.msg_size &&
          a.topic_hash == b.topic_hash && a.roll_count == b.roll_count;
 }
 
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.write_ms = static_cast<int64_t>(DecodeFixed64(p + 12));
   f.deliver_ms = static_cast<int64_t>(DecodeFixed64(p + 20));
   f.slot_tick = static_cast<int64_t>(DecodeFixed64(p + 28));
-  f.phys_offset = static_cast<int64_t>(DecodeFixed64(p + 36));
+  f.physical_offset = static_cast<int64_t>(DecodeFixed64(p + 36));
   f.ref = static_cast<int64_t>(DecodeFixed64(p + 44));
   f.msg_size = DecodeFixed32(p + 52);
   f.topic_hash = DecodeFixed32(p + 56);

@@ -52,10 +52,34 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
 }
 
 absl::Status Broker::OpenStores() {
-  FileSystem* fs = FileSystem::Default();
+  if (options_.clock != nullptr && options_.manual_clock) {
+    return absl::InvalidArgumentError("BrokerOptions: clock and manual_clock are exclusive");
+  }
+  fs_ = options_.fs != nullptr ? options_.fs : FileSystem::Default();
   const std::string& dir = options_.data_dir;
-  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir));
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir));
+  TOKIMQ_RETURN_IF_ERROR(OpenMetadataDb());
+  TOKIMQ_RETURN_IF_ERROR(SetUpClock());
+  std::random_device rd;
+  id_salt_ = rd();
+  TOKIMQ_RETURN_IF_ERROR(OpenMessageStore());
+  TOKIMQ_RETURN_IF_ERROR(OpenTimerStore());
+  TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
+  TOKIMQ_RETURN_IF_ERROR(timers_->Start());
+  TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
+  // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of
+  // pending timer messages from the first run on.
+  retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
+                                               [this] { return EffectiveRetentionMs(); });
+  retention_->Start();
+  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
+                  metadata_->ListTopics().size(), subscriptions_.size());
+  return absl::OkStatus();
+}
 
+absl::Status Broker::OpenMetadataDb() {
+  const std::string& dir = options_.data_dir;
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
   // The broker reads this DB only when it opens (Get/iterate into memory) and writes it on
@@ -68,13 +92,17 @@ absl::Status Broker::OpenStores() {
   // RocksDB's LOG file aborted the broker on a full disk (see rocksdb_logger.h).
   db_options.info_log = NewRocksDbLogger();
   // Created first: RocksDB logs an error line when it lists a missing directory.
-  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir + "/meta"));
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir + "/meta"));
+  if (options_.meta_env != nullptr) db_options.env = options_.meta_env;
   db_options.max_open_files = kRocksDbMaxOpenFiles;  // descriptor budget: broker/fd_budget.h
   rocksdb::DB* raw_db = nullptr;
   TOKIMQ_RETURN_IF_ERROR(
       FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
   db_.reset(raw_db);
+  return absl::OkStatus();
+}
 
+absl::Status Broker::SetUpClock() {
   if (options_.manual_clock) {
     int64_t start = options_.manual_clock_start_ms;
     if (start == 0) start = SystemClock::Default()->NowMs();
@@ -94,11 +122,13 @@ absl::Status Broker::OpenStores() {
     TOKIMQ_RETURN_IF_ERROR(FromRocks(db_->Put(wo, kManualClockKey, v), "persist manual clock"));
     TOKIMQ_LOG_INFO("manual clock at {} ms", start);
   } else {
-    clock_ = SystemClock::Default();
+    clock_ = options_.clock != nullptr ? options_.clock : SystemClock::Default();
   }
-  std::random_device rd;
-  id_salt_ = rd();
+  return absl::OkStatus();
+}
 
+absl::Status Broker::OpenMessageStore() {
+  const std::string& dir = options_.data_dir;
   MessageStoreOptions store_options;
   store_options.dir = dir + "/store";
   store_options.commitlog.segment_size = options_.commitlog_segment_size;
@@ -108,21 +138,26 @@ absl::Status Broker::OpenStores() {
   store_options.max_open_files = options_.max_open_files != 0
                                      ? options_.max_open_files
                                      : MaxOpenFilesFor(CurrentNoFileLimit().soft);
-  TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs, clock_, store_options));
+  TOKIMQ_ASSIGN_OR_RETURN(store_, MessageStore::Open(fs_, clock_, store_options));
   DiskWatermarkOptions wm;
   wm.path = dir;
   wm.min_free_bytes = options_.disk_min_free_bytes;
   wm.max_used_ratio = options_.disk_max_used_ratio;
   wm.refresh_interval_ms = options_.disk_check_interval_ms;
   wm.refresh_bytes = options_.disk_check_bytes;
-  // Real time even on a manual clock: free space changes in the real world.
+  // Real time even on the admin-advanced manual clock: free space changes in the real world.
+  // An injected clock (options.clock) drives it too, so a test controls its refreshes.
   watermark_ = std::make_unique<DiskWatermark>(
-      fs, SystemClock::Default(), std::move(wm),
+      fs_, options_.clock != nullptr ? options_.clock : SystemClock::Default(), std::move(wm),
       [store = store_.get()] { return store->commit_log()->MaxOffset(); });
   watermark_->Refresh();  // logs at once when the broker starts above the watermark
 
+  return absl::OkStatus();
+}
+
+absl::Status Broker::OpenTimerStore() {
   TimerStoreOptions timer_options;
-  timer_options.dir = dir + "/timer";
+  timer_options.dir = options_.data_dir + "/timer";
   timer_options.precision_ms = options_.timer_precision_ms;
   timer_options.service_nice = options_.timer_thread_nice;
   timer_options.window_ms = options_.timer_window_ms;
@@ -138,10 +173,12 @@ absl::Status Broker::OpenStores() {
     }
     return absl::OkStatus();
   };
-  TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
+  TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs_, clock_, store_.get(), timer_options));
 
-  TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  return absl::OkStatus();
+}
 
+absl::Status Broker::OpenConsumerService() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek(kSubscriptionPrefix); it->Valid() && it->key().starts_with(kSubscriptionPrefix);
        it->Next()) {
@@ -152,6 +189,7 @@ absl::Status Broker::OpenStores() {
 
   ConsumerServiceDeps deps;
   deps.clock = clock_;
+  deps.wal_sync_clock = options_.clock;  // nullptr: real time
   deps.store = store_.get();
   deps.timers = timers_.get();
   deps.db = db_.get();
@@ -177,15 +215,6 @@ absl::Status Broker::OpenStores() {
         consumers->OnDispatch(topic, queue_id, queue_offset);
       });
 
-  TOKIMQ_RETURN_IF_ERROR(timers_->Start());
-  TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
-  // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of
-  // pending timer messages from the first run on.
-  retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
-                                               [this] { return EffectiveRetentionMs(); });
-  retention_->Start();
-  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
-                  metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
 }
 
@@ -238,7 +267,7 @@ absl::Status Broker::Close() {
     // over the failed file at Close (an assertion in debug builds): skip it.
     uint64_t memtables = 0;
     db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables);
-    absl::StatusOr<uint64_t> free = FileSystem::Default()->FreeSpace(options_.data_dir);
+    absl::StatusOr<uint64_t> free = fs_->FreeSpace(options_.data_dir);
     if (free.ok() && *free < 2 * memtables + (4u << 20)) {
       TOKIMQ_LOG_WARN(
           "shutdown: metadata flush skipped: {} bytes free for {} bytes of "

@@ -1,5 +1,5 @@
-// Append, read, group commit, retention and close of the CommitLog. Recovery lives in
-// commit_log_recovery.cc.
+// Append, flush (async flusher and group commit) and close of the CommitLog. Reads live in
+// commit_log_read.cc, retention in commit_log_retention.cc, recovery in commit_log_recovery.cc.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -14,11 +14,6 @@
 #include "offset_file.h"
 
 namespace tokimq {
-namespace {
-// First pread of a record: header and a small body at once, into a stack buffer (no zero-fill,
-// no allocation); larger records get a second pread into an exact-size heap buffer.
-constexpr size_t kReadAhead = 1024;
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<CommitLog>> CommitLog::Open(FileSystem* fs, Clock* clock,
                                                            CommitLogOptions options,
@@ -145,8 +140,8 @@ absl::Status CommitLogImpl::AppendChecked(std::span<Message* const> msgs, bool i
     }
     const size_t size = m->EncodedSize();
     if (size > opt_.segment_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "record of ", size, " bytes does not fit a segment of ", opt_.segment_size));
+      return absl::InvalidArgumentError(
+          absl::StrCat("record of ", size, " bytes does not fit a segment of ", opt_.segment_size));
     }
     sizes->push_back(static_cast<uint32_t>(size));
   }
@@ -280,180 +275,6 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
   return absl::OkStatus();
 }
 
-namespace {
-struct RawRecord {
-  char inline_buf[kReadAhead];
-  std::unique_ptr<char[]> heap;  // set when the record is larger than kReadAhead
-  uint32_t size = 0;
-  bool blank = false;
-  std::string_view bytes() const { return std::string_view(heap ? heap.get() : inline_buf, size); }
-};
-}  // namespace
-
-absl::StatusOr<std::shared_ptr<Segment>> CommitLogImpl::SegmentForRange(int64_t physical_offset,
-                                                                      size_t len) const {
-  auto seg = FindSegment(physical_offset);
-  if (seg == nullptr || physical_offset < MinOffset()) {
-    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
-  }
-  const int64_t rel = physical_offset - seg->base;
-  if (rel + static_cast<int64_t>(len) > segment_size() ||
-      physical_offset + static_cast<int64_t>(len) > MaxOffset()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("range at ", physical_offset, " of ", len, " bytes is outside the log"));
-  }
-  return seg;
-}
-
-absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::string* out) const {
-  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(physical_offset, len));
-  const int64_t rel = physical_offset - seg->base;
-  out->resize(len);
-  TOKIMQ_ASSIGN_OR_RETURN(size_t n, seg->file->PRead(static_cast<uint64_t>(rel), len, out->data()));
-  if (n != len) {
-    return absl::DataLossError(
-        absl::StrCat("short read at offset ", physical_offset, " of ", seg->path));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string_view> CommitLogImpl::ReadSpan(
-    int64_t physical_offset, size_t len, std::string* scratch,
-    std::shared_ptr<const Segment>* keep) const {
-  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(physical_offset, len));
-  const int64_t rel = physical_offset - seg->base;
-  // Below MaxOffset means written to the file (appends reach the page cache before MaxOffset
-  // moves), so the mapped bytes exist.
-  if (const char* map = seg->file->MapForRead(static_cast<uint64_t>(segment_size()))) {
-    *keep = seg;
-    return std::string_view(map + rel, len);
-  }
-  TOKIMQ_RETURN_IF_ERROR(ReadRaw(physical_offset, len, scratch));
-  return std::string_view(*scratch);
-}
-
-// Gives a decode failure its place (kDataLoss naming offset and segment file) and checks that
-// a record really starts at `physical_offset`. Shared by DecodeAt and DecodeViewAt.
-absl::Status CommitLogImpl::CheckDecoded(absl::Status decoded, int64_t stored_offset,
-                                         int64_t physical_offset) const {
-  if (!decoded.ok()) {
-    return absl::DataLossError(absl::StrCat(decoded.message(), " at offset ", physical_offset,
-                                            " in ", SegmentPathFor(physical_offset)));
-  }
-  if (stored_offset != physical_offset) {
-    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", physical_offset));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offset,
-                                     Message* out) const {
-  absl::Status s = record::Decode(rec, out);
-  return CheckDecoded(s, s.ok() ? out->physical_offset : -1, physical_offset);
-}
-
-absl::Status CommitLogImpl::DecodeViewAt(std::string_view rec, int64_t physical_offset,
-                                         record::RecordView* out) const {
-  absl::Status s = record::DecodeView(rec, out);
-  return CheckDecoded(s, s.ok() ? out->physical_offset : -1, physical_offset);
-}
-
-// Reads the record (message or blank) at `off`. Sets *total to its size.
-static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit, RawRecord* rec,
-                                 uint32_t* total) {
-  const int64_t rel = off - seg.base;
-  const int64_t avail = limit - off;
-  if (avail < static_cast<int64_t>(record::kPrefixSize)) {
-    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", off));
-  }
-  size_t first = static_cast<size_t>(std::min<int64_t>(avail, kReadAhead));
-  TOKIMQ_ASSIGN_OR_RETURN(size_t n,
-                          seg.file->PRead(static_cast<uint64_t>(rel), first, rec->inline_buf));
-  if (n < record::kPrefixSize) {
-    return absl::DataLossError(absl::StrCat("short read at offset ", off, " of ", seg.path));
-  }
-  record::Prefix pre = record::DecodePrefix(rec->inline_buf);
-  if (pre.magic == record::kBlankMagicV1) {
-    if (!record::IsValidBlank(std::string_view(rec->inline_buf, record::kBlankSize))) {
-      return absl::DataLossError(
-          absl::StrCat("bad blank record at offset ", off, " in ", seg.path));
-    }
-    rec->blank = true;
-    rec->size = record::kBlankSize;
-    *total = pre.total_size;
-    return absl::OkStatus();
-  }
-  if (pre.magic != record::kMessageMagicV1) {
-    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", off));
-  }
-  if (pre.total_size < record::kMinMessageSize || pre.total_size > avail) {
-    return absl::DataLossError(
-        absl::StrCat("bad record size ", pre.total_size, " at offset ", off, " in ", seg.path));
-  }
-  if (pre.total_size > n) {
-    // pre.total_size <= avail <= segment size: checked before allocating.
-    rec->heap = std::make_unique_for_overwrite<char[]>(pre.total_size);
-    std::copy_n(rec->inline_buf, n, rec->heap.get());
-    TOKIMQ_ASSIGN_OR_RETURN(size_t m, seg.file->PRead(static_cast<uint64_t>(rel) + n,
-                                                      pre.total_size - n, rec->heap.get() + n));
-    if (m != pre.total_size - n) {
-      return absl::DataLossError(absl::StrCat("short read at offset ", off, " of ", seg.path));
-    }
-  }
-  rec->size = pre.total_size;
-  *total = pre.total_size;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Message> CommitLogImpl::Read(int64_t physical_offset) const {
-  const int64_t max = MaxOffset();
-  if (physical_offset < MinOffset() || physical_offset >= max) {
-    return absl::NotFoundError(
-        absl::StrCat("offset ", physical_offset, " is outside [", MinOffset(), ", ", max, ")"));
-  }
-  auto seg = FindSegment(physical_offset);
-  if (seg == nullptr)
-    return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
-  RawRecord rec;
-  uint32_t total = 0;
-  TOKIMQ_RETURN_IF_ERROR(
-      ReadRecordAt(*seg, physical_offset, std::min(max, seg->base + segment_size()), &rec, &total));
-  if (rec.blank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("offset ", physical_offset, " holds a blank record, not a message"));
-  }
-  Message msg;
-  TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), physical_offset, &msg));
-  return msg;
-}
-
-absl::StatusOr<std::pair<Message, int64_t>> CommitLogImpl::ReadNext(int64_t off) const {
-  while (true) {
-    const int64_t max = MaxOffset();
-    if (off < MinOffset() || off >= max) {
-      return absl::NotFoundError(
-          absl::StrCat("offset ", off, " is outside [", MinOffset(), ", ", max, ")"));
-    }
-    const int64_t seg_end = (off / segment_size() + 1) * segment_size();
-    if (seg_end - off < static_cast<int64_t>(record::kBlankSize)) {
-      off = seg_end;
-      continue;
-    }
-    auto seg = FindSegment(off);
-    if (seg == nullptr) return absl::NotFoundError(absl::StrCat("offset ", off, " was deleted"));
-    RawRecord rec;
-    uint32_t total = 0;
-    TOKIMQ_RETURN_IF_ERROR(ReadRecordAt(*seg, off, std::min(max, seg_end), &rec, &total));
-    if (rec.blank) {
-      off = seg_end;
-      continue;
-    }
-    Message msg;
-    TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), off, &msg));
-    return std::make_pair(std::move(msg), off + total);
-  }
-}
-
 absl::Status CommitLogImpl::SyncRange(int64_t from, int64_t to) {
   std::vector<std::shared_ptr<Segment>> segs;
   {
@@ -560,78 +381,6 @@ void CommitLogImpl::FlusherLoop() {
     }
     l.lock();
   }
-}
-
-absl::StatusOr<int64_t> CommitLogImpl::FirstStoreMs(const Segment& seg) const {
-  TOKIMQ_ASSIGN_OR_RETURN(Message m, Read(seg.base));
-  return m.store_ms;
-}
-
-absl::StatusOr<int> CommitLogImpl::DeleteExpiredSegments(int64_t retention_ms,
-                                                         int64_t pinned_min_offset) {
-  const int64_t cutoff = clock_->NowMs() - retention_ms;
-  int deleted = 0;
-  while (true) {
-    std::shared_ptr<Segment> seg, next;
-    {
-      std::shared_lock<std::shared_mutex> l(seg_mu_);
-      if (segments_.size() < 2) break;  // never the active (last) segment
-      auto it = segments_.begin();
-      seg = it->second;
-      next = (++it)->second;
-    }
-    if (seg->base + segment_size() > pinned_min_offset) break;
-    // Records are stored in time order, so the newest record of `seg` is no newer than the
-    // first record of the segment after it.
-    auto first_ms = FirstStoreMs(*next);
-    if (!first_ms.ok()) {
-      if (absl::IsNotFound(first_ms.status())) break;  // next segment still being written
-      return first_ms.status();
-    }
-    if (*first_ms >= cutoff) break;
-    {
-      std::unique_lock<std::shared_mutex> l(seg_mu_);
-      segments_.erase(seg->base);
-      min_offset_.store(next->base, std::memory_order_release);
-    }
-    TOKIMQ_RETURN_IF_ERROR(fs_->Remove(seg->path));
-    ++deleted;
-  }
-  if (deleted > 0) TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
-  return deleted;
-}
-
-absl::StatusOr<int64_t> CommitLogImpl::ExpiredEnd(int64_t retention_ms) const {
-  const int64_t cutoff = clock_->NowMs() - retention_ms;
-  std::vector<std::shared_ptr<Segment>> segs;
-  {
-    std::shared_lock<std::shared_mutex> l(seg_mu_);
-    for (const auto& [base, seg] : segments_) segs.push_back(seg);
-  }
-  int64_t end = MinOffset();
-  // As DeleteExpiredSegments: never the active (last) segment; a segment's age is the store
-  // time of the next segment's first record.
-  for (size_t i = 0; i + 1 < segs.size(); ++i) {
-    auto first_ms = FirstStoreMs(*segs[i + 1]);
-    if (!first_ms.ok()) {
-      if (absl::IsNotFound(first_ms.status())) break;
-      return first_ms.status();
-    }
-    if (*first_ms >= cutoff) break;
-    end = segs[i + 1]->base;
-  }
-  return end;
-}
-
-absl::StatusOr<int64_t> CommitLogImpl::SegmentStoreMs(int64_t physical_offset) const {
-  if (physical_offset < MinOffset() || physical_offset >= MaxOffset()) {
-    return absl::NotFoundError(absl::StrCat("no segment holds offset ", physical_offset));
-  }
-  const int64_t base =
-      physical_offset - physical_offset % segment_size();
-  auto first = Read(std::max(base, MinOffset()));
-  if (!first.ok()) return first.status();
-  return first->store_ms;
 }
 
 absl::Status CommitLogImpl::Close() {

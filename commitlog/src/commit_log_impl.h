@@ -85,6 +85,14 @@ class CommitLogImpl final : public CommitLog {
   CommitLogImpl(FileSystem* fs, Clock* clock, CommitLogOptions options);
 
   absl::Status Recover(CommitLogRecoveryInfo* info);
+  // Recovery steps (commit_log_recovery.cc): open every segment file of the directory;
+  // find the end of the log by scanning from the segment holding the checkpoint `ckpt`
+  // (-1: none) after an unclean shutdown; cut the log at `end`, inside segment `it` (at
+  // `rel_end`, unless the segment is `missing`), removing every later segment.
+  absl::Status LoadSegments();
+  absl::StatusOr<int64_t> ScanForEnd(int64_t ckpt, CommitLogRecoveryInfo* info);
+  absl::Status CutLogAt(std::map<int64_t, std::shared_ptr<Segment>>::iterator it, bool missing,
+                        uint64_t rel_end, int64_t end, CommitLogRecoveryInfo* info);
   // Scans one segment from `from` (relative). Sets *end to the first byte after the last good
   // record (relative); *finished when a blank record or an exactly full segment closes it.
   // Returns OK, or kDataLoss when a bad record is followed by a valid one in this segment.
@@ -141,10 +149,10 @@ class CommitLogImpl final : public CommitLog {
   std::map<int64_t, std::shared_ptr<Segment>> segments_;  // by base offset
 
   std::mutex write_mu_;
-  std::string encode_buf_;  // guarded by write_mu_
-  int64_t write_pos_ = 0;   // guarded by write_mu_
+  std::string encode_buf_;      // guarded by write_mu_
+  int64_t write_pos_ = 0;       // guarded by write_mu_
   int64_t released_below_ = 0;  // segments below this base released; write_mu_ or recovery
-  bool closed_ = false;     // guarded by write_mu_
+  bool closed_ = false;         // guarded by write_mu_
   // The last append ran out of space (set and cleared under write_mu_; read anywhere).
   std::atomic<bool> no_space_{false};
   std::atomic<int64_t> max_offset_{0};

@@ -137,7 +137,7 @@ absl::Status CommitLogImpl::ScanSegment(const Segment& seg, uint64_t from, uint6
   }
 }
 
-absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
+absl::Status CommitLogImpl::LoadSegments() {
   const int64_t seg_size = segment_size();
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(opt_.dir));
   for (const std::string& name : names) {
@@ -157,7 +157,78 @@ absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
     }
     segments_[seg->base] = std::move(seg);
   }
+  return absl::OkStatus();
+}
 
+absl::Status CommitLogImpl::CutLogAt(std::map<int64_t, std::shared_ptr<Segment>>::iterator it,
+                                     bool missing, uint64_t rel_end, int64_t end,
+                                     CommitLogRecoveryInfo* info) {
+  Segment& seg = *it->second;
+  // The log ends here: nothing valid may follow.
+  auto first_later = missing ? it : std::next(it);
+  for (auto later = first_later; later != segments_.end(); ++later) {
+    if (HasValidRecordAfter(*later->second, 0)) {
+      return absl::DataLossError(absl::StrCat(
+          "commit log corrupt: log ends at offset ", end, " in ", missing ? opt_.dir : seg.path,
+          " but segment file ", later->second->path, " holds valid records; refusing to open"));
+    }
+  }
+  if (!missing) {
+    info->truncated_bytes += static_cast<int64_t>(seg.file->Size() - rel_end);
+    TOKIMQ_RETURN_IF_ERROR(seg.file->Truncate(rel_end));
+    TOKIMQ_RETURN_IF_ERROR(seg.file->Sync());
+  }
+  while (first_later != segments_.end()) {
+    info->truncated_bytes += static_cast<int64_t>(first_later->second->file->Size());
+    TOKIMQ_RETURN_IF_ERROR(fs_->Remove(first_later->second->path));
+    first_later = segments_.erase(first_later);
+  }
+  return fs_->SyncDir(opt_.dir);
+}
+
+absl::StatusOr<int64_t> CommitLogImpl::ScanForEnd(int64_t ckpt, CommitLogRecoveryInfo* info) {
+  const int64_t seg_size = segment_size();
+  // Scan from the segment holding the checkpoint: everything before it was fsynced.
+  auto it = segments_.begin();
+  if (ckpt >= 0) {
+    auto c = segments_.upper_bound(ckpt);
+    if (c != segments_.begin()) it = std::prev(c);
+  }
+  int64_t expected = it->first;
+  int64_t end = expected;
+  for (; it != segments_.end(); ++it) {
+    Segment& seg = *it->second;
+    uint64_t rel_end = 0;
+    ScanEnd how = ScanEnd::kEof;
+    bool missing = seg.base != expected;
+    if (!missing) {
+      TOKIMQ_RETURN_IF_ERROR(ScanSegment(seg, 0, &rel_end, &how, &info->records_scanned));
+      TOKIMQ_RETURN_IF_ERROR(seg.file->Sync());
+      if (how == ScanEnd::kFinished) {
+        expected = seg.base + seg_size;
+        end = expected;
+        continue;
+      }
+      end = seg.base + static_cast<int64_t>(rel_end);
+    }
+    TOKIMQ_RETURN_IF_ERROR(CutLogAt(it, missing, rel_end, end, info));
+    break;
+  }
+  if (ckpt > end) {
+    return absl::DataLossError(absl::StrCat("commit log in ", opt_.dir, " ends at ", end,
+                                            " but its checkpoint says ", ckpt,
+                                            " bytes were durable"));
+  }
+  if (info->truncated_bytes > 0) {
+    TOKIMQ_LOG_WARN("commit log {}: truncated {} bytes of torn tail at offset {}", opt_.dir,
+                    info->truncated_bytes, end);
+  }
+  return end;
+}
+
+absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
+  const int64_t seg_size = segment_size();
+  TOKIMQ_RETURN_IF_ERROR(LoadSegments());
   auto marker = ReadOffsetFile(fs_, clean_marker_path_, kCleanShutdownMagic);
   auto ckpt_or = ReadOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic);
   const int64_t ckpt = ckpt_or.ok() ? *ckpt_or : -1;
@@ -183,61 +254,7 @@ absl::Status CommitLogImpl::Recover(CommitLogRecoveryInfo* info) {
     }
     info->clean_shutdown = trusted;
     if (!trusted) {
-      // Scan from the segment holding the checkpoint: everything before it was fsynced.
-      auto it = segments_.begin();
-      if (ckpt >= 0) {
-        auto c = segments_.upper_bound(ckpt);
-        if (c != segments_.begin()) it = std::prev(c);
-      }
-      int64_t expected = it->first;
-      end = expected;
-      for (; it != segments_.end(); ++it) {
-        Segment& seg = *it->second;
-        uint64_t rel_end = 0;
-        ScanEnd how = ScanEnd::kEof;
-        bool missing = seg.base != expected;
-        if (!missing) {
-          TOKIMQ_RETURN_IF_ERROR(ScanSegment(seg, 0, &rel_end, &how, &info->records_scanned));
-          TOKIMQ_RETURN_IF_ERROR(seg.file->Sync());
-          if (how == ScanEnd::kFinished) {
-            expected = seg.base + seg_size;
-            end = expected;
-            continue;
-          }
-          end = seg.base + static_cast<int64_t>(rel_end);
-        }
-        // The log ends here: nothing valid may follow.
-        auto first_later = missing ? it : std::next(it);
-        for (auto later = first_later; later != segments_.end(); ++later) {
-          if (HasValidRecordAfter(*later->second, 0)) {
-            return absl::DataLossError(absl::StrCat("commit log corrupt: log ends at offset ", end,
-                                                    " in ", missing ? opt_.dir : seg.path,
-                                                    " but segment file ", later->second->path,
-                                                    " holds valid records; refusing to open"));
-          }
-        }
-        if (!missing) {
-          info->truncated_bytes += static_cast<int64_t>(seg.file->Size() - rel_end);
-          TOKIMQ_RETURN_IF_ERROR(seg.file->Truncate(rel_end));
-          TOKIMQ_RETURN_IF_ERROR(seg.file->Sync());
-        }
-        while (first_later != segments_.end()) {
-          info->truncated_bytes += static_cast<int64_t>(first_later->second->file->Size());
-          TOKIMQ_RETURN_IF_ERROR(fs_->Remove(first_later->second->path));
-          first_later = segments_.erase(first_later);
-        }
-        TOKIMQ_RETURN_IF_ERROR(fs_->SyncDir(opt_.dir));
-        break;
-      }
-      if (ckpt > end) {
-        return absl::DataLossError(absl::StrCat("commit log in ", opt_.dir, " ends at ", end,
-                                                " but its checkpoint says ", ckpt,
-                                                " bytes were durable"));
-      }
-      if (info->truncated_bytes > 0) {
-        TOKIMQ_LOG_WARN("commit log {}: truncated {} bytes of torn tail at offset {}", opt_.dir,
-                        info->truncated_bytes, end);
-      }
+      TOKIMQ_ASSIGN_OR_RETURN(end, ScanForEnd(ckpt, info));
     }
   }
   min_offset_.store(segments_.empty() ? end : segments_.begin()->first);

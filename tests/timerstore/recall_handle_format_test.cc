@@ -19,7 +19,7 @@ TEST(RecallHandleFormat, MatchesTheWorkedExampleOfTheFormatDoc) {
   EXPECT_EQ((RecallHandle{4096, 1'700'000'060'000, id_crc}.Encode()), kDocHandle);
   auto d = RecallHandle::Decode(kDocHandle);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->phys_offset, 4096);
+  EXPECT_EQ(d->physical_offset, 4096);
   EXPECT_EQ(d->deliver_ms, 1'700'000'060'000);
   EXPECT_EQ(d->id_crc, 0x839f9e36u);
 }

@@ -80,7 +80,7 @@ class TimerLogDiskFullTest : public ::testing::Test {
   static TimerUnit Unit(int i) {
     TimerUnit u;
     u.deliver_ms = 1000 + i;
-    u.phys_offset = i;
+    u.physical_offset = i;
     u.slot_tick = i / 10;
     return u;
   }
@@ -90,7 +90,7 @@ class TimerLogDiskFullTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       auto u = log.Read(static_cast<int64_t>(i * kTimerUnitSize));
       ASSERT_TRUE(u.ok()) << i << ": " << u.status();
-      ASSERT_EQ(u->phys_offset, i);
+      ASSERT_EQ(u->physical_offset, i);
     }
   }
 

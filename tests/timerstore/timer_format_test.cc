@@ -28,7 +28,7 @@ TimerUnit MakeUnit(int64_t i) {
   u.write_ms = 1'700'000'000'000 + i;
   u.deliver_ms = 1'700'000'100'000 + i * 7;
   u.slot_tick = 1'700'000'100 + i;
-  u.phys_offset = 4096 * i;
+  u.physical_offset = 4096 * i;
   u.ref = -1;
   u.msg_size = 180;
   u.topic_hash = 0xDEADBEEF;
@@ -42,7 +42,7 @@ void ExpectSameUnit(const TimerUnit& a, const TimerUnit& b) {
   EXPECT_EQ(a.write_ms, b.write_ms);
   EXPECT_EQ(a.deliver_ms, b.deliver_ms);
   EXPECT_EQ(a.slot_tick, b.slot_tick);
-  EXPECT_EQ(a.phys_offset, b.phys_offset);
+  EXPECT_EQ(a.physical_offset, b.physical_offset);
   EXPECT_EQ(a.ref, b.ref);
   EXPECT_EQ(a.msg_size, b.msg_size);
   EXPECT_EQ(a.topic_hash, b.topic_hash);
@@ -325,7 +325,7 @@ TEST(RecallHandleTest, PrintableRoundTripAndErrors) {
   EXPECT_EQ(s.find_first_not_of("0123456789abcdef"), std::string::npos);
   auto d = RecallHandle::Decode(s);
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->phys_offset, h.phys_offset);
+  EXPECT_EQ(d->physical_offset, h.physical_offset);
   EXPECT_EQ(d->deliver_ms, h.deliver_ms);
   EXPECT_EQ(d->id_crc, h.id_crc);
   EXPECT_EQ(RecallHandle::Decode("xyz").status().code(), absl::StatusCode::kInvalidArgument);
@@ -340,7 +340,7 @@ TEST(FineSchedulerTest, ReleasesInDeliverOrderNeverEarly) {
     ScheduledUnit su;
     su.pos = i * 72;
     su.unit.deliver_ms = 1000 + (9 - i);
-    su.unit.phys_offset = i;
+    su.unit.physical_offset = i;
     f.Add(su);
   }
   std::vector<ScheduledUnit> out;
@@ -361,7 +361,7 @@ TEST(FineSchedulerTest, RunsMergeWithSingleUnitsInOrder) {
     ScheduledUnit su;
     su.pos = pos;
     su.unit.deliver_ms = deliver;
-    su.unit.phys_offset = pos * 10;
+    su.unit.physical_offset = pos * 10;
     return su;
   };
   FineScheduler f;

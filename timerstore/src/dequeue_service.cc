@@ -1,4 +1,5 @@
-// Dequeue services: due wheel slots -> FineScheduler -> loaded copies -> real topics.
+// Dequeue read and put: units due now -> loaded delivered copies -> real topics (or parked).
+// Dequeue get (the slot walk) lives in dequeue_walk.cc.
 #include <algorithm>
 #include <optional>
 
@@ -14,8 +15,6 @@
 namespace tokimq {
 namespace {
 
-constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10 min past due
-
 // The timer-topic record `su` was written for: its TIMER_DELIVER_MS is the unit's.
 bool IsUnitsRecord(const record::RecordView& rec, const ScheduledUnit& su) {
   std::string_view s;
@@ -25,144 +24,6 @@ bool IsUnitsRecord(const record::RecordView& rec, const ScheduledUnit& su) {
 }
 
 }  // namespace
-
-absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
-  std::unique_lock<std::mutex> l(mu_);
-  if (fine_.size() >= kMaxLoadedUnits) return 0;  // back-pressure
-  int64_t now = clock_->NowMs();
-  int64_t p = options_.precision_ms;
-  size_t progressed = 0;
-  // Walk slots one tick before they begin. Empty slots cost one in-memory look-up each, so
-  // catching up after a long downtime is fast.
-  // Walk a slot once now >= its start - P; after recovery, slots holding units linked past
-  // their own tick at once (their units may be due before that).
-  const int64_t limit = std::max(TickOf(now) + 2, eager_walk_until_);
-  while (next_walk_tick_ < limit) {
-    int64_t tick = wheel_->NextLiveTick(next_walk_tick_, limit);
-    if (tick != next_walk_tick_) {
-      next_walk_tick_ = tick;
-      ++progressed;
-      continue;
-    }
-    TimerSlot slot = wheel_->Get(tick);
-    // Records where this tick's puts and roll units begin. The walk itself counts as an
-    // outstanding unit of the tick until the units are loaded: while the chain is read outside
-    // mu_, the tick cannot complete, nor the (checkpointed) read tick pass it. (Left counted
-    // if loading fails: the tick then stays unfinished, and recovery walks it again.)
-    InflightLocked(tick).outstanding++;
-    ++next_walk_tick_;
-    // Walk the chain outside mu_: units are immutable, and later units for this tick go to
-    // the FineScheduler directly from LinkUnitLocked.
-    l.unlock();
-    std::vector<std::pair<int64_t, TimerUnit>> chain;
-    chain.reserve(slot.count);
-    int64_t pos = slot.last_pos;
-    absl::Status walk_status;
-    while (pos >= 0) {
-      auto u = timerlog_->Read(pos);
-      if (!u.ok()) {
-        walk_status = u.status();
-        break;
-      }
-      if (u->slot_tick != tick || u->prev_pos >= pos) {
-        walk_status = absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos));
-        break;
-      }
-      chain.emplace_back(pos, *u);
-      pos = u->prev_pos;
-    }
-    if (!walk_status.ok()) {
-      TOKIMQ_LOG_ERROR("timerstore: walking slot of tick {}: {}; remaining units skipped", tick,
-                       walk_status.ToString());
-    }
-    // Oldest first, so continuations keep enqueue order. The units to deliver are sorted into
-    // one FineScheduler run here, outside mu_: pushing a busy slot's 100k units into the heap
-    // under mu_ held up dequeue read and put for 6-25 ms once per tick (release p99).
-    std::vector<std::pair<int64_t, TimerUnit>> rolls;
-    std::vector<ScheduledUnit> run;
-    run.reserve(chain.size());
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-      if (UnitKind(it->second.flags) == kUnitRoll) {
-        rolls.push_back(*it);
-      } else {
-        run.push_back(ScheduledUnit{it->first, it->second, tick});
-      }
-    }
-    std::sort(run.begin(), run.end(), FineScheduler::RunOrder);
-    l.lock();
-    for (const auto& [upos, unit] : rolls) {
-      ScheduledUnit su{upos, unit, tick};
-      if (SupersededLocked(unit)) {  // moved by retention: the copy carries the message on
-        if (SeededLocked(su)) pending_by_delay_.Sub(unit.slot_tick);
-        continue;
-      }
-      if (recalled_.contains(unit.phys_offset)) {
-        SettleSeededLocked(su, /*recalled=*/true, /*stale_roll=*/false);
-        InflightLocked(tick).outstanding++;
-        FinishUnitLocked(su, /*pending_decrement=*/false);
-        continue;
-      }
-      if (rolled_from_.contains(upos)) {  // continuation written before a crash
-        SettleSeededLocked(su, /*recalled=*/false, /*stale_roll=*/true);
-        continue;
-      }
-      SettleSeededLocked(su, /*recalled=*/false, /*stale_roll=*/false);
-      TimerUnit next = unit;
-      next.ref = upos;
-      next.roll_count = unit.roll_count + 1;
-      TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(next).status());
-      metrics_.rolled.Add(1);
-    }
-    // The sets are empty in steady state (they fill after recovery or with recalls).
-    const bool check = !handed_early_.empty() || !recalled_.empty() || !delivered_phys_.empty() ||
-                       moves_.frontier > 0;
-    InflightTick& inflight = InflightLocked(tick);  // a map entry: stays put while counted
-    size_t kept = 0;
-    for (size_t i = 0; i < run.size(); ++i) {
-      const ScheduledUnit& su = run[i];
-      // Linked after its own tick was walked: LinkUnitLocked already handed it over.
-      if (check && handed_early_.erase(su.pos) > 0) continue;
-      if (check && SupersededLocked(su.unit)) {  // moved by retention (its pin went then)
-        if (SeededLocked(su)) pending_by_delay_.Sub(su.unit.slot_tick);
-        continue;
-      }
-      if (seed_end_pos_ >= 0) {
-        SettleSeededLocked(su, recalled_.contains(su.unit.phys_offset), /*stale_roll=*/false);
-      }
-      inflight.outstanding++;
-      if (check && recalled_.contains(su.unit.phys_offset)) {
-        FinishUnitLocked(su, /*pending_decrement=*/false);
-      } else if (check && delivered_phys_.contains(su.unit.phys_offset)) {
-        FinishUnitLocked(su, /*pending_decrement=*/true);  // delivered before the crash
-      } else {
-        inflight.min_phys = std::min(inflight.min_phys, su.unit.phys_offset);
-        if (kept != i) run[kept] = std::move(run[i]);
-        ++kept;
-      }
-    }
-    run.resize(kept);
-    AddRunLocked(std::move(run));
-    inflight.outstanding--;  // the walk's own count
-    ++progressed;
-    break;  // one non-empty slot per step keeps the step bounded
-  }
-  MaybeCompleteTicksLocked();
-  if (seed_end_pos_ >= 0 && next_walk_tick_ >= seed_until_tick_) {
-    seed_end_pos_ = -1;  // every seeded slot walked: all counts are at deliver ticks now
-    seed_recalled_.clear();
-  }
-  int64_t read_tick = ReadTickLocked();
-  if (dedup_until_tick_ >= 0 && read_tick > dedup_until_tick_) {
-    delivered_phys_.clear();
-    rolled_from_.clear();
-    dedup_until_tick_ = -1;
-  }
-  if (progressed > 0 && !recalled_.empty() && recalled_.size() % 1024 == 0) {
-    absl::erase_if(recalled_,
-                   [&](const auto& kv) { return kv.second + kRecallGraceTicksMs < read_tick * p; });
-  }
-  return progressed;
-}
 
 absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
   std::vector<ScheduledUnit> due;
@@ -175,7 +36,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
     fine_.PopDue(now, std::min<size_t>(room, 512), &due);
     // Recalled while loaded: never delivered.
     auto keep = std::remove_if(due.begin(), due.end(), [&](const ScheduledUnit& su) {
-      if (!recalled_.contains(su.unit.phys_offset)) return false;
+      if (!recalled_.contains(su.unit.physical_offset)) return false;
       FinishUnitLocked(su, false);
       return true;
     });
@@ -212,7 +73,7 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   // properties as record bytes (DeliveredCopy: no map built, PutBatch copies them verbatim).
   std::vector<ReadRequest> reqs;
   reqs.reserve(units.size());
-  for (const ScheduledUnit& su : units) reqs.push_back({su.unit.phys_offset, su.unit.msg_size});
+  for (const ScheduledUnit& su : units) reqs.push_back({su.unit.physical_offset, su.unit.msg_size});
   std::vector<std::optional<Message>> copies(units.size());
   std::vector<std::string> poison(units.size());
   std::vector<absl::Status> errors(units.size());
@@ -261,7 +122,7 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
         TOKIMQ_LOG_WARN(
             "timerstore: unit at {} points to CommitLog offset {} ({}); dropped ({} similar "
             "lines suppressed)",
-            su.pos, su.unit.phys_offset, e.ToString(), held);
+            su.pos, su.unit.physical_offset, e.ToString(), held);
       }
       dropped->push_back(su);
     } else {
@@ -319,8 +180,7 @@ void TimerStoreImpl::SplitUndeliverable(std::vector<LoadedCopy>* batch,
 
 void TimerStoreImpl::PutCopies(std::vector<LoadedCopy> copies,
                                std::vector<ScheduledUnit>* delivered,
-                               std::vector<LoadedCopy>* poison,
-                               std::vector<ScheduledUnit>* dropped,
+                               std::vector<LoadedCopy>* poison, std::vector<ScheduledUnit>* dropped,
                                std::vector<ScheduledUnit>* retry, absl::Status* transient) {
   std::vector<ScheduledUnit> units;
   units.reserve(copies.size());
@@ -366,8 +226,7 @@ void TimerStoreImpl::PutCopies(std::vector<LoadedCopy> copies,
   }
 }
 
-void TimerStoreImpl::ParkCopies(std::vector<LoadedCopy> poison,
-                                std::vector<ScheduledUnit>* parked,
+void TimerStoreImpl::ParkCopies(std::vector<LoadedCopy> poison, std::vector<ScheduledUnit>* parked,
                                 std::vector<ScheduledUnit>* dropped,
                                 std::vector<ScheduledUnit>* retry, absl::Status* transient) {
   const int64_t now = clock_->NowMs();
@@ -378,9 +237,9 @@ void TimerStoreImpl::ParkCopies(std::vector<LoadedCopy> poison,
     TOKIMQ_LOG_WARN(
         "timerstore: due message (TIMER_SRC_OFFSET {}, deliver ms {}) for '{}' {} {}: {} ({} "
         "similar lines suppressed)",
-        c.su.unit.phys_offset, c.su.unit.deliver_ms,
-        it == c.msg.properties.end() ? std::string("?") : QuoteName(it->second), what,
-        kPoisonTopic, c.poison, held);
+        c.su.unit.physical_offset, c.su.unit.deliver_ms,
+        it == c.msg.properties.end() ? std::string("?") : QuoteName(it->second), what, kPoisonTopic,
+        c.poison, held);
   };
   if (!transient->ok()) {  // the store is failing: park later
     for (LoadedCopy& c : poison) retry->push_back(std::move(c.su));

@@ -118,7 +118,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       u.write_ms = clock_->NowMs();
       u.deliver_ms = deliver;
       u.slot_tick = -1;
-      u.phys_offset = m.physical_offset;
+      u.physical_offset = m.physical_offset;
       u.ref = target;
       TOKIMQ_RETURN_IF_ERROR(timerlog_->Append(u).status());
       recalled_[target] = deliver;
@@ -129,7 +129,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       TimerUnit u;
       u.flags = m.is_copy ? kUnitMovedCopy : kUnitNormal;
       u.deliver_ms = deliver;
-      u.phys_offset = m.physical_offset;
+      u.physical_offset = m.physical_offset;
       u.msg_size = m.size;
       u.topic_hash = m.topic_hash;
       TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(u).status());

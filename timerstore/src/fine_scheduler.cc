@@ -50,10 +50,11 @@ size_t FineScheduler::PopDue(int64_t now_ms, size_t max_count, std::vector<Sched
   return n;
 }
 
-bool FineScheduler::Remove(int64_t phys_offset) {
+bool FineScheduler::Remove(int64_t physical_offset) {
   for (auto r = runs_.begin(); r != runs_.end(); ++r) {
-    auto it = std::find_if(r->units.begin() + static_cast<std::ptrdiff_t>(r->next), r->units.end(),
-                           [&](const ScheduledUnit& u) { return u.unit.phys_offset == phys_offset; });
+    auto it = std::find_if(
+        r->units.begin() + static_cast<std::ptrdiff_t>(r->next), r->units.end(),
+        [&](const ScheduledUnit& u) { return u.unit.physical_offset == physical_offset; });
     if (it == r->units.end()) continue;
     r->units.erase(it);  // order kept; recalls are rare
     if (r->next == r->units.size()) runs_.erase(r);
@@ -65,7 +66,7 @@ bool FineScheduler::Remove(int64_t phys_offset) {
   while (!heap_.empty()) {
     ScheduledUnit u = heap_.top();
     heap_.pop();
-    if (!found && u.unit.phys_offset == phys_offset) {
+    if (!found && u.unit.physical_offset == physical_offset) {
       found = true;
       continue;
     }

@@ -22,7 +22,7 @@ int HexValue(char c) {
 std::string RecallHandle::Encode() const {
   char raw[kHandleBytes];
   raw[0] = static_cast<char>(kHandleVersion);
-  EncodeFixed64(raw + 1, static_cast<uint64_t>(phys_offset));
+  EncodeFixed64(raw + 1, static_cast<uint64_t>(physical_offset));
   EncodeFixed64(raw + 9, static_cast<uint64_t>(deliver_ms));
   EncodeFixed32(raw + 17, id_crc);
   EncodeFixed32(raw + 21, crc32c::Value(raw, 21));
@@ -52,7 +52,7 @@ absl::StatusOr<RecallHandle> RecallHandle::Decode(std::string_view text) {
     return absl::NotFoundError("recall handle: unknown handle (checksum mismatch)");
   }
   RecallHandle h;
-  h.phys_offset = static_cast<int64_t>(DecodeFixed64(raw + 1));
+  h.physical_offset = static_cast<int64_t>(DecodeFixed64(raw + 1));
   h.deliver_ms = static_cast<int64_t>(DecodeFixed64(raw + 9));
   h.id_crc = DecodeFixed32(raw + 17);
   return h;

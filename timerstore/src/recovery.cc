@@ -39,38 +39,44 @@ absl::Status TimerStoreImpl::RecoverMoves() {
   return absl::OkStatus();
 }
 
-absl::Status TimerStoreImpl::Recover() {
+absl::Status TimerStoreImpl::LoadCheckpointForRecovery(RecoveryScan* r) {
   const std::string& dir = options_.dir;
   TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir));
-  TimerCheckpointData ckpt;
+  TimerCheckpointData& ckpt = r->ckpt;
   auto loaded = LoadTimerCheckpoint(fs_, dir + "/checkpoint");
   if (loaded.ok()) {
+    r->had_checkpoint = true;
     ckpt = *loaded;
     if (ckpt.precision_ms != options_.precision_ms) {
       return absl::FailedPreconditionError(
           absl::StrCat("timerstore: data in ", dir, " uses precision ", ckpt.precision_ms,
                        " ms, options say ", options_.precision_ms));
     }
-  } else if (absl::IsNotFound(loaded.status())) {
-    ckpt.precision_ms = options_.precision_ms;
-    ckpt.read_tick = TickOf(clock_->NowMs());
-    ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0);
-    // No checkpoint: whatever TimerLog/wheel exist are unaccounted for. Start them empty and
-    // rebuild from the timer topic; the whole CommitLog is scanned for delivered copies.
-    ckpt.commitlog_scan_from = store_->commit_log()->MinOffset();
-    if (fs_->Exists(dir + "/timerwheel")) TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerwheel"));
-    if (fs_->Exists(dir + "/timerlog")) {
-      TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir + "/timerlog"));
-      for (const std::string& n : names) {
-        TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerlog/" + n));
-      }
-    }
-  } else {
-    return loaded.status();
+    return absl::OkStatus();
   }
-  int64_t scan_from = std::min(ckpt.timerlog_scan_from, ckpt.timerlog_flush_pos);
-  TOKIMQ_ASSIGN_OR_RETURN(
-      timerlog_, TimerLog::Open(fs_, dir + "/timerlog", options_.timerlog_segment_size, scan_from));
+  if (!absl::IsNotFound(loaded.status())) return loaded.status();
+  ckpt.precision_ms = options_.precision_ms;
+  ckpt.read_tick = TickOf(clock_->NowMs());
+  ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0);
+  // No checkpoint: whatever TimerLog/wheel exist are unaccounted for. Start them empty and
+  // rebuild from the timer topic; the whole CommitLog is scanned for delivered copies.
+  ckpt.commitlog_scan_from = store_->commit_log()->MinOffset();
+  if (fs_->Exists(dir + "/timerwheel")) TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerwheel"));
+  if (fs_->Exists(dir + "/timerlog")) {
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir + "/timerlog"));
+    for (const std::string& n : names) {
+      TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerlog/" + n));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TimerStoreImpl::OpenTimerLogAndWheel(RecoveryScan* r) {
+  const std::string& dir = options_.dir;
+  const TimerCheckpointData& ckpt = r->ckpt;
+  r->scan_from = std::min(ckpt.timerlog_scan_from, ckpt.timerlog_flush_pos);
+  TOKIMQ_ASSIGN_OR_RETURN(timerlog_, TimerLog::Open(fs_, dir + "/timerlog",
+                                                    options_.timerlog_segment_size, r->scan_from));
   if (timerlog_->WritePos() < ckpt.timerlog_flush_pos) {
     return absl::DataLossError(absl::StrCat("timerstore: TimerLog ends at ", timerlog_->WritePos(),
                                             " before the checkpointed flush position ",
@@ -78,23 +84,23 @@ absl::Status TimerStoreImpl::Recover() {
   }
   TOKIMQ_ASSIGN_OR_RETURN(wheel_, TimerWheel::Open(fs_, dir + "/timerwheel", options_.precision_ms,
                                                    static_cast<uint64_t>(2 * slots_total_)));
-  int64_t read_tick = ckpt.read_tick;
-  int64_t end = timerlog_->WritePos();
+  r->read_tick = ckpt.read_tick;
+  r->end = timerlog_->WritePos();
   if (wheel_->corrupt_slots() > 0) {
     // Rebuild every live slot from the whole TimerLog (rare: torn wheel write).
     wheel_->Reset();
-    for (int64_t pos = timerlog_->MinPos(); pos < scan_from; pos += kTimerUnitSize) {
+    for (int64_t pos = timerlog_->MinPos(); pos < r->scan_from; pos += kTimerUnitSize) {
       TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
-      TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
+      TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, r->read_tick));
     }
   }
-  TOKIMQ_RETURN_IF_ERROR(RecoverMoves());
-  for (const RecalledEntry& r : ckpt.recalled) recalled_[r.phys_offset] = r.deliver_ms;
-  pins_ = ckpt.pins;
-  int64_t pending = ckpt.pending;
-  last_enqueued_phys_ = ckpt.last_enqueued_phys;
-  int64_t max_tail_tick = -1;
-  for (int64_t pos = scan_from; pos < end; pos += kTimerUnitSize) {
+  return absl::OkStatus();
+}
+
+absl::Status TimerStoreImpl::ReplayTimerLogTail(RecoveryScan* r) {
+  const TimerCheckpointData& ckpt = r->ckpt;
+  const int64_t read_tick = r->read_tick;
+  for (int64_t pos = r->scan_from; pos < r->end; pos += kTimerUnitSize) {
     TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
     TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
     if (UnitKind(u.flags) == kUnitNormal && u.slot_tick >= read_tick &&
@@ -108,24 +114,46 @@ absl::Status TimerStoreImpl::Recover() {
       // Needed until the read tick passes the roll unit's own slot (walked before the crash),
       // not the continuation's (up to a window later).
       auto src = timerlog_->Read(u.ref);
-      max_tail_tick = std::max(max_tail_tick, src.ok() ? src->slot_tick : u.slot_tick);
+      r->max_tail_tick = std::max(r->max_tail_tick, src.ok() ? src->slot_tick : u.slot_tick);
     }
     if (pos < ckpt.timerlog_flush_pos) continue;  // already in the checkpointed counters
     if (u.flags == kUnitDelete) {
       recalled_[u.ref] = u.deliver_ms;
-      --pending;
-      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
+      --r->pending;
+      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.physical_offset);
     } else if (u.ref < 0) {
-      if ((u.flags & kUnitMovedCopy) == 0) ++pending;  // a copy's message is counted already
-      if (u.phys_offset >= moves_.frontier) pins_[u.phys_offset >> kPinBucketShift]++;
-      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.phys_offset);
+      if ((u.flags & kUnitMovedCopy) == 0) ++r->pending;  // a copy's message is counted already
+      if (u.physical_offset >= moves_.frontier) pins_[u.physical_offset >> kPinBucketShift]++;
+      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.physical_offset);
     }
   }
+  return absl::OkStatus();
+}
+
+int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, int64_t phys, const RecoveryScan& r) {
+  // Needed until the read tick passes the slot its unit was walked in: the unit named by
+  // TIMER_UNIT_POS when the TimerLog still has it; otherwise (lost with an unsynced
+  // TimerLog tail) re-enqueue links it at max(its tick, read_tick) — two ticks of margin
+  // for a unit handed over early (LinkUnitLocked).
+  auto up = m.properties.find(prop::kTimerUnitPos);
+  int64_t upos = -1;
+  if (up != m.properties.end() && ParseInt64(up->second, &upos) && upos >= 0 && upos < r.end) {
+    auto unit = timerlog_->Read(upos);
+    if (unit.ok() && unit->physical_offset == phys) return unit->slot_tick;
+  }
+  auto d = m.properties.find(prop::kDeliverMs);
+  int64_t dms = 0;
+  if (d != m.properties.end() && ParseInt64(d->second, &dms)) {
+    return std::max(TickOf(dms), r.read_tick) + 2;
+  }
+  return r.read_tick + slots_total_;  // no deliver time: the most conservative bound
+}
+
+void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
   // Delivered copies already in the CommitLog (moves done before the crash).
   CommitLog* log = store_->commit_log();
-  int64_t cl_end = log->MaxOffset();
-  int64_t at = std::max(ckpt.commitlog_scan_from, log->MinOffset());
-  int64_t scanned = 0;
+  const int64_t cl_end = log->MaxOffset();
+  int64_t at = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
   while (at < cl_end) {
     auto next = log->ReadNext(at);
     if (!next.ok()) {
@@ -134,75 +162,29 @@ absl::Status TimerStoreImpl::Recover() {
     }
     const Message& m = next->first;
     auto it = m.properties.find(kTimerSourceOffset);
-    if (m.topic != kTimerTopic && it != m.properties.end()) {
-      int64_t phys = 0;
-      const std::string& s = it->second;
-      if (ParseInt64(s, &phys)) {
-        delivered_phys_.insert(phys);
-        // Needed until the read tick passes the slot its unit was walked in: the unit named by
-        // TIMER_UNIT_POS when the TimerLog still has it; otherwise (lost with an unsynced
-        // TimerLog tail) re-enqueue links it at max(its tick, read_tick) — two ticks of margin
-        // for a unit handed over early (LinkUnitLocked).
-        int64_t slot = -1;
-        auto up = m.properties.find(prop::kTimerUnitPos);
-        int64_t upos = -1;
-        if (up != m.properties.end() &&
-            ParseInt64(up->second, &upos) &&
-            upos >= 0 && upos < end) {
-          auto unit = timerlog_->Read(upos);
-          if (unit.ok() && unit->phys_offset == phys) slot = unit->slot_tick;
-        }
-        if (slot < 0) {
-          auto d = m.properties.find(prop::kDeliverMs);
-          int64_t dms = 0;
-          if (d != m.properties.end() &&
-              ParseInt64(d->second, &dms)) {
-            slot = std::max(TickOf(dms), read_tick) + 2;
-          } else {
-            slot = read_tick + slots_total_;  // no deliver time: the most conservative bound
-          }
-        }
-        max_tail_tick = std::max(max_tail_tick, slot);
-      }
+    int64_t phys = 0;
+    if (m.topic != kTimerTopic && it != m.properties.end() && ParseInt64(it->second, &phys)) {
+      delivered_phys_.insert(phys);
+      r->max_tail_tick = std::max(r->max_tail_tick, DeliveredCopySlot(m, phys, *r));
     }
-    ++scanned;
+    ++r->scanned;
     if (next->second <= at) break;
     at = next->second;
   }
   if (!delivered_phys_.empty() || !rolled_from_.empty()) {
     // Every move or roll done before the crash was of a slot walked before it; once the read
-    // tick passes the last of those slots, no unit they concern is walked again. (This used
-    // to add a whole window, 7 days by default, to the horizon: harmless while the sets lived
-    // in memory only, but checkpoints now keep the scan starts for that long.)
-    dedup_until_tick_ = std::max(max_tail_tick, read_tick);
+    // tick passes the last of those slots, no unit they concern is walked again.
+    dedup_until_tick_ = std::max(r->max_tail_tick, r->read_tick);
     // What the sets say was read from these ranges only: checkpoints keep them in scope until
     // the read tick passes dedup_until_tick_ (see Checkpoint()).
-    dedup_commitlog_from_ = std::max(ckpt.commitlog_scan_from, log->MinOffset());
-    dedup_timerlog_from_ = scan_from;
+    dedup_commitlog_from_ = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
+    dedup_timerlog_from_ = r->scan_from;
   }
   // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
   if (last_enqueued_phys_ >= cl_end) last_enqueued_phys_ = cl_end - 1;
-  int64_t qmin = store_->MinQueueOffset(kTimerTopic, 0);
-  int64_t qmax = store_->MaxQueueOffset(kTimerTopic, 0);
-  enqueue_offset_ = std::clamp(ckpt.enqueue_queue_offset, qmin, std::max(qmin, qmax));
-  enqueue_read_offset_ = enqueue_offset_;
-  timer_max_queue_offset_ = qmax;
-  next_walk_tick_ = read_tick;
-  metrics_.pending.Set(std::max<int64_t>(0, pending));
-  SeedPendingByDelayLocked(read_tick);
-  RefreshGaugesLocked(clock_->NowMs());
-  // Re-enqueue what the timer topic has beyond the TimerLog now, so recalls written before the
-  // crash are known before the first Recall or delivery.
-  while (true) {
-    TOKIMQ_ASSIGN_OR_RETURN(size_t got, EnqueueGetStep());
-    TOKIMQ_ASSIGN_OR_RETURN(size_t put, EnqueuePutStep());
-    if (got + put == 0) break;
-  }
-  TOKIMQ_LOG_INFO(
-      "timerstore: recovered read_tick={} timerlog_end={} pending={} dedup: {} delivered, {} "
-      "rolled; scanned {} CommitLog records",
-      read_tick, end, pending, delivered_phys_.size(), rolled_from_.size(), scanned);
-  if (!loaded.ok()) TOKIMQ_RETURN_IF_ERROR(Checkpoint());
+}
+
+void TimerStoreImpl::RegisterWithStore() {
   // The MessageStore may outlive us: the destructor removes the provider, and (for stores that
   // cannot remove one) clears the shared cell it goes through.
   pin_cell_ = std::make_shared<PinCell>();
@@ -220,6 +202,42 @@ absl::Status TimerStoreImpl::Recover() {
     cell->owner->RefreshRetentionGauges(expired_end);
     return s;
   });
+}
+
+absl::Status TimerStoreImpl::Recover() {
+  RecoveryScan r;
+  TOKIMQ_RETURN_IF_ERROR(LoadCheckpointForRecovery(&r));
+  TOKIMQ_RETURN_IF_ERROR(OpenTimerLogAndWheel(&r));
+  TOKIMQ_RETURN_IF_ERROR(RecoverMoves());
+  const TimerCheckpointData& ckpt = r.ckpt;
+  for (const RecalledEntry& e : ckpt.recalled) recalled_[e.physical_offset] = e.deliver_ms;
+  pins_ = ckpt.pins;
+  r.pending = ckpt.pending;
+  last_enqueued_phys_ = ckpt.last_enqueued_phys;
+  TOKIMQ_RETURN_IF_ERROR(ReplayTimerLogTail(&r));
+  ScanDeliveredCopies(&r);
+  int64_t qmin = store_->MinQueueOffset(kTimerTopic, 0);
+  int64_t qmax = store_->MaxQueueOffset(kTimerTopic, 0);
+  enqueue_offset_ = std::clamp(ckpt.enqueue_queue_offset, qmin, std::max(qmin, qmax));
+  enqueue_read_offset_ = enqueue_offset_;
+  timer_max_queue_offset_ = qmax;
+  next_walk_tick_ = r.read_tick;
+  metrics_.pending.Set(std::max<int64_t>(0, r.pending));
+  SeedPendingByDelayLocked(r.read_tick);
+  RefreshGaugesLocked(clock_->NowMs());
+  // Re-enqueue what the timer topic has beyond the TimerLog now, so recalls written before the
+  // crash are known before the first Recall or delivery.
+  while (true) {
+    TOKIMQ_ASSIGN_OR_RETURN(size_t got, EnqueueGetStep());
+    TOKIMQ_ASSIGN_OR_RETURN(size_t put, EnqueuePutStep());
+    if (got + put == 0) break;
+  }
+  TOKIMQ_LOG_INFO(
+      "timerstore: recovered read_tick={} timerlog_end={} pending={} dedup: {} delivered, {} "
+      "rolled; scanned {} CommitLog records",
+      r.read_tick, r.end, r.pending, delivered_phys_.size(), rolled_from_.size(), r.scanned);
+  if (!r.had_checkpoint) TOKIMQ_RETURN_IF_ERROR(Checkpoint());
+  RegisterWithStore();
   return absl::OkStatus();
 }
 

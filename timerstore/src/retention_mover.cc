@@ -51,7 +51,7 @@ absl::StatusOr<std::vector<TimerStoreImpl::MoveCandidate>> TimerStoreImpl::FindC
       if (u.slot_tick != tick || u.prev_pos >= pos) {
         return absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos));
       }
-      if (u.phys_offset >= frontier && u.phys_offset < end) out.push_back({pos, u});
+      if (u.physical_offset >= frontier && u.physical_offset < end) out.push_back({pos, u});
       pos = u.prev_pos;
     }
   }
@@ -71,23 +71,23 @@ int64_t TimerStoreImpl::ChooseSurvivorsLocked(std::vector<MoveCandidate> candida
   }
   for (const MoveCandidate& c : candidates) {
     const bool normal = UnitKind(c.unit.flags) == kUnitNormal;
-    if (handed_early_.contains(c.pos) || delivered_phys_.contains(c.unit.phys_offset) ||
+    if (handed_early_.contains(c.pos) || delivered_phys_.contains(c.unit.physical_offset) ||
         (normal && c.unit.slot_tick < next_walk_tick_ + kDueMarginTicks)) {
-      end = std::min(end, c.unit.phys_offset);
+      end = std::min(end, c.unit.physical_offset);
     }
   }
   std::sort(candidates.begin(), candidates.end(),
             [](const MoveCandidate& a, const MoveCandidate& b) {
-              return a.unit.phys_offset < b.unit.phys_offset ||
-                     (a.unit.phys_offset == b.unit.phys_offset && a.pos > b.pos);
+              return a.unit.physical_offset < b.unit.physical_offset ||
+                     (a.unit.physical_offset == b.unit.physical_offset && a.pos > b.pos);
             });
   // A roll unit and its continuation (a crash between them) name the same record: one copy.
   for (size_t i = 0; i < candidates.size(); ++i) {
     const MoveCandidate& c = candidates[i];
-    if (c.unit.phys_offset >= end) break;
-    if (i > 0 && candidates[i - 1].unit.phys_offset == c.unit.phys_offset) continue;
+    if (c.unit.physical_offset >= end) break;
+    if (i > 0 && candidates[i - 1].unit.physical_offset == c.unit.physical_offset) continue;
     seen->push_back(c);
-    if (!recalled_.contains(c.unit.phys_offset)) survivors->push_back(c);
+    if (!recalled_.contains(c.unit.physical_offset)) survivors->push_back(c);
   }
   return end;
 }
@@ -102,7 +102,7 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
     reqs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const TimerUnit& u = survivors[from + i].unit;
-      reqs.push_back({u.phys_offset, u.msg_size});
+      reqs.push_back({u.physical_offset, u.msg_size});
     }
     std::vector<Message> copies;
     copies.reserve(n);
@@ -129,8 +129,8 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       m.queue_offset = -1;
       m.physical_offset = -1;
       m.store_ms = 0;
-      m.properties.try_emplace(kTimerOriginOffset, std::to_string(u.phys_offset));
-      m.properties.insert_or_assign(kTimerMovedFrom, std::to_string(u.phys_offset));
+      m.properties.try_emplace(kTimerOriginOffset, std::to_string(u.physical_offset));
+      m.properties.insert_or_assign(kTimerMovedFrom, std::to_string(u.physical_offset));
       m.properties.insert_or_assign(kTimerMoveEpoch, epoch_text);
       copies.push_back(std::move(m));
     });
@@ -153,6 +153,50 @@ absl::Status TimerStoreImpl::AbandonMoveLocked(uint64_t epoch) {
   return StoreMoveState(fs_, options_.dir + "/moves", moves_);
 }
 
+std::vector<std::pair<int64_t, int64_t>> TimerStoreImpl::LiveSlotsLocked() const {
+  std::vector<std::pair<int64_t, int64_t>> slots;
+  const int64_t limit = next_walk_tick_ + slots_total_ + 1;
+  for (int64_t t = wheel_->NextLiveTick(next_walk_tick_, limit); t < limit;
+       t = wheel_->NextLiveTick(t + 1, limit)) {
+    const TimerSlot s = wheel_->Get(t);
+    if (s.count > 0 && s.last_pos >= 0) slots.emplace_back(t, s.last_pos);
+  }
+  return slots;
+}
+
+absl::StatusOr<bool> TimerStoreImpl::CommitMoveLocked(uint64_t epoch, int64_t end,
+                                                      const std::vector<MoveCandidate>& survivors,
+                                                      const std::vector<MoveCandidate>& seen) {
+  // A survivor whose slot was walked meanwhile may be delivered from where it is: then its
+  // copy must never count. (Roll units are fine: their continuation is superseded too.)
+  bool raced = false;
+  for (const auto& [tick, t] : inflight_) raced = raced || t.min_phys < end;
+  for (const MoveCandidate& c : survivors) {
+    raced = raced || (UnitKind(c.unit.flags) == kUnitNormal && c.unit.slot_tick < next_walk_tick_);
+  }
+  if (raced) {
+    TOKIMQ_LOG_INFO("timerstore: retention move {} abandoned (a message fell due meanwhile)",
+                    epoch);
+    if (epoch != 0) TOKIMQ_RETURN_IF_ERROR(AbandonMoveLocked(epoch));
+    return false;
+  }
+  MoveState next = moves_;
+  if (epoch != 0) next.committed_epoch = epoch;
+  next.frontier = end;
+  std::erase_if(next.abandoned, [end](const AbandonedMove& a) { return a.copies_end <= end; });
+  absl::Status stored = StoreMoveState(fs_, options_.dir + "/moves", next);
+  if (!stored.ok()) {
+    if (epoch != 0) (void)AbandonMoveLocked(epoch);
+    return stored;
+  }
+  moves_ = std::move(next);
+  for (const MoveCandidate& c : seen) {
+    auto p = pins_.find(c.unit.physical_offset >> kPinBucketShift);
+    if (p != pins_.end() && --p->second <= 0) pins_.erase(p);
+  }
+  return true;
+}
+
 absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   std::lock_guard<std::mutex> ml(move_mu_);
   last_expired_end_.store(expired_end, std::memory_order_release);
@@ -161,12 +205,7 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (expired_end <= moves_.frontier) return absl::OkStatus();
-    const int64_t limit = next_walk_tick_ + slots_total_ + 1;
-    for (int64_t t = wheel_->NextLiveTick(next_walk_tick_, limit); t < limit;
-         t = wheel_->NextLiveTick(t + 1, limit)) {
-      const TimerSlot s = wheel_->Get(t);
-      if (s.count > 0 && s.last_pos >= 0) slots.emplace_back(t, s.last_pos);
-    }
+    slots = LiveSlotsLocked();
   }
   int64_t units_read = 0;
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<MoveCandidate> candidates,
@@ -209,32 +248,8 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
     if (epoch != 0) (void)AbandonMoveLocked(epoch);
     return s;
   }
-  // A survivor whose slot was walked meanwhile may be delivered from where it is: then its
-  // copy must never count. (Roll units are fine: their continuation is superseded too.)
-  bool raced = false;
-  for (const auto& [tick, t] : inflight_) raced = raced || t.min_phys < end;
-  for (const MoveCandidate& c : survivors) {
-    raced = raced || (UnitKind(c.unit.flags) == kUnitNormal && c.unit.slot_tick < next_walk_tick_);
-  }
-  if (raced) {
-    TOKIMQ_LOG_INFO("timerstore: retention move {} abandoned (a message fell due meanwhile)",
-                    epoch);
-    return epoch != 0 ? AbandonMoveLocked(epoch) : absl::OkStatus();
-  }
-  MoveState next = moves_;
-  if (epoch != 0) next.committed_epoch = epoch;
-  next.frontier = end;
-  std::erase_if(next.abandoned, [end](const AbandonedMove& a) { return a.copies_end <= end; });
-  absl::Status stored = StoreMoveState(fs_, options_.dir + "/moves", next);
-  if (!stored.ok()) {
-    if (epoch != 0) (void)AbandonMoveLocked(epoch);
-    return stored;
-  }
-  moves_ = std::move(next);
-  for (const MoveCandidate& c : seen) {
-    auto p = pins_.find(c.unit.phys_offset >> kPinBucketShift);
-    if (p != pins_.end() && --p->second <= 0) pins_.erase(p);
-  }
+  TOKIMQ_ASSIGN_OR_RETURN(bool committed, CommitMoveLocked(epoch, end, survivors, seen));
+  if (!committed) return absl::OkStatus();
   metrics_.moved.Add(copied);
   metrics_.moved_bytes.Add(copied_bytes);
   const int64_t us = RealTimeMicrosSince(started);

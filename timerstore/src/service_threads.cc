@@ -1,8 +1,8 @@
 // The timer store's threads: the enqueue, dequeue read and dequeue put services (WorkerLoop),
 // the checkpoint thread, their start and stop, the wait for the next due millisecond, and the
 // backoff after a transient error (kResourceExhausted: disk full, out of descriptors or memory),
-// logged once per state change. The steps they run live in enqueue_service.cc and
-// dequeue_service.cc; tests drive the same steps without threads (RunUntilIdle).
+// logged once per state change. The steps they run live in enqueue_service.cc, dequeue_walk.cc
+// and dequeue_service.cc; tests drive the same steps without threads (RunUntilIdle).
 #include <sys/resource.h>
 #include <unistd.h>
 

@@ -31,7 +31,7 @@ std::string TimerCheckpointData::Encode() const {
   }
   PutFixed32(&body, static_cast<uint32_t>(recalled.size()));
   for (const RecalledEntry& r : recalled) {
-    PutFixed64(&body, static_cast<uint64_t>(r.phys_offset));
+    PutFixed64(&body, static_cast<uint64_t>(r.physical_offset));
     PutFixed64(&body, static_cast<uint64_t>(r.deliver_ms));
   }
   PutFixed32(&out, static_cast<uint32_t>(body.size()));
@@ -85,7 +85,7 @@ absl::StatusOr<TimerCheckpointData> TimerCheckpointData::Decode(std::string_view
     uint64_t a = 0, b = 0;
     d.GetFixed64(&a);
     d.GetFixed64(&b);
-    r.phys_offset = static_cast<int64_t>(a);
+    r.physical_offset = static_cast<int64_t>(a);
     r.deliver_ms = static_cast<int64_t>(b);
   }
   return c;

@@ -1,42 +1,20 @@
+// TimerStoreImpl: open, the wheel and TimerLog bookkeeping under mu_ (link, finish, pins,
+// gauges, the pending-by-delay seed), RunUntilIdle. Scheduling and recall live in schedule.cc,
+// checkpoints in checkpointing.cc, recovery in recovery.cc, the services in enqueue_service.cc,
+// dequeue_walk.cc, dequeue_service.cc and service_threads.cc.
 #include "timer_store_impl.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/names.h"
 #include "common/parse_int.h"
 #include "common/status.h"
 #include "prop_keys.h"
-#include "timerstore/recall_handle.h"
 
 namespace tokimq {
-namespace {
-
-uint32_t IdCrc(const Message& m) {
-  auto it = m.properties.find(prop::kMessageId);
-  if (it != m.properties.end() && !it->second.empty()) return crc32c::Value(it->second);
-  return crc32c::Value(m.body);
-}
-
-// The real destination of a scheduled message, checked at Schedule: a message the name rule
-// refuses would only be parked at its deliver time (issue 14).
-absl::Status CheckRealDestination(const Message& m) {
-  TOKIMQ_RETURN_IF_ERROR(ValidateDestination(m.topic));
-  if (m.queue_id < 0)
-    return absl::InvalidArgumentError(absl::StrCat("invalid queue id ", m.queue_id));
-  return absl::OkStatus();
-}
-
-bool ParseInt(const std::map<std::string, std::string>& props, const char* key, int64_t* v) {
-  auto it = props.find(key);
-  if (it == props.end()) return false;
-  return ParseInt64(it->second, v);
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<TimerStore>> TimerStore::Open(FileSystem* fs, Clock* clock,
                                                              MessageStore* store,
@@ -104,8 +82,8 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   // tick in flight): see below. Units recovery knows as delivered or recalled are left to the
   // walk, which settles them.
   const bool early = slot >= next_walk_tick_ && UnitKind(u.flags) == kUnitNormal &&
-                     tick < next_walk_tick_ && !delivered_phys_.contains(u.phys_offset) &&
-                     !recalled_.contains(u.phys_offset);
+                     tick < next_walk_tick_ && !delivered_phys_.contains(u.physical_offset) &&
+                     !recalled_.contains(u.physical_offset);
   // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
   if (early) InflightLocked(slot);
   TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
@@ -114,7 +92,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
     // The slot was already walked: hand the unit to the millisecond stage directly.
     InflightTick& t = InflightLocked(slot);
     t.outstanding++;
-    t.min_phys = std::min(t.min_phys, u.phys_offset);
+    t.min_phys = std::min(t.min_phys, u.physical_offset);
     AddFineLocked(ScheduledUnit{pos, u, slot});
   } else if (early) {
     // The walk of `slot` may come up to two ticks after the unit's deliver time. Hand it to
@@ -125,7 +103,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
     // deduplicates it.
     InflightTick& t = InflightLocked(slot);
     t.outstanding++;
-    t.min_phys = std::min(t.min_phys, u.phys_offset);
+    t.min_phys = std::min(t.min_phys, u.physical_offset);
     handed_early_.insert(pos);
     AddFineLocked(ScheduledUnit{pos, u, slot});
   }
@@ -141,7 +119,7 @@ void TimerStoreImpl::FinishUnitLocked(const ScheduledUnit& su, bool pending_decr
     pending_by_delay_.Sub(TickOf(su.unit.deliver_ms));
     t.done_pending++;
   }
-  t.pin_release[su.unit.phys_offset >> kPinBucketShift]++;
+  t.pin_release[su.unit.physical_offset >> kPinBucketShift]++;
   t.outstanding--;
 }
 
@@ -245,163 +223,13 @@ void TimerStoreImpl::SettleSeededLocked(const ScheduledUnit& su, bool recalled, 
     pending_by_delay_.Sub(slot);
     return;
   }
-  if (recalled && seed_recalled_.contains(su.unit.phys_offset)) {
+  if (recalled && seed_recalled_.contains(su.unit.physical_offset)) {
     if (deliver_tick != slot) pending_by_delay_.Sub(slot);  // the seed took it at deliver_tick
     return;
   }
   if (deliver_tick == slot) return;
   pending_by_delay_.Sub(slot);
   pending_by_delay_.Add(deliver_tick);
-}
-
-absl::StatusOr<std::vector<ScheduleResult>> TimerStore::ScheduleBatch(
-    std::vector<ScheduleItem> items) {
-  std::vector<ScheduleResult> out;
-  out.reserve(items.size());
-  for (ScheduleItem& item : items) {
-    TOKIMQ_ASSIGN_OR_RETURN(ScheduleResult r, Schedule(std::move(item.msg), item.deliver_ms));
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-bool TimerStoreImpl::RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now) {
-  msg->properties.insert_or_assign(timer_keys::DeliverMs(), std::to_string(deliver_ms));
-  if (deliver_ms <= now) return true;
-  // Only Recall writes delete markers (straight to the store): a scheduled message carrying
-  // TIMER_DELETE_OF would be taken for one by enqueue and cancel another message.
-  msg->properties.erase(kTimerDeleteOf);
-  msg->properties.insert_or_assign(timer_keys::RealTopic(), std::move(msg->topic));
-  msg->properties.insert_or_assign(timer_keys::RealQueueId(), std::to_string(msg->queue_id));
-  msg->topic = kTimerTopic;
-  msg->queue_id = 0;
-  return false;
-}
-
-void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, max_queue_offset + 1);
-    metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
-  }
-  run_cv_.notify_all();
-}
-
-absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
-  TOKIMQ_RETURN_IF_ERROR(CheckRealDestination(msg));
-  ScheduleResult result;
-  uint32_t id_crc = IdCrc(msg);
-  result.delivered_now = RewriteForSchedule(&msg, deliver_ms, clock_->NowMs());
-  TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
-  if (result.delivered_now) {
-    metrics_.delivered.Add(1);
-  } else {
-    NoteTimerPuts(result.put.queue_offset);
-  }
-  result.recall_handle = RecallHandle{result.put.physical_offset, deliver_ms, id_crc}.Encode();
-  return result;
-}
-
-absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatch(
-    std::vector<ScheduleItem> items) {
-  return ScheduleItems(std::move(items), /*wait_durable=*/true);
-}
-
-absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleBatchNoWait(
-    std::vector<ScheduleItem> items) {
-  return ScheduleItems(std::move(items), /*wait_durable=*/false);
-}
-
-absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
-    std::vector<ScheduleItem> items, bool wait_durable) {
-  std::vector<ScheduleResult> out(items.size());
-  if (items.empty()) return out;
-  for (const ScheduleItem& item : items) TOKIMQ_RETURN_IF_ERROR(CheckRealDestination(item.msg));
-  std::vector<uint32_t> id_crcs(items.size());
-  std::vector<Message> msgs;
-  msgs.reserve(items.size());
-  const int64_t now = clock_->NowMs();
-  int64_t due_now = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    id_crcs[i] = IdCrc(items[i].msg);
-    out[i].delivered_now = RewriteForSchedule(&items[i].msg, items[i].deliver_ms, now);
-    due_now += out[i].delivered_now ? 1 : 0;
-    msgs.push_back(std::move(items[i].msg));
-  }
-  TOKIMQ_ASSIGN_OR_RETURN(
-      std::vector<PutResult> puts,
-      wait_durable ? store_->PutBatch(std::move(msgs)) : store_->PutBatchNoWait(std::move(msgs)));
-  if (puts.size() != items.size()) {
-    return absl::InternalError("timerstore: PutBatch returned a wrong number of results");
-  }
-  int64_t max_timer_offset = -1;
-  for (size_t i = 0; i < items.size(); ++i) {
-    out[i].put = puts[i];
-    out[i].recall_handle =
-        RecallHandle{puts[i].physical_offset, items[i].deliver_ms, id_crcs[i]}.Encode();
-    if (!out[i].delivered_now) max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset);
-  }
-  if (due_now > 0) metrics_.delivered.Add(due_now);
-  if (max_timer_offset >= 0) NoteTimerPuts(max_timer_offset);
-  return out;
-}
-
-absl::Status TimerStoreImpl::Recall(std::string_view text) {
-  TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
-  auto read = store_->Read(h.phys_offset);
-  bool moved = false;
-  if (!read.ok()) {
-    // Below the move frontier the record was given up by retention: a message still pending
-    // lives on as a copy naming it in TIMER_ORIGIN_OFFSET, which dequeue checks against the
-    // recalled set. Its id cannot be checked here any more (the handle's deliver time and the
-    // clock still are): docs/timerstore.md "Retention moves".
-    std::lock_guard<std::mutex> l(mu_);
-    moved =
-        absl::IsNotFound(read.status()) && h.phys_offset < moves_.frontier && h.phys_offset >= 0;
-    if (!moved) {
-      return absl::NotFoundError(
-          absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
-    }
-  }
-  if (!moved) {
-    const Message& m = *read;
-    int64_t deliver = 0;
-    if (IdCrc(m) != h.id_crc || !ParseInt(m.properties, prop::kDeliverMs, &deliver) ||
-        deliver != h.deliver_ms || m.properties.count(kTimerDeleteOf) != 0) {
-      return absl::NotFoundError("recall: no scheduled message for handle");
-    }
-    if (m.topic != kTimerTopic) return absl::FailedPreconditionError("recall: already delivered");
-  }
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (recalled_.contains(h.phys_offset)) {
-      return absl::FailedPreconditionError("recall: already recalled");
-    }
-    // Nothing is ever put before its deliver time, and PopDue reads the clock under mu_ too:
-    // before the deliver time the message cannot have been delivered yet.
-    if (clock_->NowMs() >= h.deliver_ms || TickOf(h.deliver_ms) < ReadTickLocked()) {
-      return absl::FailedPreconditionError("recall: already delivered");
-    }
-    recalled_[h.phys_offset] = h.deliver_ms;
-  }
-  // Durable mark: a delete marker in the timer topic (as RocketMQ 5.3 does); enqueue turns it
-  // into a delete unit in the TimerLog.
-  Message marker;
-  marker.topic = kTimerTopic;
-  marker.queue_id = 0;
-  marker.born_ms = clock_->NowMs();
-  marker.properties[prop::kDeliverMs] = std::to_string(h.deliver_ms);
-  marker.properties[kTimerDeleteOf] = std::to_string(h.phys_offset);
-  auto put = store_->Put(std::move(marker));
-  std::lock_guard<std::mutex> l(mu_);
-  if (!put.ok()) {
-    recalled_.erase(h.phys_offset);
-    return put.status();
-  }
-  timer_max_queue_offset_ = std::max(timer_max_queue_offset_, put->queue_offset + 1);
-  metrics_.recalled.Add(1);
-  run_cv_.notify_all();
-  return absl::OkStatus();
 }
 
 absl::Status TimerStoreImpl::RunUntilIdle() {
@@ -418,62 +246,6 @@ absl::Status TimerStoreImpl::RunUntilIdle() {
   std::lock_guard<std::mutex> l(mu_);
   RefreshGaugesLocked(clock_->NowMs());
   return absl::OkStatus();
-}
-
-absl::Status TimerStoreImpl::Checkpoint() {
-  std::lock_guard<std::mutex> cpl(checkpoint_mu_);  // one checkpoint at a time
-  // Delivered copies and delete markers first: the checkpoint may say "tick done" only once
-  // its puts are durable.
-  TOKIMQ_RETURN_IF_ERROR(store_->Flush());
-  TimerCheckpointData c;
-  int64_t timerlog_end = 0;
-  std::vector<TimerWheel::DirtyRun> wheel_runs;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    c.precision_ms = options_.precision_ms;
-    c.read_tick = ReadTickLocked();
-    c.timerlog_flush_pos = timerlog_->WritePos();
-    c.enqueue_queue_offset = enqueue_offset_;
-    c.last_enqueued_phys = last_enqueued_phys_;
-    c.pending = metrics_.pending.Value();
-    for (const auto& [tick, t] : inflight_) c.pending += t.done_pending;
-    // Where the next recovery scans for moves already done (delivered copies in the CommitLog,
-    // roll continuations in the TimerLog): from the earliest start of any tick in flight (a
-    // tick re-opened by a late link can start after a later tick's puts), and not past what
-    // this store's own recovery still relies on (its dedup window, see dedup_until_tick_).
-    c.commitlog_scan_from = store_->commit_log()->MaxOffset();
-    c.timerlog_scan_from = c.timerlog_flush_pos;
-    for (const auto& [tick, t] : inflight_) {
-      c.commitlog_scan_from = std::min(c.commitlog_scan_from, t.commitlog_start);
-      c.timerlog_scan_from = std::min(c.timerlog_scan_from, t.timerlog_start);
-    }
-    if (dedup_until_tick_ >= 0) {
-      c.commitlog_scan_from = std::min(c.commitlog_scan_from, dedup_commitlog_from_);
-      c.timerlog_scan_from = std::min(c.timerlog_scan_from, dedup_timerlog_from_);
-    }
-    c.pins = pins_;
-    c.recalled.reserve(recalled_.size());
-    for (const auto& [phys, deliver] : recalled_) c.recalled.push_back({phys, deliver});
-    std::sort(c.recalled.begin(), c.recalled.end(),
-              [](const RecalledEntry& a, const RecalledEntry& b) {
-                return a.phys_offset < b.phys_offset;
-              });
-    // Snapshot, under mu_ so no unit is linked in between: the TimerLog end and the wheel
-    // slots as of this instant (they point only at units below that end). The fsyncs run
-    // outside mu_, in the order TimerLog, then wheel, then checkpoint, so the wheel file never
-    // points at a unit that is not durable.
-    TOKIMQ_ASSIGN_OR_RETURN(timerlog_end, timerlog_->WriteOut());
-    wheel_runs = wheel_->TakeDirtyRuns();
-    RefreshGaugesLocked(clock_->NowMs());
-  }
-  absl::Status s = timerlog_->SyncTo(timerlog_end);
-  if (s.ok()) s = wheel_->WriteRuns(wheel_runs);
-  if (!s.ok()) {
-    std::lock_guard<std::mutex> l(mu_);
-    wheel_->Redirty(wheel_runs);
-    return s;
-  }
-  return StoreTimerCheckpoint(fs_, options_.dir + "/checkpoint", c);
 }
 
 void TimerStoreImpl::AddFineLocked(ScheduledUnit su) {

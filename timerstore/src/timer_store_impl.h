@@ -5,10 +5,11 @@
 // ManualClock and Start() can run them on threads:
 //   enqueue get  (enqueue_service.cc): timer-topic ConsumeQueue -> enqueue_queue_
 //   enqueue put  (enqueue_service.cc): enqueue_queue_ -> TimerLog unit + wheel link
-//   dequeue get  (dequeue_service.cc): due wheel slots (one tick early) -> FineScheduler
+//   dequeue get  (dequeue_walk.cc): due wheel slots (one tick early) -> FineScheduler
 //   dequeue read (dequeue_service.cc): units due now -> loaded delivered copies (put_queue_)
 //   dequeue put  (dequeue_service.cc): put_queue_ -> real topic (PutBatch)
-// Recovery lives in recovery.cc, Recall in timer_store_impl.cc, the retention mover (moves
+// Recovery lives in recovery.cc, Schedule and Recall in schedule.cc, Checkpoint in
+// checkpointing.cc, the service threads in service_threads.cc, the retention mover (moves
 // pending messages out of CommitLog segments retention wants to delete) in retention_mover.cc.
 //
 // Locking: mu_ guards all state; I/O on the MessageStore happens outside it except where noted.
@@ -94,18 +95,18 @@ class TimerStoreImpl final : public TimerStore {
   struct EnqueueItem {
     int64_t physical_offset = -1;
     int64_t queue_offset = -1;
-    uint32_t size = 0;           // record bytes
-    bool has_deliver = false;    // TIMER_DELIVER_MS present and a valid integer
-    bool is_delete = false;      // TIMER_DELETE_OF present and a valid integer (recall marker)
+    uint32_t size = 0;         // record bytes
+    bool has_deliver = false;  // TIMER_DELIVER_MS present and a valid integer
+    bool is_delete = false;    // TIMER_DELETE_OF present and a valid integer (recall marker)
     int64_t deliver_ms = 0;
     int64_t delete_of = -1;
-    uint32_t topic_hash = 0;     // crc32c of REAL_TOPIC, 0 when absent
-    bool is_copy = false;        // TIMER_MOVED_FROM present: a retention copy (already pending)
+    uint32_t topic_hash = 0;  // crc32c of REAL_TOPIC, 0 when absent
+    bool is_copy = false;     // TIMER_MOVED_FROM present: a retention copy (already pending)
   };
   struct LoadedCopy {
     ScheduledUnit su;
-    Message msg;         // the delivered copy; when `poison` is set, the record to park
-    std::string poison;  // non-empty: dequeue read found it undeliverable (the reason)
+    Message msg;              // the delivered copy; when `poison` is set, the record to park
+    std::string poison;       // non-empty: dequeue read found it undeliverable (the reason)
     uint64_t move_epoch = 0;  // a retention copy: the move that wrote it (0: not a copy)
     int64_t origin = -1;      // a retention copy: TIMER_ORIGIN_OFFSET (what recalls name)
   };
@@ -114,6 +115,20 @@ class TimerStoreImpl final : public TimerStore {
     int64_t pos = -1;
     TimerUnit unit;
   };
+
+  // Dequeue get's parts (dequeue_walk.cc). Without mu_: reads the chain of `slot` (tick
+  // `tick`) from the TimerLog, oldest first, into its roll units and the sorted run of units
+  // to deliver (a broken chain is logged and ends the walk). Under mu_: continues the rolls
+  // into later slots; hands the run to the FineScheduler (skipping units recalled, delivered
+  // before a crash, handed over early or moved by retention) and drops the walk's own count;
+  // completes ticks and prunes the dedup and recall sets after a step.
+  void ReadSlotChain(int64_t tick, const TimerSlot& slot,
+                     std::vector<std::pair<int64_t, TimerUnit>>* rolls,
+                     std::vector<ScheduledUnit>* run) const;
+  absl::Status ContinueRollsLocked(int64_t tick,
+                                   const std::vector<std::pair<int64_t, TimerUnit>>& rolls);
+  void HandOverRunLocked(int64_t tick, std::vector<ScheduledUnit> run);
+  void FinishWalkStepLocked(size_t progressed);
 
   // Dequeue read and put's parts (dequeue_service.cc), all called without mu_.
   // Loads the delivered copies of `units` (one batched read) at `now`. A unit whose record is
@@ -206,14 +221,43 @@ class TimerStoreImpl final : public TimerStore {
   // *copied count what was written; orphans (copies of an uncommitted move) are not copied.
   absl::Status WriteCopies(const std::vector<MoveCandidate>& survivors, uint64_t epoch,
                            const MoveState& state, int64_t* copied, int64_t* copied_bytes);
+  // (tick, last_pos) of every live wheel slot from the next walk tick on, a window ahead.
+  std::vector<std::pair<int64_t, int64_t>> LiveSlotsLocked() const;
+  // Under mu_, once move `epoch` (0: nothing copied) wrote its copies and a checkpoint: false
+  // (abandoned) when a survivor's slot was walked meanwhile; else stores the committed state
+  // with the frontier at `end` and releases the pins of `seen`, and returns true.
+  absl::StatusOr<bool> CommitMoveLocked(uint64_t epoch, int64_t end,
+                                        const std::vector<MoveCandidate>& survivors,
+                                        const std::vector<MoveCandidate>& seen);
   // Marks `epoch` abandoned (its copies are never delivered) and stores the state.
   absl::Status AbandonMoveLocked(uint64_t epoch);
   // Whether `u` points below the frontier: its message was moved (or its record is gone).
-  bool SupersededLocked(const TimerUnit& u) const { return u.phys_offset < moves_.frontier; }
+  bool SupersededLocked(const TimerUnit& u) const { return u.physical_offset < moves_.frontier; }
   // Sets pinned_bytes (unless expired_end < 0) and oldest_pending_segment_age_ms as of now
   // (reads the CommitLog; call without mu_).
   void RefreshRetentionGauges(int64_t expired_end);
   absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
+  // Recovery's steps (recovery.cc), in order: load the checkpoint (or start empty, removing an
+  // unaccounted TimerLog and wheel); open the TimerLog and the wheel (rebuilding a torn wheel);
+  // replay the TimerLog tail past the checkpoint into the wheel, counters and dedup sets; scan
+  // the CommitLog tail for delivered copies; register the pin provider and retention hook.
+  struct RecoveryScan {
+    TimerCheckpointData ckpt;
+    bool had_checkpoint = false;
+    int64_t read_tick = 0;
+    int64_t scan_from = 0;       // TimerLog position the replay starts at
+    int64_t end = 0;             // TimerLog end
+    int64_t pending = 0;         // pending messages, from the checkpoint plus the replay
+    int64_t max_tail_tick = -1;  // last slot tick a move or roll before the crash concerns
+    int64_t scanned = 0;         // CommitLog records scanned
+  };
+  absl::Status LoadCheckpointForRecovery(RecoveryScan* r);
+  absl::Status OpenTimerLogAndWheel(RecoveryScan* r);
+  absl::Status ReplayTimerLogTail(RecoveryScan* r);
+  void ScanDeliveredCopies(RecoveryScan* r);
+  // The slot tick the unit of delivered copy `m` (of the message at `phys`) was walked in.
+  int64_t DeliveredCopySlot(const Message& m, int64_t phys, const RecoveryScan& r);
+  void RegisterWithStore();
   // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
   // A step failing with kResourceExhausted (disk full) is retried with backoff and is not a
   // service failure (Stop() does not report it).
@@ -234,9 +278,9 @@ class TimerStoreImpl final : public TimerStore {
   TimerMetrics metrics_;
   PendingByDelay pending_by_delay_;  // guarded by mu_
   // Seed bookkeeping (SeedPendingByDelayLocked); -1 / empty when nothing seeded is left.
-  int64_t seed_end_pos_ = -1;        // TimerLog end when seeded
-  int64_t seed_from_tick_ = 0;       // first seeded slot tick
-  int64_t seed_until_tick_ = -1;     // past the last seeded slot tick
+  int64_t seed_end_pos_ = -1;                   // TimerLog end when seeded
+  int64_t seed_from_tick_ = 0;                  // first seeded slot tick
+  int64_t seed_until_tick_ = -1;                // past the last seeded slot tick
   absl::flat_hash_set<int64_t> seed_recalled_;  // recalled (phys) when seeded
 
   std::mutex checkpoint_mu_;  // serialises Checkpoint(); taken before mu_
@@ -254,7 +298,7 @@ class TimerStoreImpl final : public TimerStore {
   absl::flat_hash_map<int64_t, int64_t> recalled_;  // phys offset -> deliver ms
   absl::flat_hash_set<int64_t> delivered_phys_;     // recovery dedup (CommitLog tail scan)
   absl::flat_hash_set<int64_t> rolled_from_;        // recovery dedup (roll continuations)
-  absl::flat_hash_set<int64_t> handed_early_;  // TimerLog pos: in fine_ already, walk skips it
+  absl::flat_hash_set<int64_t> handed_early_;       // TimerLog pos: in fine_ already, walk skips it
   int64_t eager_walk_until_ = 0;  // recovery: slots below it are walked now, not one tick early
   // Recovery's dedup window: while dedup_until_tick_ >= 0 (read tick not yet past it), the
   // knowledge in delivered_phys_ / rolled_from_ came from scanning the CommitLog from

@@ -8,9 +8,10 @@
 // Server (server.h) calls it from worker threads, never from I/O threads, because Send (sync
 // flush) and Receive (long poll) block.
 //
-// Time: a SystemClock, or with options.manual_clock a ManualClock that only the admin
-// AdvanceClock request moves (refused otherwise). The manual time is persisted so it never goes
-// backwards across a restart.
+// Time: options.clock when given (tests), else a SystemClock, or with options.manual_clock a
+// ManualClock that only the admin AdvanceClock request moves (refused otherwise). The manual
+// time is persisted so it never goes backwards across a restart. Files: options.fs and
+// options.meta_env (BrokerOptions), passed to every store the Broker opens.
 //
 // Thread-safety: Handle may be called concurrently from any number of threads. Close() once,
 // after the server stopped calling Handle.
@@ -39,10 +40,12 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 }
 
 namespace tokimq {
 class Clock;
+class FileSystem;
 class ManualClock;
 class MessageStore;
 class TimerStore;
@@ -60,6 +63,21 @@ inline constexpr int64_t kMaxManualClockMs = 253'402'300'799'999;
 
 struct BrokerOptions {
   std::string data_dir = "./data";
+  // Environment (RocksDB / leveldb style: injected so that a test can run a whole broker on a
+  // fault-injecting file system and a manual clock). None is owned; each must outlive the
+  // Broker. nullptr: the real one.
+  //   fs: every file of the stores (CommitLog, ConsumeQueues, TimerLog, wheel, checkpoints) and
+  //       the disk watermark's free-space checks. Default FileSystem::Default().
+  //   clock: the message timeline (deliver times, leases, retention), the disk watermark's
+  //       refresh interval and the group-state WAL syncer's interval (kWalSyncIntervalMs,
+  //       which otherwise runs in real time). Default SystemClock::Default(). Not together with
+  //       manual_clock (kInvalidArgument).
+  //   meta_env: the RocksDB Env of the metadata and group-state database (<data_dir>/meta),
+  //       e.g. rocksdb::NewCompositeEnv over broker/rocksdb_fault_injection_fs.h. Default
+  //       rocksdb::Env::Default().
+  FileSystem* fs = nullptr;
+  Clock* clock = nullptr;
+  rocksdb::Env* meta_env = nullptr;
   bool manual_clock = false;
   int64_t manual_clock_start_ms = 0;  // 0: the system time at first start
   FlushMode flush_mode = FlushMode::kAsync;
@@ -155,6 +173,14 @@ class Broker {
  private:
   explicit Broker(BrokerOptions options);
   absl::Status OpenStores();
+  // OpenStores' steps, in order: the metadata RocksDB (<data_dir>/meta); the clock (persisted
+  // manual time); the MessageStore and the disk watermark; the TimerStore; the subscriptions
+  // and the ConsumerService (wired to the MessageStore's dispatch listener).
+  absl::Status OpenMetadataDb();
+  absl::Status SetUpClock();
+  absl::Status OpenMessageStore();
+  absl::Status OpenTimerStore();
+  absl::Status OpenConsumerService();
 
   // One handler per request; each returns the status put in the response.
   absl::Status HandleCreateTopic(const proto::CreateTopicRequest& req, proto::Response* resp);
@@ -187,6 +213,7 @@ class Broker {
   BrokerOptions options_;
   std::unique_ptr<ManualClock> manual_clock_;
   Clock* clock_ = nullptr;
+  FileSystem* fs_ = nullptr;  // options_.fs or FileSystem::Default()
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<MessageStore> store_;
   std::unique_ptr<TimerStore> timers_;

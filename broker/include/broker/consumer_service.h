@@ -174,6 +174,12 @@ struct ConsumerServiceDeps {
   // when the disk has no room left for it) fails that write and the request behind it, before
   // RocksDB sees it. Optional: absent admits every write.
   std::function<absl::Status(uint64_t bytes)> admit_state_write;
+  // Time base of the group-state WAL syncer (every kWalSyncIntervalMs, consumer_service_impl.h).
+  // nullptr (the broker's default): real time, even on a manual `clock` that may never move. A
+  // clock here (BrokerOptions::clock, a ManualClock in tests): the syncer syncs when that clock
+  // has moved kWalSyncIntervalMs past the previous sync, so a test can place a power loss at a
+  // known distance from the last sync.
+  Clock* wal_sync_clock = nullptr;
 };
 
 // Creates the RocksDB/TimerStore-backed implementation; recovers group state from `db`.

@@ -27,7 +27,8 @@ ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
       db_(deps.db),
       queue_count_(std::move(deps.queue_count)),
       is_fifo_(std::move(deps.is_fifo)),
-      admit_state_write_(std::move(deps.admit_state_write)) {}
+      admit_state_write_(std::move(deps.admit_state_write)),
+      wal_sync_clock_(deps.wal_sync_clock) {}
 
 ConsumerServiceImpl::~ConsumerServiceImpl() { Stop().IgnoreError(); }
 
@@ -381,12 +382,22 @@ absl::Status ConsumerServiceImpl::Stop() {
 }
 
 void ConsumerServiceImpl::SyncLoop() {
-  // Real time on purpose, like the CommitLog's async flusher: this bounds what a power loss can
-  // undo, it is not part of the message timeline (a ManualClock may never move).
+  // Real time by default, like the CommitLog's async flusher: this bounds what a power loss can
+  // undo, it is not part of the message timeline (a ManualClock may never move). With
+  // wal_sync_clock_ (injected by tests) that clock's time instead.
   std::unique_lock<std::mutex> l(sync_mu_);
+  int64_t next_sync_ms = wal_sync_clock_ ? wal_sync_clock_->NowMs() + kWalSyncIntervalMs : 0;
   while (!stopping_.load()) {
-    sync_cv_.wait_for(l, std::chrono::milliseconds(kWalSyncIntervalMs),
-                      [&] { return stopping_.load(); });
+    if (wal_sync_clock_ == nullptr) {
+      sync_cv_.wait_for(l, std::chrono::milliseconds(kWalSyncIntervalMs),
+                        [&] { return stopping_.load(); });
+    } else {
+      l.unlock();
+      wal_sync_clock_->WaitUntilMs(next_sync_ms, std::chrono::milliseconds(kWalSyncIntervalMs));
+      l.lock();
+      if (wal_sync_clock_->NowMs() < next_sync_ms) continue;
+      next_sync_ms = wal_sync_clock_->NowMs() + kWalSyncIntervalMs;
+    }
     if (stopping_.load()) break;
     l.unlock();
     absl::Status s = SyncIfDirty();

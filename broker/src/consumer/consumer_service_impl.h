@@ -292,6 +292,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   std::atomic<bool> wal_dirty_{false};
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
+  Clock* const wal_sync_clock_;  // ConsumerServiceDeps::wal_sync_clock (nullptr: real time)
   std::thread syncer_;
 };
 

@@ -12,7 +12,7 @@
 namespace tokimq {
 
 struct RecallHandle {
-  int64_t phys_offset = -1;
+  int64_t physical_offset = -1;
   int64_t deliver_ms = 0;
   uint32_t id_crc = 0;
 

@@ -15,7 +15,7 @@
 namespace tokimq {
 
 struct RecalledEntry {
-  int64_t phys_offset = 0;  // timer-topic record of the recalled message
+  int64_t physical_offset = 0;  // timer-topic record of the recalled message
   int64_t deliver_ms = 0;
 };
 

@@ -48,7 +48,7 @@ struct TimerUnit {
   int64_t write_ms = 0;      // when this unit was appended (ms since epoch)
   int64_t deliver_ms = 0;    // real deliver time (ms since epoch)
   int64_t slot_tick = 0;     // wheel tick this unit is linked under (-1: not linked)
-  int64_t phys_offset = -1;  // CommitLog offset of the timer-topic record
+  int64_t physical_offset = -1;  // CommitLog offset of the timer-topic record
   int64_t ref = -1;          // roll continuation: position of the unit it continues; delete: target
   uint32_t msg_size = 0;     // bytes of that CommitLog record
   uint32_t topic_hash = 0;   // CRC32C of the real topic name

@@ -1,0 +1,114 @@
+// MessageStoreImpl recovery: load the ConsumeQueues found on disk, drop the entries written
+// after the last dispatch checkpoint (they may be torn), and re-dispatch the CommitLog from
+// that checkpoint. docs/formats/consumequeue.md, docs/operations.md "Checkpoints".
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "commitlog/record.h"
+#include "common/logging.h"
+#include "common/names.h"
+#include "message_store_impl.h"
+#include "offset_file.h"
+
+namespace tokimq {
+
+// The looser rule puts followed before the name rule (1..255 of [A-Za-z0-9_%|.-], not "." or
+// ".."), so queues written by older brokers (say a retry topic of a group the name rule now
+// refuses) stay readable.
+bool LoadableQueueDir(const std::string& topic) {
+  if (topic.empty() || topic.size() > kMaxDestinationBytes || topic == "." || topic == "..") {
+    return false;
+  }
+  for (char c : topic) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '%' || c == '|' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Entries pointing at or past `start` (the rescan point) were written after the last
+// checkpoint and may be torn or missing: drop them; the rescan re-adds them.
+absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, int64_t start) {
+  const int64_t log_end = log_->MaxOffset();
+  int64_t keep = cq->MaxOffset();
+  const int64_t min = cq->MinOffset();
+  while (keep > min) {
+    const int64_t from = std::max(min, keep - 1024);
+    TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(from, static_cast<size_t>(keep - from)));
+    bool stop = false;
+    for (size_t i = entries.size(); i > 0; --i) {
+      const auto& e = entries[i - 1];
+      if (e.physical_offset >= start || e.size < record::kMinMessageSize ||
+          e.physical_offset + e.size > log_end) {
+        --keep;
+      } else {
+        stop = true;
+        break;
+      }
+    }
+    if (stop) break;
+  }
+  return cq->TruncateTo(keep);
+}
+
+// Re-dispatches every indexed record from `start` to the CommitLog end; returns how many.
+absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(int64_t start) {
+  const int64_t log_max = log_->MaxOffset();
+  int64_t off = start, redispatched = 0;
+  while (off < log_max) {
+    TOKIMQ_ASSIGN_OR_RETURN(auto rec, log_->ReadNext(off));
+    const Message& m = rec.first;
+    if ((m.flags & kFlagIndexed) != 0 && LoadableQueueDir(m.topic) && m.queue_id >= 0) {
+      TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
+      if (m.queue_offset != cq->MaxOffset()) {
+        return absl::DataLossError(absl::StrCat(
+            "record at offset ", m.physical_offset, " has queue offset ", m.queue_offset,
+            " but consume queue ", m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset(),
+            "; consume queue data below the checkpoint is missing"));
+      }
+      TOKIMQ_RETURN_IF_ERROR(
+          cq->Append({m.physical_offset, static_cast<uint32_t>(rec.second - m.physical_offset),
+                      TagHashOf(m)}));
+      ++redispatched;
+    }
+    off = rec.second;
+  }
+  return redispatched;
+}
+
+absl::Status MessageStoreImpl::RecoverQueues() {
+  const std::string root = opt_.dir + "/consumequeue";
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(root));
+  const int64_t log_min = log_->MinOffset(), log_max = log_->MaxOffset();
+  int64_t start = log_min;
+  auto cp = ReadOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic);
+  if (cp.ok()) {
+    start = std::clamp(*cp, log_min, log_max);
+  } else if (!absl::IsNotFound(cp.status())) {
+    TOKIMQ_LOG_WARN("store checkpoint unreadable, rebuilding queues from {}: {}", log_min,
+                    cp.status().ToString());
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(auto topics, cq_files_.ListDir(root));
+  for (const std::string& topic : topics) {
+    if (!LoadableQueueDir(topic)) continue;
+    TOKIMQ_ASSIGN_OR_RETURN(auto ids, cq_files_.ListDir(root + "/" + topic));
+    for (const std::string& id : ids) {
+      if (id.empty() || id.size() > 9 ||
+          !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        continue;
+      }
+      TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(topic, std::stoi(id)));
+      TOKIMQ_RETURN_IF_ERROR(DropSuspectTail(cq.get(), start));
+    }
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(int64_t redispatched, Redispatch(start));
+  if (redispatched > 0) {
+    TOKIMQ_LOG_INFO("message store {}: re-dispatched {} records from offset {}", opt_.dir,
+                    redispatched, start);
+  }
+  for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(log_min));
+  return Checkpoint();
+}
+
+}  // namespace tokimq
