@@ -142,7 +142,9 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(lat.begin(), lat.end());
-  auto pct = [&](double p) { return lat.empty() ? -1 : lat[static_cast<size_t>(p * (lat.size() - 1))]; };
+  auto pct = [&](double p) {
+    return lat.empty() ? -1 : lat[static_cast<size_t>(p * static_cast<double>(lat.size() - 1))];
+  };
   std::printf("check-back after immunity:  %zu of %d checked, p50 %.0f ms, max %.0f ms\n",
               lat.size(), checks, pct(0.5), pct(1.0));
   std::printf("RESULT plain_msgs_per_s=%.0f tx_msgs_per_s=%.0f tx_ratio=%.3f check_p50_ms=%.0f "
