@@ -5,6 +5,7 @@
 #include "broker/broker.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
+#include "common/names.h"
 #include "common/status.h"
 #include "send_validation.h"
 #include "transaction/check_mailbox.h"
@@ -94,6 +95,8 @@ absl::Status Broker::HandleEndTransaction(const proto::EndTransactionRequest& re
 absl::Status Broker::HandlePollTransactionChecks(const proto::PollTransactionChecksRequest& req,
                                                  proto::TransactionChecksResponse* resp) {
   if (req.topics().empty()) return absl::InvalidArgumentError("poll checks: no topics");
+  if (req.topics_size() > 1000) return absl::InvalidArgumentError("poll checks: over 1000 topics");
+  for (const std::string& t : req.topics()) TOKIMQ_RETURN_IF_ERROR(ValidateTopicName(t));
   std::vector<std::string> topics(req.topics().begin(), req.topics().end());
   int64_t wait = std::clamp<int64_t>(req.long_poll_ms(), 0, options_.max_long_poll_ms);
   for (proto::TransactionCheck& c : check_mailbox_->Poll(topics, wait, req.max_checks())) {
