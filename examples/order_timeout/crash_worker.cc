@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,8 @@ absl::StatusOr<CrashWorker> CrashWorker::Start(const JobOptions& options, int64_
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // Die with the parent (a kill -9 of the demo must not leave this consumer running).
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() == 1) ::_exit(7);
     RunChild(options, invisible_ms, give_up_ms, fds[1]);
   }
   ::close(fds[1]);

@@ -320,27 +320,34 @@ void OrderService::ProducerLoop() {
     window->cv.wait(lock, [&] { return window->in_flight == 0; });
     retry.swap(window->failed);
   }
+  std::vector<uint64_t> stored = SendUntilStored(producer, std::move(retry));
+  window->acked.insert(window->acked.end(), stored.begin(), stored.end());
+  if (db != nullptr && !db->MarkSent(take_acked()).ok()) Bump(metrics_->db_errors);
+  done_threads_.fetch_add(1);
+}
+
+std::vector<uint64_t> OrderService::SendUntilStored(
+    client::Producer& producer, std::vector<std::pair<uint64_t, int64_t>> retry) {
   // Failed batches (broker down or restarting): retry synchronously until they go through.
+  std::vector<uint64_t> stored;
+  const size_t batch = static_cast<size_t>(std::max(1, options_.batch));
   while (!retry.empty() && !stop_ && !metrics_->fatal) {
-    size_t take = std::min<size_t>(retry.size(), batch);
-    std::vector<std::pair<uint64_t, int64_t>> part(retry.end() - static_cast<std::ptrdiff_t>(take),
-                                                   retry.end());
+    size_t take = std::min(retry.size(), batch);
     std::vector<client::OutgoingMessage> msgs;
-    for (const auto& [id, deadline] : part) {
-      msgs.push_back(TimeoutMessage(options_, config_.run_id, id, deadline));
+    for (size_t i = retry.size() - take; i < retry.size(); ++i) {
+      msgs.push_back(TimeoutMessage(options_, config_.run_id, retry[i].first, retry[i].second));
     }
     auto r = producer.SendBatch(msgs);
     if (r.ok()) {
-      Bump(metrics_->sent, part.size());
-      for (const auto& o : part) window->acked.push_back(o.first);
+      Bump(metrics_->sent, take);
+      for (size_t i = retry.size() - take; i < retry.size(); ++i) stored.push_back(retry[i].first);
       retry.resize(retry.size() - take);
     } else {
       Bump(metrics_->send_errors);
       clock_.WaitUntilMs(clock_.NowMs() + 300, std::chrono::milliseconds(300));
     }
   }
-  if (db != nullptr && !db->MarkSent(take_acked()).ok()) Bump(metrics_->db_errors);
-  done_threads_.fetch_add(1);
+  return stored;
 }
 
 // ---- Canceller ----

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "client/connection.h"
+#include "client/producer.h"
 #include "client/simple_consumer.h"
 #include "common/clock.h"
 #include "order_timeout/order_db.h"
@@ -118,6 +119,9 @@ class OrderService {
 
  private:
   void ProducerLoop();
+  // Sends `orders` again, batch by batch, until stored or Stop(); returns the stored ids.
+  std::vector<uint64_t> SendUntilStored(client::Producer& producer,
+                                        std::vector<std::pair<uint64_t, int64_t>> orders);
 
   JobOptions options_;
   const RunConfig config_;

@@ -2,7 +2,8 @@
 # Black-box test of the order-timeout example against the real broker binary (ctest, from
 # tests/demo/module.cmake). Each case uses a fresh temp dir and a free loopback port.
 #   1. small run: 2000 orders, 2 s timeout, 70 % paid -> exit 0, nothing missed, none cancelled
-#      after payment;
+#      after payment, no change applied twice in SQLite, and the cancel worker killed (SIGKILL)
+#      between its SQLite commit and its ACK had its messages redelivered and found processed;
 #   2. kill -9 of the broker mid-run, restarted on the same data dir and port: the running
 #      example reconnects and finishes with exit 0;
 #   3. kill -9 of the broker AND the example mid-run; broker restarted; the example run again with
@@ -29,8 +30,10 @@ trap cleanup EXIT
 start_broker() {
   local dir=$1 port=$2
   rm -f "$dir.port"
-  "$broker_bin" --data-dir "$dir" --bind 127.0.0.1 --port "$port" --port-file "$dir.port" \
-    --log-file "$dir.log" --log-level warn &
+  mkdir -p "$(dirname "$dir")"
+  printf '[group.order-canceller]\nbackoff = ["1s", "5s", "30s"]\n' >"$dir.toml"
+  "$broker_bin" -c "$dir.toml" --data-dir "$dir" --bind 127.0.0.1 --port "$port" \
+    --port-file "$dir.port" --log-file "$dir.log" --log-level warn &
   broker_pid=$!
   for _ in $(seq 1 300); do
     if [[ -s "$dir.port" ]]; then
@@ -55,9 +58,11 @@ stop_broker() {
 check() {
   local name=$1 rc=$2 out=$3
   if [[ $rc -eq 0 ]] && grep -Eq '^cancelled-but-paid +0 ' "$out" &&
-     grep -Eq '^missed +0 ' "$out" && grep -Eq '^orders +[0-9]+' "$out"; then
+     grep -Eq '^missed +0 ' "$out" && grep -Eq '^orders +[0-9]+' "$out" &&
+     grep -Eq '^duplicates applied +0 ' "$out"; then
     echo "PASS $name"
-    grep -E '^(paid|cancelled|lateness|this process|errors|resumed) ' "$out" | sed 's/^/    /'
+    grep -E '^(paid|cancelled|lateness|killed worker|this process|errors|resumed) ' "$out" |
+      sed 's/^/    /'
     passed=$((passed + 1))
   else
     echo "FAIL $name (exit $rc); output:"
@@ -78,6 +83,8 @@ rc=0
 "$demo_bin" --broker "$addr" --timeout 2s "${demo_flags[@]}" --state-dir "$d/state" \
   >"$d.out" 2>"$d.err" || rc=$?
 check "small run (2000 orders, 2 s)" "$rc" "$d.out"
+grep -q '^killed worker *kill -9 after its SQLite commit' "$d.out" ||
+  { echo "FAIL the cancel worker was not killed between commit and ACK"; failed=$((failed + 1)); }
 stop_broker
 
 # 2. kill -9 of the broker; the example keeps running and reconnects
