@@ -37,16 +37,6 @@ absl::StatusOr<int64_t> Count(SqliteConnection& db, const char* sql) {
   return v->value_or(0);
 }
 
-// Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back if it fails.
-absl::Status InTransaction(SqliteConnection& db, const std::function<absl::Status()>& body) {
-  absl::Status s = db.ExecScript("BEGIN IMMEDIATE");
-  if (!s.ok()) return s;
-  s = body();
-  if (s.ok()) s = db.ExecScript("COMMIT");
-  if (!s.ok() && db.in_transaction()) (void)db.ExecScript("ROLLBACK");
-  return s;
-}
-
 }  // namespace
 
 OrderDb::OrderDb(std::unique_ptr<SqliteConnection> db, client::SqliteProcessOnce once,
@@ -62,7 +52,7 @@ absl::Status OrderDb::CreateRun(const std::string& path, const RunConfig& c,
   if (has_run->has_value()) {
     return absl::AlreadyExistsError(path + " already holds a run");
   }
-  return InTransaction(**db, [&]() -> absl::Status {
+  return (*db)->WriteTransaction([&]() -> absl::Status {
     absl::Status s = (*db)->ExecScript(kSchema);
     if (!s.ok()) return s;
     return (*db)
@@ -105,7 +95,7 @@ absl::StatusOr<std::vector<uint64_t>> OrderDb::CreateOrders(
     const std::vector<uint64_t>& ids, int64_t deadline_ms, int64_t now_ms,
     const std::vector<uint64_t>& sent_ids) {
   std::vector<uint64_t> inserted;
-  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+  absl::Status s = db_->WriteTransaction([&]() -> absl::Status {
     for (uint64_t id : ids) {
       auto n = db_->Exec(
           "INSERT INTO orders(id, status, created_ms, deadline_ms) VALUES(?1, 'UNPAID', ?2, ?3)"

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <string>
@@ -39,7 +40,8 @@ struct JobOptions {
   std::string topic = "orders.timeout";
   std::string group = "order-canceller";
   std::string db_path;  // <state-dir>/orders.db
-  client::SqliteOptions sqlite{30'000, true};
+  // Busy timeout 30 s; the threads of this process share one writer mutex.
+  client::SqliteOptions sqlite{30'000, true, std::make_shared<std::mutex>()};
   int producers = 2;
   int consumers = 8;
   int batch = 256;           // messages per send request (and orders per INSERT transaction)

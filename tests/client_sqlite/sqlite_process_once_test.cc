@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -37,9 +39,11 @@ class SqliteProcessOnceTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<SqliteConnection> OpenConn(int64_t busy_timeout_ms = 5'000) {
+  std::unique_ptr<SqliteConnection> OpenConn(int64_t busy_timeout_ms = 5'000,
+                                             std::shared_ptr<std::mutex> writer_mutex = nullptr) {
     SqliteOptions o;
     o.busy_timeout_ms = busy_timeout_ms;
+    o.writer_mutex = std::move(writer_mutex);
     auto c = SqliteConnection::Open(path_, o);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? std::move(*c) : nullptr;
@@ -242,6 +246,36 @@ TEST_F(SqliteProcessOnceTest, TwoConnectionsRacingApplyEachIdOnce) {
   EXPECT_EQ(errors[0] + errors[1], 0);
   EXPECT_EQ(applied[0] + applied[1], kIds);
   EXPECT_EQ(duplicate[0] + duplicate[1], kIds);
+  EXPECT_EQ(Balance(*db_), kIds);
+}
+
+// With a shared writer mutex the two connections queue on it: even with no busy timeout at all
+// neither ever meets SQLITE_BUSY.
+TEST_F(SqliteProcessOnceTest, SharedWriterMutexQueuesWritersWithoutBusyErrors) {
+  constexpr int kIds = 300;
+  auto mutex = std::make_shared<std::mutex>();
+  int applied[2] = {0, 0}, errors[2] = {0, 0};
+  auto run = [&](int t) {
+    auto conn = OpenConn(/*busy_timeout_ms=*/0, mutex);
+    SqliteProcessOnce once = Once(conn.get());
+    for (int i = 0; i < kIds; ++i) {
+      auto r = once.Process("msg-" + std::to_string(i), [](SqliteConnection& db) {
+        return db.Exec("UPDATE accounts SET balance = balance + 1 WHERE id = 1");
+      });
+      if (!r.ok()) {
+        ++errors[t];
+      } else if (*r == ProcessOutcome::kApplied) {
+        ++applied[t];
+      }
+    }
+  };
+  db_.reset();  // its reads would not block, but keep the file to the two writers
+  std::thread a(run, 0), b(run, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(errors[0] + errors[1], 0);
+  EXPECT_EQ(applied[0] + applied[1], kIds);
+  db_ = OpenConn();
   EXPECT_EQ(Balance(*db_), kIds);
 }
 

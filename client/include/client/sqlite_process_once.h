@@ -25,7 +25,8 @@
 // Thread-safety: like the connection, one thread at a time. Workers use one connection and one
 // SqliteProcessOnce each; SQLite serialises their write transactions (BEGIN IMMEDIATE: a second
 // writer waits up to the connection's busy timeout, then gets kUnavailable and nothing of its
-// batch is committed).
+// batch is committed). Give the connections of one process one shared
+// SqliteOptions::writer_mutex so that they queue instead of sleeping in SQLite's busy handler.
 #pragma once
 
 #include <cstdint>

@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(
     sqlite3_close(db);
     return absl::InternalError(absl::StrCat("sqlite: cannot open ", path, ": ", msg));
   }
-  std::unique_ptr<SqliteConnection> conn(new SqliteConnection(db, path));
+  std::unique_ptr<SqliteConnection> conn(new SqliteConnection(db, path, options.writer_mutex));
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, static_cast<int>(options.busy_timeout_ms));
   auto mode = [&]() -> absl::StatusOr<std::string> {
@@ -150,6 +150,20 @@ absl::StatusOr<std::vector<int64_t>> SqliteConnection::QueryInt64Column(
   sqlite3_reset(*stmt);
   if (rc != SQLITE_DONE) return Error(rc, sql);
   return out;
+}
+
+absl::Status SqliteConnection::WriteTransaction(const std::function<absl::Status()>& body) {
+  if (in_transaction()) {
+    return absl::FailedPreconditionError("sqlite: already in a transaction on " + path_);
+  }
+  std::unique_lock<std::mutex> lock;
+  if (writer_mutex_ != nullptr) lock = std::unique_lock<std::mutex>(*writer_mutex_);
+  absl::Status s = ExecScript("BEGIN IMMEDIATE");
+  if (!s.ok()) return s;
+  s = body();
+  if (s.ok()) s = ExecScript("COMMIT");
+  if (!s.ok() && in_transaction()) (void)ExecScript("ROLLBACK");
+  return s;
 }
 
 bool SqliteConnection::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }

@@ -35,9 +35,10 @@ absl::StatusOr<SqliteProcessOnce> SqliteProcessOnce::Create(SqliteConnection* db
     return absl::InvalidArgumentError(
         absl::StrCat("process-once: bad table name '", options.table, "'"));
   }
-  absl::Status s = db->ExecScript(absl::StrCat(
+  const std::string ddl = absl::StrCat(
       "CREATE TABLE IF NOT EXISTS ", options.table,
-      "(message_id TEXT PRIMARY KEY NOT NULL, processed_at_ms INTEGER NOT NULL) WITHOUT ROWID"));
+      "(message_id TEXT PRIMARY KEY NOT NULL, processed_at_ms INTEGER NOT NULL) WITHOUT ROWID");
+  absl::Status s = db->WriteTransaction([&] { return db->ExecScript(ddl); });
   if (!s.ok()) return s;
   return SqliteProcessOnce(db, std::move(options.table), options.clock);
 }
@@ -72,28 +73,20 @@ absl::StatusOr<ProcessOutcome> SqliteProcessOnce::ProcessInSavepoint(const Proce
 
 absl::StatusOr<std::vector<absl::StatusOr<ProcessOutcome>>> SqliteProcessOnce::ProcessBatch(
     const std::vector<ProcessItem>& items) {
-  if (db_->in_transaction()) {
-    return absl::FailedPreconditionError("process-once: the connection is already in a transaction");
-  }
-  // IMMEDIATE: take the write lock now, so a busy database waits in the busy handler here rather
-  // than failing at the first write without waiting (a read->write upgrade in WAL mode).
-  absl::Status s = db_->ExecScript("BEGIN IMMEDIATE");
-  if (!s.ok()) return s;
-  const int64_t now_ms = clock_->NowMs();
   std::vector<absl::StatusOr<ProcessOutcome>> results;
   results.reserve(items.size());
-  for (const ProcessItem& item : items) {
-    results.push_back(ProcessInSavepoint(item, now_ms));
-    if (!db_->in_transaction()) {  // SQLite rolled the whole transaction back (e.g. I/O error)
-      return absl::InternalError(absl::StrCat("process-once: transaction rolled back by SQLite: ",
-                                              results.back().status().ToString()));
+  absl::Status s = db_->WriteTransaction([&]() -> absl::Status {
+    const int64_t now_ms = clock_->NowMs();
+    for (const ProcessItem& item : items) {
+      results.push_back(ProcessInSavepoint(item, now_ms));
+      if (!db_->in_transaction()) {  // SQLite rolled the whole transaction back (I/O error)
+        return absl::InternalError(absl::StrCat("process-once: transaction rolled back by SQLite: ",
+                                                results.back().status().ToString()));
+      }
     }
-  }
-  s = db_->ExecScript("COMMIT");
-  if (!s.ok()) {
-    if (db_->in_transaction()) (void)db_->ExecScript("ROLLBACK");
-    return s;
-  }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
   return results;
 }
 
