@@ -21,6 +21,8 @@
 #include "retention_task.h"
 #include "rocksdb_logger.h"
 #include "timerstore/timer_store.h"
+#include "transaction/check_mailbox.h"
+#include "transaction/transaction_service.h"
 
 namespace tokimq::broker {
 namespace {
@@ -179,6 +181,7 @@ absl::Status Broker::OpenStores() {
 
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
+  TOKIMQ_RETURN_IF_ERROR(OpenTransactions());  // after the timers: commits schedule into them
   // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of
   // pending timer messages from the first run on.
   retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
@@ -199,6 +202,7 @@ Broker::~Broker() {
 void Broker::StopLongPolls() {
   std::lock_guard<std::mutex> lock(close_mu_);
   if (closed_ || !consumers_) return;
+  if (check_mailbox_) check_mailbox_->Shutdown();
   absl::Status s = consumers_->Stop();  // wakes the long polls; Close() calls it again
   if (!s.ok()) TOKIMQ_LOG_ERROR("shutdown: consumer service stop: {}", s.ToString());
 }
@@ -221,6 +225,7 @@ absl::Status Broker::Close() {
   };
   if (retention_) retention_->Stop();
   retention_.reset();
+  transactions_.reset();  // stops its check thread, before the stores it writes to
   if (consumers_) note(consumers_->Stop(), "consumer service stop");
   if (timers_) {
     note(timers_->Stop(), "timer store stop");
@@ -285,6 +290,14 @@ absl::StatusOr<TopicConfig> Broker::ResolveTopic(const std::string& name) const 
   if (name == kPoisonTopic) {
     // Readable like a DLQ so operators can inspect parked messages (docs/operations.md);
     // HandleSend refuses it as a destination.
+    TopicConfig t;
+    t.name = name;
+    t.queues = 1;
+    t.max_delay_ms = 0;
+    return t;
+  }
+  if (name == kUnresolvedTopic) {
+    // Halves that reached max checks, for an operator to read (docs/transactions.md).
     TopicConfig t;
     t.name = name;
     t.queues = 1;

@@ -133,6 +133,14 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
       s = timers_->Checkpoint();
       if (s.ok()) resp->mutable_empty();
       break;
+    case proto::Request::kEndTransaction:
+      s = HandleEndTransaction(req.end_transaction());
+      if (s.ok()) resp->mutable_empty();
+      break;
+    case proto::Request::kPollTransactionChecks:
+      s = HandlePollTransactionChecks(req.poll_transaction_checks(),
+                                      resp->mutable_transaction_checks());
+      break;
     case proto::Request::BODY_NOT_SET:
       s = absl::UnimplementedError("unknown or empty request");
       break;
@@ -201,6 +209,7 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
     return absl::InvalidArgumentError("topic_limit and group_limit must be >= 0");
   }
   resp->set_now_ms(clock_->NowMs());
+  FillTransactionStats(resp->mutable_transactions());
   size_t total = 0;
   bool more = false;
   const std::vector<TopicConfig> topics = metadata_->ListTopicsPage(

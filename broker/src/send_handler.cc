@@ -13,6 +13,8 @@
 #include "proto/status.h"
 #include "send_validation.h"
 #include "timerstore/timer_store.h"
+#include "transaction/transaction_send.h"
+#include "transaction/transaction_service.h"
 
 namespace tokimq::broker {
 
@@ -26,7 +28,7 @@ absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
     for (const auto& [n, t] : topics) {
       if (n == name) return &t;
     }
-    if (name == kPoisonTopic) {
+    if (name == kPoisonTopic || name == kUnresolvedTopic) {
       return absl::InvalidArgumentError(
           fmt::format("topic '{}' is a system topic: it can be read, not sent to", name));
     }
@@ -61,6 +63,12 @@ absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
     m.properties[prop::kMessageId] = NextMessageId();
     m.body = e.body();
     prepared->push_back({std::move(m), deliver_ms});
+    if (e.transactional()) {
+      absl::StatusOr<int64_t> immunity = CheckImmunityMsOf(e, options_.transaction_immunity_ms);
+      if (!immunity.ok()) return where(immunity.status());
+      prepared->back().transactional = true;
+      prepared->back().immunity_ms = *immunity;
+    }
   }
   return absl::OkStatus();
 }
@@ -127,6 +135,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   std::vector<int> delayed_index;
   std::vector<Message> immediate;
   std::vector<int> immediate_index;
+  std::vector<int> half_index;  // transactional entries: stored as halves (StoreHalves)
   delayed.reserve(prepared.size());
   delayed_index.reserve(prepared.size());
   resp->mutable_results()->Reserve(static_cast<int>(prepared.size()));
@@ -137,13 +146,18 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     r->set_topic(m.topic);
     r->set_queue_id(m.queue_id);
     r->set_deliver_at_ms(prepared[i].deliver_ms);
-    if (prepared[i].deliver_ms > now) {
+    if (prepared[i].transactional) {
+      half_index.push_back(static_cast<int>(i));
+    } else if (prepared[i].deliver_ms > now) {
       delayed.push_back({std::move(prepared[i].msg), prepared[i].deliver_ms});
       delayed_index.push_back(static_cast<int>(i));
     } else {
       immediate.push_back(std::move(prepared[i].msg));
       immediate_index.push_back(static_cast<int>(i));
     }
+  }
+  if (!half_index.empty()) {
+    TOKIMQ_RETURN_IF_ERROR(note_no_space(StoreHalves(&prepared, half_index, now, resp)));
   }
   if (!delayed.empty()) {
     absl::StatusOr<std::vector<ScheduleResult>> scheduled =

@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 #include "proto/duration.h"
 #include "timerstore/timer_store.h"
+#include "transaction/transaction_send.h"
 
 namespace tokimq::broker {
 namespace {
@@ -82,10 +83,12 @@ absl::Status ValidateSendEntry(const proto::SendEntry& e, const TopicConfig& top
   // marker (it cancels the pending message at that offset and itself is never delivered);
   // TIMER_SRC_OFFSET on any message would make crash recovery take the pending message at that
   // offset as delivered.
-  for (const char* reserved : {kTimerDeleteOf, kTimerSourceOffset}) {
+  // TX_HALF_OFFSET would make transaction recovery take the half at that offset as committed.
+  for (const char* reserved : {kTimerDeleteOf, kTimerSourceOffset, prop::kTxHalfOffset}) {
     if (e.properties().count(reserved) > 0) {
       return absl::InvalidArgumentError(
-          fmt::format("property {} is reserved for the timer store", reserved));
+          fmt::format("property {} is reserved for the {}", reserved,
+                      reserved == prop::kTxHalfOffset ? "transactions" : "timer store"));
     }
   }
   // Key, tag and properties: one limit each and one on their total (common/message_limits.h;
@@ -93,6 +96,7 @@ absl::Status ValidateSendEntry(const proto::SendEntry& e, const TopicConfig& top
   if (absl::Status hs = CheckMessageHeaders(e.key(), e.tag(), e.properties()); !hs.ok()) {
     return hs;
   }
+  if (absl::Status ts = CheckTransactional(e, topic); !ts.ok()) return ts;
   return CheckMessageGroup(e, topic);
 }
 

@@ -20,6 +20,8 @@ namespace tokimq::broker {
 struct PreparedSend {
   Message msg;
   int64_t deliver_ms;
+  bool transactional = false;  // store as a half message (broker/src/transaction/)
+  int64_t immunity_ms = 0;     // transactional: check immunity, ms
 };
 
 // The message group of `e`: its message_group, else its key (FIFO topics order by it).

@@ -1,5 +1,7 @@
 #include "client/producer.h"
 
+#include <chrono>
+
 #include "common/message_limits.h"
 #include "fmt/format.h"
 #include "proto/status.h"
@@ -67,6 +69,11 @@ absl::StatusOr<std::vector<SendReceipt>> ToReceipts(absl::StatusOr<proto::Respon
 
 Producer::Producer(ClientOptions options) : conn_(std::move(options)) {}
 
+Producer::~Producer() {
+  stopping_ = true;
+  if (check_thread_.joinable()) check_thread_.join();
+}
+
 absl::StatusOr<SendReceipt> Producer::Send(const OutgoingMessage& msg) {
   auto receipts = SendBatch({msg});
   if (!receipts.ok()) return receipts.status();
@@ -111,6 +118,80 @@ absl::Status Producer::Recall(const std::string& recall_handle) {
   proto::Request req;
   req.mutable_recall()->set_recall_handle(recall_handle);
   return conn_.Call(std::move(req)).status();
+}
+
+absl::StatusOr<TransactionReceipt> Producer::SendTransactional(const OutgoingMessage& msg) {
+  if (absl::Status s = CheckLimits({msg}); !s.ok()) return s;
+  proto::Request req = BatchRequest({msg});
+  req.mutable_send()->mutable_entries(0)->set_transactional(true);
+  absl::StatusOr<proto::Response> resp = conn_.Call(std::move(req));
+  std::string tx_id = resp.ok() && resp->send().results_size() == 1
+                          ? resp->send().results(0).transaction_id()
+                          : std::string();
+  auto receipts = ToReceipts(std::move(resp), 1);
+  if (!receipts.ok()) return receipts.status();
+  if (tx_id.empty()) return absl::InternalError("broker answered a transactional send without id");
+  return TransactionReceipt{std::move(receipts->front()), std::move(tx_id)};
+}
+
+absl::Status Producer::EndTransaction(const std::string& topic, const std::string& message_id,
+                                      const std::string& transaction_id,
+                                      TransactionResolution r) {
+  return EndTransactionFrom(topic, message_id, transaction_id, r, /*from_check=*/false);
+}
+
+absl::Status Producer::EndTransactionFrom(const std::string& topic, const std::string& message_id,
+                                          const std::string& transaction_id,
+                                          TransactionResolution r, bool from_check) {
+  if (r == TransactionResolution::kUnknown) {
+    return absl::InvalidArgumentError("EndTransaction needs COMMIT or ROLLBACK");
+  }
+  proto::Request req;
+  proto::EndTransactionRequest* e = req.mutable_end_transaction();
+  e->set_topic(topic);
+  e->set_message_id(message_id);
+  e->set_transaction_id(transaction_id);
+  e->set_resolution(r == TransactionResolution::kCommit ? proto::COMMIT : proto::ROLLBACK);
+  e->set_source(from_check ? proto::SOURCE_CHECK : proto::SOURCE_CLIENT);
+  return conn_.Call(std::move(req)).status();
+}
+
+void Producer::SetTransactionChecker(std::vector<std::string> topics, TransactionChecker checker) {
+  std::lock_guard<std::mutex> lock(checker_mu_);
+  checker_topics_ = std::move(topics);
+  checker_ = std::move(checker);
+  if (!check_thread_.joinable()) check_thread_ = std::thread([this] { CheckLoop(); });
+}
+
+// The check-back channel: long polls on a connection of its own (a poll does not hold up the
+// sends' connection), each check answered through EndTransaction (source: check).
+void Producer::CheckLoop() {
+  constexpr int64_t kPollMs = 1000;  // short: the destructor waits for the poll in flight
+  ConnectionHolder checks(conn_.options());
+  while (!stopping_) {
+    proto::Request req;
+    TransactionChecker checker;
+    {
+      std::lock_guard<std::mutex> lock(checker_mu_);
+      for (const std::string& t : checker_topics_) req.mutable_poll_transaction_checks()->add_topics(t);
+      checker = checker_;
+    }
+    req.mutable_poll_transaction_checks()->set_long_poll_ms(kPollMs);
+    absl::StatusOr<proto::Response> resp = checks.Call(std::move(req), kPollMs);
+    if (!resp.ok()) {
+      // Broker away: try again shortly (no busy loop).
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    for (const proto::TransactionCheck& c : resp->transaction_checks().checks()) {
+      TransactionCheck tc{c.topic(), c.message_id(), c.transaction_id(), c.key(), c.tag(),
+                          c.body(), {c.properties().begin(), c.properties().end()}};
+      TransactionResolution r = checker(tc);
+      if (r == TransactionResolution::kUnknown) continue;
+      // An error (ended meanwhile, broker away) is left to the next check.
+      (void)EndTransactionFrom(tc.topic, tc.message_id, tc.transaction_id, r, /*from_check=*/true);
+    }
+  }
 }
 
 }  // namespace tokimq::client

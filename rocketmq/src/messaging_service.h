@@ -17,6 +17,7 @@
 #include <string>
 
 #include "apache/rocketmq/v2/service.grpc.pb.h"
+#include "check_streams.h"
 #include "convert.h"
 #include "in_flight_cache.h"
 #include "proto/tokimq.pb.h"
@@ -31,6 +32,8 @@ namespace tokimq::rocketmq {
 class MessagingServiceImpl final : public v2::MessagingService::Service {
  public:
   MessagingServiceImpl(broker::Broker* broker, GrpcEndpointOptions options);
+  // Unhooks the transaction check sink from the broker.
+  ~MessagingServiceImpl() override;
 
   grpc::Status QueryRoute(grpc::ServerContext* ctx, const v2::QueryRouteRequest* req,
                           v2::QueryRouteResponse* resp) override;
@@ -81,6 +84,17 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
   v2::Status PrepareSendEntry(const v2::Message& m, const proto::TopicConfig& topic, int64_t now,
                               proto::SendEntry* out) const;
 
+  // Transactions (tx_rpcs.cc). The transaction id handed to RocketMQ clients carries the native
+  // message id: "<native message id>:<native transaction id>" (a client's EndTransaction names
+  // its own message id). Decode: false without the separator.
+  static std::string EncodeTransactionId(const std::string& native_message_id,
+                                         const std::string& native_transaction_id);
+  static bool DecodeTransactionId(const std::string& id, std::string* native_message_id,
+                                  std::string* native_transaction_id);
+  // The RecoverOrphanedTransactionCommand for a native check (the message with its full system
+  // properties, body_digest included: the Node.js client ignores a command without one).
+  static v2::TelemetryCommand RecoverCommand(const proto::TransactionCheck& check);
+
  private:
   // One native request through Broker::Handle.
   proto::Response Call(const proto::Request& req);
@@ -100,9 +114,13 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
   // count as not FIFO.
   bool SubscribesFifoTopic(const v2::Settings& client);
 
+  // A check of the broker for a RocketMQ producer of the topic (the broker's external sink).
+  bool OfferCheck(const proto::TransactionCheck& check);
+
   broker::Broker* const broker_;
   const GrpcEndpointOptions options_;
   InFlightCache in_flight_;
+  CheckStreams check_streams_;
 
   struct CachedTopic {
     proto::TopicConfig config;

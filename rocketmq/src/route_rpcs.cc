@@ -32,7 +32,12 @@ std::string ClientId(const grpc::ServerContext* ctx) {
 }  // namespace
 
 MessagingServiceImpl::MessagingServiceImpl(broker::Broker* broker, GrpcEndpointOptions options)
-    : broker_(broker), options_(std::move(options)), in_flight_(options_.dlq_cache_bytes) {}
+    : broker_(broker), options_(std::move(options)), in_flight_(options_.dlq_cache_bytes) {
+  broker_->SetExternalCheckSink(
+      [this](const proto::TransactionCheck& check) { return OfferCheck(check); });
+}
+
+MessagingServiceImpl::~MessagingServiceImpl() { broker_->SetExternalCheckSink(nullptr); }
 
 proto::Response MessagingServiceImpl::Call(const proto::Request& req) {
   proto::Response resp;
@@ -184,17 +189,31 @@ grpc::Status MessagingServiceImpl::Telemetry(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v2::TelemetryCommand, v2::TelemetryCommand>* stream) {
   const std::string client = ClientId(ctx);
+  // Writes come from this thread (settings answers) and from the broker's transaction check
+  // thread (RecoverOrphanedTransactionCommand, through check_streams_): one at a time.
+  std::mutex write_mu;
+  auto write = [&](const v2::TelemetryCommand& c) {
+    std::lock_guard<std::mutex> lock(write_mu);
+    return stream->Write(c);
+  };
+  const uint64_t stream_id = check_streams_.Register(write);
   v2::TelemetryCommand cmd;
   while (stream->Read(&cmd)) {
-    if (!cmd.has_settings()) continue;  // answers to server commands: tokimq sends none
+    if (!cmd.has_settings()) continue;  // answers to server commands (thread dumps, ...)
+    if (cmd.settings().has_publishing()) {
+      std::set<std::string> topics;
+      for (const auto& t : cmd.settings().publishing().topics()) topics.insert(t.name());
+      check_streams_.SetTopics(stream_id, std::move(topics));
+    }
     v2::TelemetryCommand answer;
     *answer.mutable_status() = OkStatus();
     *answer.mutable_settings() =
         AnswerSettings(cmd.settings(), SubscribesFifoTopic(cmd.settings()));
     TOKIMQ_LOG_DEBUG("rocketmq: settings from {} {}", ClientTypeName(cmd.settings().client_type()),
                      client);
-    if (!stream->Write(answer)) break;
+    if (!write(answer)) break;
   }
+  check_streams_.Unregister(stream_id);
   return grpc::Status::OK;
 }
 
@@ -257,14 +276,6 @@ grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
                                                const v2::QueryOffsetRequest* req,
                                                v2::QueryOffsetResponse* resp) {
   *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
-  return grpc::Status::OK;
-}
-
-grpc::Status MessagingServiceImpl::EndTransaction(grpc::ServerContext* ctx,
-                                                  const v2::EndTransactionRequest* req,
-                                                  v2::EndTransactionResponse* resp) {
-  *resp->mutable_status() =
-      MakeStatus(v2::Code::UNSUPPORTED, "transactional messages are not supported by tokimq");
   return grpc::Status::OK;
 }
 

@@ -14,18 +14,26 @@ v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
   if (sp.message_id().empty()) {
     return MakeStatus(v2::Code::ILLEGAL_MESSAGE_ID, "message id is empty");
   }
-  if (sp.message_type() == v2::MessageType::TRANSACTION) {
-    return MakeStatus(v2::Code::UNSUPPORTED, "transactional messages are not supported by tokimq");
-  }
   if (sp.message_type() == v2::MessageType::LITE || sp.has_lite_topic()) {
     return MakeStatus(v2::Code::UNSUPPORTED, "lite topics are not supported by tokimq");
   }
   if (sp.message_type() == v2::MessageType::PRIORITY || sp.has_priority()) {
     return MakeStatus(v2::Code::UNSUPPORTED, "priority messages are not supported by tokimq");
   }
-  if (topic.type() == proto::TRANSACTION) {
+  // Transactions (docs/transactions.md): TRANSACTION messages on TRANSACTION topics only.
+  const bool transactional = sp.message_type() == v2::MessageType::TRANSACTION;
+  if (transactional != (topic.type() == proto::TRANSACTION)) {
     return MakeStatus(v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                      fmt::format("topic '{}' only accepts transactional messages", topic.name()));
+                      transactional
+                          ? fmt::format("topic '{}' is not a TRANSACTION topic", topic.name())
+                          : fmt::format("topic '{}' only accepts transactional messages",
+                                        topic.name()));
+  }
+  if (transactional) {
+    out->set_transactional(true);
+    if (sp.has_orphaned_transaction_recovery_duration()) {
+      out->set_check_immunity_ms(DurationMs(sp.orphaned_transaction_recovery_duration()));
+    }
   }
   // FIFO: as RocketMQ's proxy, the message group decides the message's type and the topic's
   // type must match it (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE otherwise). The native broker would
@@ -133,6 +141,9 @@ grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,
     e->set_offset(sr.queue_offset());
     if (!sr.recall_handle().empty()) {
       e->set_recall_handle(EncodeRecallHandle(id, sr.recall_handle()));
+    }
+    if (!sr.transaction_id().empty()) {
+      e->set_transaction_id(EncodeTransactionId(sr.message_id(), sr.transaction_id()));
     }
   }
   return grpc::Status::OK;

@@ -190,12 +190,16 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
       if (in.bad()) return absl::InternalError("cannot read " + a.file);
       m.body = ss.str();
     }
+    if (a.transactional) return SendTransactional(o, a, m);
     auto r = producer.Send(m);
     if (!r.ok()) return r.status();
     print(*r);
     return absl::OkStatus();
   }
 
+  if (a.transactional) {
+    return absl::InvalidArgumentError("--transactional sends one message: give --body or --file");
+  }
   // One message per stdin line, sent in pipelined batches with a bounded window. Pipelined
   // requests may be stored in any order, so for a FIFO topic (or an explicit message group)
   // one request is in flight at a time: lines keep their order within the group.
@@ -443,6 +447,7 @@ absl::Status Stats(const ClientOptions& o, const StatsArgs& a) {
   std::printf("poison: poison_parked=%lld (by the timer since start) stored=%lld in %s\n",
               static_cast<long long>(tm.poison_parked()),
               static_cast<long long>(st->poison_depth()), "tokimq_sys_poison");
+  PrintTransactionStats(st->transactions());
   return absl::OkStatus();
 }
 

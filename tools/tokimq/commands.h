@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "client/connection.h"
+#include "client/producer.h"
 
 namespace tokimq::cli {
 
@@ -31,6 +32,7 @@ struct SendArgs {
   std::string file;
   int batch = 64;    // messages per request when reading lines
   bool quiet = false;
+  bool transactional = false;  // TRANSACTION topics: a half message; prints the transaction id
 };
 
 struct ConsumeArgs {
@@ -76,5 +78,17 @@ struct StatsArgs {
 absl::Status Stats(const client::ClientOptions& o, const StatsArgs& a = {});
 absl::Status TimerCheckpoint(const client::ClientOptions& o);
 absl::Status AdvanceClock(const client::ClientOptions& o, const std::string& duration);
+
+// Transactions (tx_commands.cc, docs/transactions.md).
+// `send --transactional` of one message: prints "sent <id> ... tx=<transaction id>".
+absl::Status SendTransactional(const client::ClientOptions& o, const SendArgs& a,
+                               const client::OutgoingMessage& m);
+struct TxEndArgs {
+  std::string topic, message_id, transaction_id;
+  bool commit = true;
+};
+absl::Status TxEnd(const client::ClientOptions& o, const TxEndArgs& a);
+// The "transactions:" line of `tokimq stats`.
+void PrintTransactionStats(const proto::TransactionStats& t);
 
 }  // namespace tokimq::cli

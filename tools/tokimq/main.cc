@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
   send->add_option("--batch", sargs.batch, "messages per request for stdin lines")
       ->default_val(64);
   send->add_flag("--quiet,-q", sargs.quiet, "print only the summary");
+  send->add_flag("--transactional", sargs.transactional,
+                 "TRANSACTION topics: store as a half message (invisible until `tokimq tx "
+                 "commit`); prints the transaction id");
   send->callback([&] {
     if (send->count("--body") > 0) sargs.body = body;
     action = [&] { return Send(opts, sargs); };
@@ -154,6 +157,23 @@ int main(int argc, char** argv) {
   stats->add_option("--groups-after", stats_args.groups_after,
                     "list groups whose names sort after this one");
   stats->callback([&] { action = [&] { return Stats(opts, stats_args); }; });
+
+  // tx commit / rollback (docs/transactions.md)
+  TxEndArgs tx_args;
+  CLI::App* tx = app.add_subcommand("tx", "end a transactional (half) message");
+  tx->require_subcommand(1);
+  for (bool commit : {true, false}) {
+    CLI::App* end = tx->add_subcommand(commit ? "commit" : "rollback",
+                                       commit ? "make the half message visible in its topic"
+                                              : "discard the half message");
+    end->add_option("--topic", tx_args.topic, "topic")->required()->check(kTopicName);
+    end->add_option("--id", tx_args.message_id, "message id printed by send")->required();
+    end->add_option("--tx", tx_args.transaction_id, "transaction id printed by send")->required();
+    end->callback([&, commit] {
+      tx_args.commit = commit;
+      action = [&] { return TxEnd(opts, tx_args); };
+    });
+  }
 
   CLI::App* timer = app.add_subcommand("timer", "timer store operations");
   timer->require_subcommand(1);

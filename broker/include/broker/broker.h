@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,8 +51,10 @@ class TimerStore;
 
 namespace tokimq::broker {
 
+class CheckMailbox;
 class DiskWatermark;
 class RetentionTask;
+class TransactionService;
 struct PreparedSend;
 
 // Latest time the manual clock can be advanced to: 9999-12-31T23:59:59.999Z in ms since the
@@ -97,7 +100,16 @@ struct BrokerOptions {
   // the RLIMIT_NOFILE soft limit (broker/fd_budget.h, docs/operations.md "File descriptors").
   size_t max_open_files = 0;
   std::map<std::string, GroupPolicy> group_policies;
+  // Transactions (docs/transactions.md; RocketMQ's transactionTimeOut, transactionCheckInterval,
+  // transactionCheckMax).
+  int64_t transaction_immunity_ms = 6'000;
+  int64_t transaction_check_interval_ms = 30'000;
+  int transaction_max_checks = 15;
 };
+
+// Hands a transaction check to a producer reached by another endpoint (the RocketMQ gRPC
+// endpoint's Telemetry streams); true when one was live for check.topic().
+using ExternalCheckSink = std::function<bool(const proto::TransactionCheck& check)>;
 
 class Broker {
  public:
@@ -149,6 +161,10 @@ class Broker {
   // and every existing topic's retention, in ms.
   int64_t EffectiveRetentionMs() const;
 
+  // Check-backs of half messages go to native pollers first, then to `sink` (set once, before
+  // clients connect; cleared with nullptr before the sink's owner goes away). Thread-safe.
+  void SetExternalCheckSink(ExternalCheckSink sink);
+
   Clock* clock() const { return clock_; }
   bool manual_clock() const { return manual_clock_ != nullptr; }
 
@@ -175,6 +191,15 @@ class Broker {
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
   absl::Status HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
+  // Transactions (broker/src/transaction/transaction_handlers.cc).
+  absl::Status OpenTransactions();
+  absl::Status HandleEndTransaction(const proto::EndTransactionRequest& req);
+  absl::Status HandlePollTransactionChecks(const proto::PollTransactionChecksRequest& req,
+                                           proto::TransactionChecksResponse* resp);
+  void FillTransactionStats(proto::TransactionStats* out) const;
+  // Stores the transactional entries of `prepared` (moved out) as halves, filling their results.
+  absl::Status StoreHalves(std::vector<PreparedSend>* prepared, const std::vector<int>& index,
+                           int64_t now, proto::SendResponse* resp);
 
   // Topic as seen by Send/Receive: user topics from metadata; "%DLQ%" / "%RETRY%" system topics
   // and the poison topic (receive only) with one queue. kInvalidArgument for a name the name
@@ -194,6 +219,10 @@ class Broker {
   std::unique_ptr<ConsumerService> consumers_;
   std::unique_ptr<RetentionTask> retention_;
   std::unique_ptr<DiskWatermark> watermark_;
+  std::unique_ptr<TransactionService> transactions_;
+  std::unique_ptr<CheckMailbox> check_mailbox_;
+  std::mutex check_sink_mu_;
+  ExternalCheckSink external_check_sink_;  // check_sink_mu_
   bool closed_ = false;
   std::mutex close_mu_;
 

@@ -8,11 +8,14 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +38,10 @@ struct OutgoingMessage {
   std::optional<int64_t> deliver_at_ms;  // absolute, ms since epoch (wins over delay_ms)
 };
 
+// Transactions (docs/transactions.md; RocketMQ 5's transactional messages). kUnknown: the
+// checker cannot tell yet; the broker checks again after its check interval (30 s).
+enum class TransactionResolution { kCommit, kRollback, kUnknown };
+
 struct SendReceipt {
   std::string message_id;
   std::string topic;
@@ -45,9 +52,28 @@ struct SendReceipt {
   bool delayed = false;
 };
 
+// What SendTransactional answers: the half message's receipt and the transaction id that
+// EndTransaction names together with receipt.message_id.
+struct TransactionReceipt {
+  SendReceipt receipt;
+  std::string transaction_id;
+};
+
+// One check-back from the broker: a half message of `topic` left open past its immunity time
+// (default 6 s). The fields are the half message's (properties without the broker's own).
+struct TransactionCheck {
+  std::string topic, message_id, transaction_id, key, tag, body;
+  std::map<std::string, std::string> properties;
+};
+// Answers a check from the application's own state (e.g. "does the order row exist?").
+// Runs on the Producer's check-back thread; may block (it delays the next checks only).
+using TransactionChecker = std::function<TransactionResolution(const TransactionCheck&)>;
+
 class Producer {
  public:
   explicit Producer(ClientOptions options);
+  // Stops the check-back thread, if any (an answer in flight completes first).
+  ~Producer();
 
   absl::StatusOr<SendReceipt> Send(const OutgoingMessage& msg);
   // All messages in one request; all are validated before any is stored. Key, tag and
@@ -73,8 +99,41 @@ class Producer {
   // already delivered or recalled.
   absl::Status Recall(const std::string& recall_handle);
 
+  // Transactional send: stores `msg` as a half message, durable but invisible, on a
+  // TRANSACTION topic, and returns its receipt with the transaction id. The application then
+  // runs its local transaction and calls EndTransaction. msg.delay_ms / deliver_at_ms are
+  // honoured from the commit on (the official RocketMQ clients refuse delay + transaction).
+  // A half's check immunity can be set per message with the property
+  // "CHECK_IMMUNITY_TIME_IN_SECONDS" (RocketMQ's name; seconds, 1..3600).
+  // Errors as Send, plus kInvalidArgument when the topic is not a TRANSACTION topic.
+  absl::StatusOr<TransactionReceipt> SendTransactional(const OutgoingMessage& msg);
+  // Commits (the message becomes visible in its topic, or enters the timer store when it has a
+  // deliver time in the future) or rolls back (it is discarded) a half message. Durable before
+  // OK. OK also when it already ended with the same resolution (retry after a lost reply is
+  // safe); kFailedPrecondition: ended otherwise (or moved to the unresolved topic after max
+  // checks); kNotFound: unknown message id, or a transaction id not matching it;
+  // kInvalidArgument: r == kUnknown (nothing to do: leave it to the check-back).
+  absl::Status EndTransaction(const std::string& topic, const std::string& message_id,
+                              const std::string& transaction_id, TransactionResolution r);
+  // Registers the check-back handler and the topics it answers for. The Producer then opens
+  // the check-back channel to the broker on a second connection and a thread of its own (a
+  // long poll, PollTransactionChecks in docs/protocol.md) and answers each check with
+  // EndTransaction (source: check); kUnknown answers nothing (the broker checks again). Call
+  // once, before or after sends; a second call replaces topics and checker. Thread-safe.
+  void SetTransactionChecker(std::vector<std::string> topics, TransactionChecker checker);
+
  private:
+  absl::Status EndTransactionFrom(const std::string& topic, const std::string& message_id,
+                                  const std::string& transaction_id, TransactionResolution r,
+                                  bool from_check);
+  void CheckLoop();
+
   ConnectionHolder conn_;
+  std::mutex checker_mu_;
+  std::vector<std::string> checker_topics_;  // checker_mu_
+  TransactionChecker checker_;               // checker_mu_
+  std::atomic<bool> stopping_{false};
+  std::thread check_thread_;
 };
 
 }  // namespace tokimq::client

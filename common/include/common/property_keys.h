@@ -43,6 +43,16 @@ inline constexpr char kOriginalTopic[] = "ORIGIN_TOPIC";  // topic a DLQ / retry
 // Store time (ms) of the first copy, kept by every later copy: a group's TTL counts from it.
 inline constexpr char kFirstStoreMs[] = "FIRST_STORE_MS";
 
+// Transactions (broker/src/transaction/, docs/transactions.md, docs/formats/transaction-op.md).
+inline constexpr char kTransactionId[] = "TX_ID";         // on halves, commit copies, op records
+inline constexpr char kTxDeliverMs[] = "TX_DELIVER_MS";   // half: deliver time applied at commit
+inline constexpr char kTxImmunityMs[] = "TX_IMMUNITY_MS"; // half: check immunity (ms)
+// Commit copy (and unresolved copy, op record): physical offset of the half it came from; the
+// key recovery uses so a crash never commits a half twice. Refused at send.
+inline constexpr char kTxHalfOffset[] = "TX_HALF_OFFSET";
+inline constexpr char kTxOp[] = "TX_OP";          // op record: "COMMIT", "ROLLBACK", "UNRESOLVED"
+inline constexpr char kTxSource[] = "TX_SOURCE";  // op record: "client", "check", "recovery", "max_checks"
+
 // Records parked in the poison topic (docs/operations.md "Poison messages"): why, the
 // destination they were meant for, its queue, and which path parked them ("timer", "retry",
 // "dlq").
