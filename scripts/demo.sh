@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing, builds the release preset, starts a
-# broker on a temp dir and a free loopback port, creates the timer topic with the CLI, runs the
-# order-timeout demo (100k orders, 5 s timeout, 70 % paid; orders in SQLite under the temp
-# dir; one cancel worker killed with SIGKILL between its SQLite commit and its ACK), stops the
-# broker with SIGTERM and removes the temp dir. Exits with the demo's exit code.
+# broker on a temp dir and a free loopback port, creates the TRANSACTION topic of the timeout
+# messages with the CLI, runs the order-timeout demo (100k orders, 5 s timeout, 70 % paid;
+# orders in SQLite under the temp dir, each created by a transactional send + INSERT + commit;
+# one creator killed mid-transaction and one cancel worker killed between its SQLite commit and
+# its ACK, both with SIGKILL), stops the broker with SIGTERM and removes the temp dir. Exits
+# with the demo's exit code.
 #
 # Usage: scripts/demo.sh [extra tokimq-order-timeout flags, e.g. --orders 20000]
 set -euo pipefail
@@ -60,7 +62,7 @@ if [[ -z "$broker" ]] || ! "$bin/tokimq" --broker "$broker" topic list >/dev/nul
 fi
 echo "demo: broker ready on $broker"
 
-"$bin/tokimq" --broker "$broker" topic create --name orders.timeout --type delay
+"$bin/tokimq" --broker "$broker" topic create --name orders.timeout --type transaction
 
 set +e
 "$bin/tokimq-order-timeout" --broker "$broker" --topic orders.timeout \

@@ -9,15 +9,25 @@
 #include <cinttypes>
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/producer.h"
 
 namespace tokimq::order_timeout {
 namespace {
 
-// The child: never returns.
-[[noreturn]] void RunChild(const JobOptions& options, int64_t invisible_ms, int64_t give_up_ms,
-                           int write_fd) {
+[[noreturn]] void Report(int write_fd, uint64_t a, uint64_t b) {
+  char line[64];
+  int n = std::snprintf(line, sizeof(line), "%" PRIu64 " %" PRIu64 "\n", a, b);
+  (void)!::write(write_fd, line, static_cast<size_t>(n));
+  ::raise(SIGKILL);
+  ::_exit(8);
+}
+
+// The cancel worker child: never returns.
+[[noreturn]] void RunCancelChild(const JobOptions& options, int64_t invisible_ms,
+                                 int64_t give_up_ms, int write_fd) {
   Clock& clock = *SystemClock::Default();
   auto db = OrderDb::Open(options.db_path, options.sqlite, clock);
   if (!db.ok()) ::_exit(3);
@@ -35,22 +45,62 @@ namespace {
       continue;
     }
     BatchResult batch = HandleTimeouts(**db, consumer, *received, clock.NowMs(), &metrics, nullptr);
-    if (batch.applied > 0) {
-      char line[64];
-      int n = std::snprintf(line, sizeof(line), "%" PRIu64 " %zu\n", batch.applied,
-                            batch.ack.size());
-      (void)!::write(write_fd, line, static_cast<size_t>(n));
-      ::raise(SIGKILL);  // committed in SQLite, not ACKed
-    }
+    if (batch.applied > 0) Report(write_fd, batch.applied, batch.ack.size());  // not ACKed
     if (!batch.ack.empty()) (void)consumer.AckBatch(batch.ack);
   }
   ::_exit(0);
 }
 
+// The creator child: per order its half, then (first half of the orders) its local
+// transaction; after the last one SIGKILL, before any EndTransaction. Each local commit follows
+// its half within milliseconds normally, inside the 3 s check immunity: a check-back can only find
+// a local transaction that is over (the rule a checker relies on: immunity > the local
+// transaction's duration; a shorter one makes the checker roll back orders that then exist).
+[[noreturn]] void RunCreateChild(const JobOptions& options, const RunConfig& config,
+                                 uint64_t first_id, uint64_t count, int write_fd) {
+  Clock& clock = *SystemClock::Default();
+  auto db = OrderDb::Open(options.db_path, options.sqlite, clock);
+  if (!db.ok()) ::_exit(3);
+  client::Producer producer(options.client);
+  const int64_t now = clock.NowMs();
+  const int64_t deadline = now + config.timeout_ms;
+  uint64_t halves = 0, rows = 0;
+  for (uint64_t id = first_id; id < first_id + count; ++id) {
+    client::OutgoingMessage m = TimeoutMessage(options, config.run_id, id, deadline);
+    m.properties["CHECK_IMMUNITY_TIME_IN_SECONDS"] = "3";  // checked back 3 s after its send
+    bool stored = false;
+    for (int attempt = 0; attempt < 20 && !stored; ++attempt) {
+      stored = producer.SendTransactional(m).ok();
+      if (!stored) clock.WaitUntilMs(clock.NowMs() + 200, std::chrono::milliseconds(200));
+    }
+    if (!stored) continue;
+    ++halves;
+    if (id < first_id + count / 2) {
+      auto inserted = (*db)->CreateOrders({id}, deadline, now);
+      if (!inserted.ok()) ::_exit(4);
+      rows += inserted->size();
+    }
+  }
+  Report(write_fd, halves, rows);  // no EndTransaction for any of them
+}
+
 }  // namespace
 
-absl::StatusOr<CrashWorker> CrashWorker::Start(const JobOptions& options, int64_t invisible_ms,
-                                               int64_t give_up_ms) {
+absl::StatusOr<CrashWorker> CrashWorker::StartCanceller(const JobOptions& options,
+                                                        int64_t invisible_ms, int64_t give_up_ms) {
+  return Fork([&](int fd) { RunCancelChild(options, invisible_ms, give_up_ms, fd); },
+              "kill -9 after its SQLite commit, before its ACK");
+}
+
+absl::StatusOr<CrashWorker> CrashWorker::StartCreator(const JobOptions& options,
+                                                      const RunConfig& config, uint64_t first_id,
+                                                      uint64_t count) {
+  return Fork([&](int fd) { RunCreateChild(options, config, first_id, count, fd); },
+              "kill -9 mid-transaction, after the halves and the local commit, before any End");
+}
+
+absl::StatusOr<CrashWorker> CrashWorker::Fork(const std::function<void(int)>& child,
+                                              std::string planned) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("crash worker: pipe failed");
   std::fflush(nullptr);  // do not print the parent's buffered output twice
@@ -64,15 +114,17 @@ absl::StatusOr<CrashWorker> CrashWorker::Start(const JobOptions& options, int64_
     ::close(fds[0]);
     // Die with the parent (a kill -9 of the demo must not leave this consumer running).
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() == 1) ::_exit(7);
-    RunChild(options, invisible_ms, give_up_ms, fds[1]);
+    child(fds[1]);
+    ::_exit(9);
   }
   ::close(fds[1]);
-  return CrashWorker(pid, fds[0]);
+  return CrashWorker(pid, fds[0], std::move(planned));
 }
 
 CrashWorker::CrashWorker(CrashWorker&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       read_fd_(std::exchange(other.read_fd_, -1)),
+      planned_(std::move(other.planned_)),
       report_(std::move(other.report_)) {}
 
 CrashWorker::~CrashWorker() {
@@ -85,16 +137,17 @@ void CrashWorker::Reaped(int wait_status) {
   report_.exited = true;
   char buf[64] = {};
   ssize_t n = ::read(read_fd_, buf, sizeof(buf) - 1);
-  const bool reported = n > 0 && std::sscanf(buf, "%" SCNu64 " %" SCNu64, &report_.applied,
-                                             &report_.held) == 2;
+  const bool reported =
+      n > 0 && std::sscanf(buf, "%" SCNu64 " %" SCNu64, &report_.applied, &report_.held) == 2;
   if (WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL && reported) {
     report_.killed = true;
-    report_.how = "kill -9 after its SQLite commit, before its ACK";
+    report_.how = planned_;
   } else if (WIFSIGNALED(wait_status)) {
-    report_.how = absl::StrCat("killed by signal ", WTERMSIG(wait_status), " before any cancel");
+    report_.how =
+        absl::StrCat("killed by signal ", WTERMSIG(wait_status), " before its planned kill");
   } else {
-    report_.how = absl::StrCat("exited with code ", WEXITSTATUS(wait_status),
-                               " without cancelling an order");
+    report_.how =
+        absl::StrCat("exited with code ", WEXITSTATUS(wait_status), " before its planned kill");
   }
 }
 

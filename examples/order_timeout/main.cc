@@ -15,11 +15,11 @@
 // 2 on a usage or setup error. --resume continues a run (e.g. after the broker or this process
 // was killed) from its state dir.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 
@@ -27,6 +27,7 @@
 #include "common/duration.h"
 #include "order_timeout/crash_worker.h"
 #include "order_timeout/order_db.h"
+#include "order_timeout/transactional_creator.h"
 #include "order_timeout/workers.h"
 
 namespace ot = tokimq::order_timeout;
@@ -39,7 +40,7 @@ struct Flags {
   std::string grace = "60s", settle = "1s", sqlite_sync = "full";
   uint64_t orders = 100'000;
   double paid = 0.7;
-  bool resume = false, kill_worker = true;
+  bool resume = false, kill_worker = true, kill_creator = true;
   int64_t timeout_ms = 0, grace_ms = 0, settle_ms = 0;
 };
 
@@ -64,22 +65,29 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->default_val("orders.timeout");
   app.add_option("--group", job.group, "consumer group of the canceller")
       ->default_val("order-canceller");
-  app.add_option("--orders", f.orders, "number of orders")->default_val(100'000)
+  app.add_option("--orders", f.orders, "number of orders")
+      ->default_val(100'000)
       ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
   app.add_option("--timeout", f.timeout, "payment deadline after creation, e.g. 30m, 5s")
       ->default_val("30m");
   app.add_option("--paid", f.paid, "share of orders paid before the deadline (0..1)")
-      ->default_val(0.7)->check(CLI::Range(0.0, 1.0));
-  app.add_option("--producers", job.producers, "producer connections")->default_val(2)
+      ->default_val(0.7)
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--producers", job.producers, "producer connections")
+      ->default_val(2)
       ->check(CLI::Range(1, 64));
   app.add_option("--consumers", job.consumers, "canceller threads (one connection each)")
-      ->default_val(8)->check(CLI::Range(1, 64));
+      ->default_val(8)
+      ->check(CLI::Range(1, 64));
   app.add_option("--batch", job.batch, "messages per send request, orders per INSERT transaction")
-      ->default_val(256)->check(CLI::Range(1, 4096));
+      ->default_val(256)
+      ->check(CLI::Range(1, 4096));
   app.add_option("--window", job.window, "send requests in flight per producer")
-      ->default_val(16)->check(CLI::Range(1, 1024));
+      ->default_val(16)
+      ->check(CLI::Range(1, 1024));
   app.add_option("--receive-batch", job.receive_batch, "max messages per receive")
-      ->default_val(128)->check(CLI::Range(1, 1024));
+      ->default_val(128)
+      ->check(CLI::Range(1, 1024));
   app.add_option("--invisible", f.invisible, "canceller lease per received message")
       ->default_val("10s");
   app.add_option("--state-dir", f.state_dir, "directory of the SQLite database orders.db")
@@ -87,10 +95,19 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--sqlite-sync", f.sqlite_sync,
                  "full: fsync every commit (survives power loss); normal: WAL without fsync "
                  "per commit (survives kill -9 only)")
-      ->default_val("full")->check(CLI::IsMember({"full", "normal"}));
+      ->default_val("full")
+      ->check(CLI::IsMember({"full", "normal"}));
   app.add_flag("--kill-worker,!--no-kill-worker", f.kill_worker,
                "run one cancel worker as a child process killed (SIGKILL) between its SQLite "
                "commit and its ACK")
+      ->default_val(true);
+  app.add_flag("--transactional,!--no-transactional", f.job.transactional,
+               "create orders by transactional send + INSERT + commit (a TRANSACTION topic); "
+               "off: INSERT, then a plain send (a DELAY topic)")
+      ->default_val(true);
+  app.add_flag("--kill-creator,!--no-kill-creator", f.kill_creator,
+               "with --transactional, on a fresh run: a creator child process killed (SIGKILL) "
+               "after its half messages and its local commit, before any EndTransaction")
       ->default_val(true);
   app.add_flag("--resume", f.resume,
                "continue the run in --state-dir (orders/timeout/paid come from its database)");
@@ -127,28 +144,42 @@ int SetUpDatabase(const Flags& f, ot::RunConfig* config) {
 }
 
 struct RunState {
-  int64_t start_ms = 0, sent_done_ms = 0;
+  int64_t start_ms = 0, sent_done_ms = 0, end_ms = 0;
   bool gave_up = false;
 };
 
 // Waits until every order is paid or cancelled, the last deadline has passed (+ settle) and the
 // killed worker's messages came back, or until nothing moved for --grace while work was still
 // expected.
+// The killed creator's orders: [config.orders, config.orders + kCreatorOrders).
+constexpr uint64_t kCreatorOrders = 64;
+
+// Whether a crash worker's consequences are all in: `settled` tells, once it exited; a worker
+// still alive when all else is done never reached its planned kill: it is killed after one
+// more round (its last step -> report -> SIGKILL takes microseconds).
+bool CrashDone(std::optional<ot::CrashWorker>& w, int* live_rounds,
+               const std::function<bool(const ot::CrashReport&)>& settled) {
+  if (!w.has_value()) return true;
+  if (w->Poll()) return !w->report().killed || settled(w->report());
+  return ++*live_rounds >= 2;
+}
+
 RunState WaitForEnd(const Flags& f, const ot::RunConfig& config, ot::OrderDb& db,
-                    ot::OrderService& service, ot::Metrics& metrics,
-                    std::optional<ot::CrashWorker>& crash, tokimq::Clock& clock) {
+                    const std::function<bool()>& creation_done, ot::Metrics& metrics,
+                    std::optional<ot::CrashWorker>& crash, std::optional<ot::CrashWorker>& creator,
+                    tokimq::Clock& clock) {
   RunState st;
   st.start_ms = clock.NowMs();
   int64_t max_deadline = 0, last_progress_ms = st.start_ms, last_print_ms = st.start_ms;
   uint64_t last_progress_sum = 0;
-  int rounds_with_live_worker = 0;
+  int rounds_with_live_worker = 0, rounds_with_live_creator = 0;
   while (true) {
     clock.WaitUntilMs(clock.NowMs() + 250, std::chrono::milliseconds(250));
     const int64_t now = clock.NowMs();
     auto counts = db.Counts();
     if (!counts.ok()) continue;  // busy: next round
     const ot::OrderCounts& c = *counts;
-    const bool sending_done = service.done();
+    const bool sending_done = creation_done();
     if (sending_done && st.sent_done_ms == 0) {
       st.sent_done_ms = now;
       max_deadline = db.MaxDeadlineMs().value_or(0);
@@ -163,8 +194,8 @@ RunState WaitForEnd(const Flags& f, const ot::RunConfig& config, ot::OrderDb& db
       last_print_ms = now;
       std::fprintf(stderr,
                    "  created %" PRIu64 " sent %" PRIu64 " paid %" PRIu64 " cancelled %" PRIu64
-                   " received %" PRIu64 " errors send/recv/ack/db %" PRIu64 "/%" PRIu64
-                   "/%" PRIu64 "/%" PRIu64 "\n",
+                   " received %" PRIu64 " errors send/recv/ack/db %" PRIu64 "/%" PRIu64 "/%" PRIu64
+                   "/%" PRIu64 "\n",
                    c.created, c.sent, c.paid, c.cancelled, metrics.received.load(),
                    metrics.send_errors.load(), metrics.receive_errors.load(),
                    metrics.ack_errors.load(), metrics.db_errors.load());
@@ -172,17 +203,18 @@ RunState WaitForEnd(const Flags& f, const ot::RunConfig& config, ot::OrderDb& db
     if (metrics.fatal) break;
     const bool all_final = c.paid + c.cancelled == config.orders;
     const bool base_done = sending_done && all_final && now >= max_deadline + f.settle_ms;
-    // The killed worker's cancels must come back as duplicates before the run may end. A worker
-    // still alive when all else is done got no cancel; it is killed after one more round (its
-    // commit -> report -> SIGKILL takes microseconds, so a live one is not mid-way).
+    // The killed worker's cancels must come back as duplicates, and the killed creator's halves
+    // be resolved by check-back (its inserted orders cancelled by their committed timeouts).
     bool crash_done = true;
-    if (base_done && crash.has_value()) {
-      if (crash->Poll()) {
-        crash_done = !crash->report().killed ||
-                     metrics.duplicates.load() >= crash->report().applied;
-      } else {
-        crash_done = ++rounds_with_live_worker >= 2;
-      }
+    if (base_done) {
+      crash_done = CrashDone(crash, &rounds_with_live_worker, [&](const ot::CrashReport& r) {
+        return metrics.duplicates.load() >= r.applied;
+      });
+      crash_done &= CrashDone(creator, &rounds_with_live_creator, [&](const ot::CrashReport& r) {
+        auto range = db.RangeCounts(config.orders, config.orders + kCreatorOrders);
+        return range.ok() && range->cancelled >= r.held &&
+               metrics.checks_rollback.load() >= r.applied - r.held;
+      });
     }
     if (base_done && crash_done) break;
     const bool waiting_for_deadlines = sending_done && now < max_deadline;
@@ -192,6 +224,88 @@ RunState WaitForEnd(const Flags& f, const ot::RunConfig& config, ot::OrderDb& db
     }
   }
   return st;
+}
+
+struct Outcome {
+  ot::OrderAudit audit;
+  ot::OrderCounts creator_range;  // the killed creator's ids
+  std::optional<ot::CrashReport> worker, creator;
+  std::vector<int64_t> lateness;
+};
+
+// Prints the end-of-run report; true when every check holds.
+bool Report(const Flags& f, const ot::RunConfig& config, const RunState& st, const Outcome& o,
+            const ot::Metrics& m) {
+  const ot::OrderAudit& a = o.audit;
+  const double send_s =
+      st.sent_done_ms > st.start_ms ? (st.sent_done_ms - st.start_ms) / 1000.0 : 0.0;
+  std::printf("orders              %10" PRIu64 "\n", config.orders);
+  std::printf("paid                %10" PRIu64 "\n", a.paid);
+  std::printf("cancelled           %10" PRIu64 "\n", a.cancelled);
+  std::printf("cancelled-but-paid  %10" PRIu64 "   (must be 0)\n", a.both);
+  std::printf("missed              %10" PRIu64 "   (must be 0: unpaid and not cancelled)\n",
+              a.missed);
+  std::printf("cancelled-early     %10" PRIu64 "   (must be 0: before the deadline)\n",
+              a.cancelled_early);
+  std::printf("early deliveries    %10" PRIu64 "   (must be 0)\n", m.early.load());
+  std::printf("duplicates applied  %10" PRIu64
+              "   (must be 0: a message id or an order changed twice in SQLite)\n",
+              a.duplicates_applied);
+  std::printf("orphan timeouts     %10" PRIu64
+              "   (must be 0: a committed timeout of an order that does not exist)\n",
+              m.orphan_timeouts.load());
+  bool crash_ok = true;
+  if (o.worker.has_value()) {
+    // Not killed: no cancel reached it (e.g. --paid 1); nothing to check then.
+    crash_ok = !o.worker->killed || m.duplicates.load() >= o.worker->applied;
+    std::printf("killed worker       %s: %" PRIu64 " cancels committed, %" PRIu64
+                " messages not ACKed; redelivered and found processed here: %" PRIu64
+                " (must be >= %" PRIu64 ")\n",
+                o.worker->how.c_str(), o.worker->applied, o.worker->held, m.duplicates.load(),
+                o.worker->applied);
+  }
+  if (o.creator.has_value()) {
+    // An order exists iff its timeout message was committed: the inserted ones exist and were
+    // cancelled by their (committed) timeout; the others do not exist, no timeout came for them
+    // (orphan timeouts 0) and the checker rolled their halves back.
+    const ot::CrashReport& c = *o.creator;
+    const uint64_t rolled_back_needed = c.applied - c.held;
+    const bool ok = c.killed && o.creator_range.created == c.held &&
+                    o.creator_range.cancelled == c.held &&
+                    m.checks_rollback.load() >= rolled_back_needed;
+    crash_ok = crash_ok && ok;
+    std::printf("killed creator      %s: %" PRIu64 " halves, %" PRIu64
+                " orders inserted; exist %" PRIu64 ", cancelled by their committed timeout %" PRIu64
+                " (must be %" PRIu64 "); check-back answers commit %" PRIu64 ", rollback %" PRIu64
+                " (must be >= %" PRIu64 "), unknown %" PRIu64 "\n",
+                c.how.c_str(), c.applied, c.held, o.creator_range.created,
+                o.creator_range.cancelled, c.held, m.checks_commit.load(), m.checks_rollback.load(),
+                rolled_back_needed, m.checks_unknown.load());
+  }
+  const std::vector<int64_t>& late = o.lateness;
+  std::printf("lateness ms         p50 %" PRId64 "  p99 %" PRId64 "  max %" PRId64
+              "   (receive - deliver time, %zu first deliveries)\n",
+              Percentile(late, 0.50), Percentile(late, 0.99),
+              late.empty() ? int64_t{0} : late.back(), late.size());
+  std::printf("this process        %s %" PRIu64 " in %.2f s (%.0f msg/s), paid %" PRIu64
+              ", cancelled %" PRIu64 ", timeouts of paid orders %" PRIu64 ", duplicates %" PRIu64
+              ", already cancelled %" PRIu64 ", foreign %" PRIu64 "\n",
+              f.job.transactional ? "created+committed" : "sent", m.sent.load(), send_s,
+              send_s > 0 ? m.sent.load() / send_s : 0.0, m.paid_now.load(), m.cancelled_now.load(),
+              m.timeout_after_paid.load(), m.duplicates.load(), m.already_cancelled.load(),
+              m.foreign.load());
+  std::printf("errors              send %" PRIu64 ", end-transaction %" PRIu64 ", receive %" PRIu64
+              ", ack %" PRIu64 ", sqlite %" PRIu64 ", payments refused %" PRIu64 "; %.1f s total\n",
+              m.send_errors.load(), m.tx_end_errors.load(), m.receive_errors.load(),
+              m.ack_errors.load(), m.db_errors.load(), m.pay_refused.load(),
+              (st.end_ms - st.start_ms) / 1000.0);
+  const bool ok = a.both == 0 && a.missed == 0 && a.cancelled_early == 0 &&
+                  a.duplicates_applied == 0 && m.orphan_timeouts.load() == 0 &&
+                  m.early.load() == 0 && !m.fatal && crash_ok;
+  if (m.fatal) std::printf("FAILED: the SQLite database could not be used\n");
+  if (st.gave_up) std::printf("gave up: no progress for %s\n", f.grace.c_str());
+  std::printf("%s\n", ok ? "OK" : "FAILED");
+  return ok;
 }
 
 }  // namespace
@@ -226,7 +340,8 @@ int main(int argc, char** argv) {
   auto unpaid = (*db)->Unpaid(/*unsent_only=*/false);
   auto unsent = (*db)->Unpaid(/*unsent_only=*/true);
   if (!start_counts.ok() || !unpaid.ok() || !unsent.ok()) return Fail("cannot read orders.db");
-  std::printf("order-timeout run %016" PRIx64 ": %" PRIu64 " orders, timeout %s, paid %.1f %%, "
+  std::printf("order-timeout run %016" PRIx64 ": %" PRIu64
+              " orders, timeout %s, paid %.1f %%, "
               "broker %s, topic %s, SQLite %s (WAL, synchronous=%s)%s\n",
               config.run_id, config.orders, tokimq::FormatDuration(config.timeout_ms).c_str(),
               config.paid_ppm / 10'000.0, f.job.client.broker.c_str(), f.job.topic.c_str(),
@@ -240,80 +355,54 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   // Before any thread exists: the child of fork() has only the calling thread.
-  std::optional<ot::CrashWorker> crash;
+  std::optional<ot::CrashWorker> crash, creator;
   if (f.kill_worker) {
     const int64_t lease_ms = std::min<int64_t>(f.job.invisible_ms, 1'000);
-    auto started = ot::CrashWorker::Start(f.job, lease_ms, config.timeout_ms + *grace_ms);
+    auto started = ot::CrashWorker::StartCanceller(f.job, lease_ms, config.timeout_ms + *grace_ms);
     if (!started.ok()) return Fail(started.status().ToString());
     crash.emplace(std::move(*started));
+  }
+  if (f.kill_creator && f.job.transactional && !f.resume) {
+    auto started = ot::CrashWorker::StartCreator(f.job, config, config.orders, kCreatorOrders);
+    if (!started.ok()) return Fail(started.status().ToString());
+    creator.emplace(std::move(*started));
   }
 
   ot::Metrics metrics;
   ot::PaymentSimulator payer(f.job, config, clock, &metrics);
   for (const auto& [id, deadline] : *unpaid) payer.Schedule(id, deadline);  // --resume
   ot::Canceller canceller(f.job, config, clock, &metrics);
-  ot::OrderService service(f.job, config, &payer, clock, &metrics, std::move(*unsent));
+  // --resume without transactions: re-send what may never have been stored. With them, the
+  // check-back resolves an earlier process's open halves from SQLite.
+  std::optional<ot::OrderService> service;
+  std::optional<ot::TransactionalCreator> tx_creator;
+  if (f.job.transactional) {
+    tx_creator.emplace(f.job, config, &payer, clock, &metrics);
+  } else {
+    service.emplace(f.job, config, &payer, clock, &metrics, std::move(*unsent));
+  }
   payer.Start();
   canceller.Start();
-  service.Start();
-  RunState st = WaitForEnd(f, config, **db, service, metrics, crash, clock);
-  service.Stop();
+  tx_creator.has_value() ? tx_creator->Start() : service->Start();
+  RunState st = WaitForEnd(
+      f, config, **db,
+      [&] { return tx_creator.has_value() ? tx_creator->done() : service->done(); }, metrics, crash,
+      creator, clock);
+  tx_creator.has_value() ? tx_creator->Stop() : service->Stop();
   canceller.Stop();
   payer.Stop();
-  const int64_t end_ms = clock.NowMs();
-  std::optional<ot::CrashReport> crash_report;
-  if (crash.has_value()) crash_report = crash->Finish();
-
+  st.end_ms = clock.NowMs();
+  Outcome out;
+  if (crash.has_value()) out.worker = crash->Finish();
+  if (creator.has_value()) out.creator = creator->Finish();
   auto audit = (*db)->Audit();  // what the database holds on disk
   if (!audit.ok()) return Fail("audit: " + audit.status().ToString());
-  std::vector<int64_t> lateness = canceller.TakeLateness();
-  std::sort(lateness.begin(), lateness.end());
-
-  const double send_s =
-      st.sent_done_ms > st.start_ms ? (st.sent_done_ms - st.start_ms) / 1000.0 : 0.0;
-  std::printf("orders              %10" PRIu64 "\n", config.orders);
-  std::printf("paid                %10" PRIu64 "\n", audit->paid);
-  std::printf("cancelled           %10" PRIu64 "\n", audit->cancelled);
-  std::printf("cancelled-but-paid  %10" PRIu64 "   (must be 0)\n", audit->both);
-  std::printf("missed              %10" PRIu64 "   (must be 0: unpaid and not cancelled)\n",
-              audit->missed);
-  std::printf("cancelled-early     %10" PRIu64 "   (must be 0: before the deadline)\n",
-              audit->cancelled_early);
-  std::printf("early deliveries    %10" PRIu64 "   (must be 0)\n", metrics.early.load());
-  std::printf("duplicates applied  %10" PRIu64
-              "   (must be 0: a message id or an order changed twice in SQLite)\n",
-              audit->duplicates_applied);
-  bool crash_ok = true;
-  if (crash_report.has_value()) {
-    // Not killed: no cancel reached it (e.g. --paid 1); nothing to check then.
-    crash_ok = !crash_report->killed || metrics.duplicates.load() >= crash_report->applied;
-    std::printf("killed worker       %s: %" PRIu64 " cancels committed, %" PRIu64
-                " messages not ACKed; redelivered and found processed here: %" PRIu64
-                " (must be >= %" PRIu64 ")\n",
-                crash_report->how.c_str(), crash_report->applied, crash_report->held,
-                metrics.duplicates.load(), crash_report->applied);
-  }
-  std::printf("lateness ms         p50 %" PRId64 "  p99 %" PRId64 "  max %" PRId64
-              "   (receive - deliver time, %zu first deliveries)\n",
-              Percentile(lateness, 0.50), Percentile(lateness, 0.99),
-              lateness.empty() ? int64_t{0} : lateness.back(), lateness.size());
-  std::printf("this process        sent %" PRIu64 " in %.2f s (%.0f msg/s), paid %" PRIu64
-              ", cancelled %" PRIu64 ", timeouts of paid orders %" PRIu64
-              ", duplicates %" PRIu64 ", already cancelled %" PRIu64 ", foreign %" PRIu64 "\n",
-              metrics.sent.load(), send_s, send_s > 0 ? metrics.sent.load() / send_s : 0.0,
-              metrics.paid_now.load(), metrics.cancelled_now.load(),
-              metrics.timeout_after_paid.load(), metrics.duplicates.load(),
-              metrics.already_cancelled.load(), metrics.foreign.load());
-  std::printf("errors              send %" PRIu64 ", receive %" PRIu64 ", ack %" PRIu64
-              ", sqlite %" PRIu64 ", payments refused %" PRIu64 "; %.1f s total\n",
-              metrics.send_errors.load(), metrics.receive_errors.load(),
-              metrics.ack_errors.load(), metrics.db_errors.load(), metrics.pay_refused.load(),
-              (end_ms - st.start_ms) / 1000.0);
-  bool ok = audit->both == 0 && audit->missed == 0 && audit->cancelled_early == 0 &&
-            audit->duplicates_applied == 0 && metrics.early.load() == 0 && !metrics.fatal &&
-            crash_ok;
-  if (metrics.fatal) std::printf("FAILED: the SQLite database could not be used\n");
-  if (st.gave_up) std::printf("gave up: no progress for %s\n", f.grace.c_str());
-  std::printf("%s\n", ok ? "OK" : "FAILED");
-  return ok ? 0 : 1;
+  auto range = (*db)->RangeCounts(config.orders, config.orders + kCreatorOrders);
+  if (!range.ok()) return Fail("audit: " + range.status().ToString());
+  out.audit = *audit;
+  out.creator_range = *range;
+  out.lateness = canceller.TakeLateness();
+  std::sort(out.lateness.begin(), out.lateness.end());
+  tx_creator.reset();  // its checker stops before the report
+  return Report(f, config, st, out, metrics) ? 0 : 1;
 }

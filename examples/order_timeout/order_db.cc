@@ -74,8 +74,8 @@ absl::StatusOr<std::unique_ptr<OrderDb>> OrderDb::Open(const std::string& path,
   for (int i = 0; i < 5; ++i) {
     auto v = (*db)->QueryInt64(absl::StrCat("SELECT ", cols[i], " FROM run WHERE id = 1"));
     if (!v.ok() || !v->has_value()) {
-      return absl::NotFoundError(absl::StrCat(path, " holds no run: ",
-                                              v.ok() ? "empty" : v.status().ToString()));
+      return absl::NotFoundError(
+          absl::StrCat(path, " holds no run: ", v.ok() ? "empty" : v.status().ToString()));
     }
     values[i] = **v;
   }
@@ -91,18 +91,26 @@ absl::StatusOr<std::unique_ptr<OrderDb>> OrderDb::Open(const std::string& path,
   return std::unique_ptr<OrderDb>(new OrderDb(std::move(*db), std::move(*once), c));
 }
 
-absl::StatusOr<std::vector<uint64_t>> OrderDb::CreateOrders(
-    const std::vector<uint64_t>& ids, int64_t deadline_ms, int64_t now_ms,
-    const std::vector<uint64_t>& sent_ids) {
+absl::StatusOr<std::vector<uint64_t>> OrderDb::CreateOrders(const std::vector<uint64_t>& ids,
+                                                            int64_t deadline_ms, int64_t now_ms,
+                                                            const std::vector<uint64_t>& sent_ids) {
+  std::vector<NewOrder> orders;
+  orders.reserve(ids.size());
+  for (uint64_t id : ids) orders.push_back({id, deadline_ms, now_ms});
+  return CreateOrders(orders, sent_ids);
+}
+
+absl::StatusOr<std::vector<uint64_t>> OrderDb::CreateOrders(const std::vector<NewOrder>& orders,
+                                                            const std::vector<uint64_t>& sent_ids) {
   std::vector<uint64_t> inserted;
   absl::Status s = db_->WriteTransaction([&]() -> absl::Status {
-    for (uint64_t id : ids) {
+    for (const NewOrder& o : orders) {
       auto n = db_->Exec(
           "INSERT INTO orders(id, status, created_ms, deadline_ms) VALUES(?1, 'UNPAID', ?2, ?3)"
           " ON CONFLICT(id) DO NOTHING",
-          {static_cast<int64_t>(id), now_ms, deadline_ms});
+          {static_cast<int64_t>(o.id), o.created_ms, o.deadline_ms});
       if (!n.ok()) return n.status();
-      if (*n == 1) inserted.push_back(id);
+      if (*n == 1) inserted.push_back(o.id);
     }
     for (uint64_t id : sent_ids) {
       auto n = db_->Exec("UPDATE orders SET sent = 1 WHERE id = ?1", {static_cast<int64_t>(id)});
@@ -126,14 +134,15 @@ absl::StatusOr<std::vector<absl::StatusOr<client::ProcessOutcome>>> OrderDb::App
   items.reserve(changes.size());
   for (const OrderChange& c : changes) {
     const auto id = static_cast<int64_t>(c.order_id);
-    items.push_back({c.message_id, [&c, id, update_sql, event, now_ms](
-                                       SqliteConnection& db) -> absl::StatusOr<int64_t> {
-                       auto n = db.Exec(update_sql, {id, now_ms});
-                       if (!n.ok() || *n != 1) return n;
-                       auto e = db.Exec(kEventSql, {id, std::string(event), c.message_id, now_ms});
-                       if (!e.ok()) return e.status();
-                       return n;
-                     }});
+    items.push_back(
+        {c.message_id,
+         [&c, id, update_sql, event, now_ms](SqliteConnection& db) -> absl::StatusOr<int64_t> {
+           auto n = db.Exec(update_sql, {id, now_ms});
+           if (!n.ok() || *n != 1) return n;
+           auto e = db.Exec(kEventSql, {id, std::string(event), c.message_id, now_ms});
+           if (!e.ok()) return e.status();
+           return n;
+         }});
   }
   return once_.ProcessBatch(items);
 }
@@ -161,28 +170,44 @@ absl::StatusOr<std::pair<OrderStatus, int64_t>> OrderDb::Status(uint64_t id) {
   return std::make_pair(static_cast<OrderStatus>(**code), deadline->value_or(0));
 }
 
-absl::StatusOr<OrderCounts> OrderDb::Counts() {
+absl::StatusOr<OrderCounts> OrderDb::Counts() { return RangeCounts(0, config_.orders); }
+
+absl::StatusOr<OrderCounts> OrderDb::RangeCounts(uint64_t lo, uint64_t hi) {
   OrderCounts c;
-  const char* sql[] = {"SELECT COUNT(*) FROM orders", "SELECT SUM(sent) FROM orders",
-                       "SELECT COUNT(*) FROM orders WHERE status = 'PAID'",
-                       "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'"};
+  const char* sql[] = {
+      "SELECT COUNT(*) FROM orders WHERE id >= ?1 AND id < ?2",
+      "SELECT SUM(sent) FROM orders WHERE id >= ?1 AND id < ?2",
+      "SELECT COUNT(*) FROM orders WHERE status = 'PAID' AND id >= ?1 AND id < ?2",
+      "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED' AND id >= ?1 AND id < ?2"};
   uint64_t* out[] = {&c.created, &c.sent, &c.paid, &c.cancelled};
+  const std::vector<SqlValue> range = {static_cast<int64_t>(lo), static_cast<int64_t>(hi)};
   for (int i = 0; i < 4; ++i) {
-    auto v = Count(*db_, sql[i]);
+    auto v = db_->QueryInt64(sql[i], range);
     if (!v.ok()) return v.status();
-    *out[i] = static_cast<uint64_t>(*v);
+    *out[i] = static_cast<uint64_t>(v->value_or(0));
   }
   return c;
 }
 
+absl::StatusOr<std::vector<uint64_t>> OrderDb::ExistingIds(uint64_t lo, uint64_t hi) {
+  auto ids = db_->QueryInt64Column("SELECT id FROM orders WHERE id >= ?1 AND id < ?2",
+                                   {static_cast<int64_t>(lo), static_cast<int64_t>(hi)});
+  if (!ids.ok()) return ids.status();
+  return std::vector<uint64_t>(ids->begin(), ids->end());
+}
+
 absl::StatusOr<std::vector<std::pair<uint64_t, int64_t>>> OrderDb::Unpaid(bool unsent_only) {
-  auto ids = db_->QueryInt64Column(unsent_only
-                                       ? "SELECT id FROM orders WHERE status = 'UNPAID' AND sent = 0"
-                                       : "SELECT id FROM orders WHERE status = 'UNPAID'");
+  const std::vector<SqlValue> n = {static_cast<int64_t>(config_.orders)};
+  auto ids = db_->QueryInt64Column(
+      unsent_only ? "SELECT id FROM orders WHERE status = 'UNPAID' AND sent = 0 AND id < ?1"
+                  : "SELECT id FROM orders WHERE status = 'UNPAID' AND id < ?1",
+      n);
   if (!ids.ok()) return ids.status();
   auto deadlines = db_->QueryInt64Column(
-      unsent_only ? "SELECT deadline_ms FROM orders WHERE status = 'UNPAID' AND sent = 0"
-                  : "SELECT deadline_ms FROM orders WHERE status = 'UNPAID'");
+      unsent_only
+          ? "SELECT deadline_ms FROM orders WHERE status = 'UNPAID' AND sent = 0 AND id < ?1"
+          : "SELECT deadline_ms FROM orders WHERE status = 'UNPAID' AND id < ?1",
+      n);
   if (!deadlines.ok()) return deadlines.status();
   if (deadlines->size() != ids->size()) return absl::AbortedError("orders changed while read");
   std::vector<std::pair<uint64_t, int64_t>> out;
@@ -199,23 +224,32 @@ absl::StatusOr<int64_t> OrderDb::MaxDeadlineMs() {
 absl::StatusOr<OrderAudit> OrderDb::Audit() {
   OrderAudit a;
   const char* sql[] = {
-      "SELECT COUNT(*) FROM orders",
-      "SELECT COUNT(*) FROM orders WHERE status = 'PAID'",
-      "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'",
+      "SELECT COUNT(*) FROM orders WHERE id < ?1",
+      "SELECT COUNT(*) FROM orders WHERE status = 'PAID' AND id < ?1",
+      "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED' AND id < ?1",
       "SELECT COUNT(*) FROM (SELECT order_id FROM order_events GROUP BY order_id"
       " HAVING SUM(event = 'PAID') > 0 AND SUM(event = 'CANCELLED') > 0)",
-      "SELECT COUNT(*) FROM orders WHERE status = 'UNPAID'",
+      "SELECT COUNT(*) FROM orders WHERE status = 'UNPAID' AND id < ?1",
       "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED' AND cancelled_ms < deadline_ms",
       "SELECT (SELECT COUNT(*) FROM (SELECT message_id FROM order_events GROUP BY message_id"
       " HAVING COUNT(*) > 1)) + (SELECT COUNT(*) FROM (SELECT order_id FROM order_events"
       " GROUP BY order_id HAVING COUNT(*) > 1))",
       "SELECT COUNT(*) FROM processed_messages"};
-  uint64_t* out[] = {&a.created, &a.paid,           &a.cancelled,          &a.both,
-                     &a.missed,  &a.cancelled_early, &a.duplicates_applied, &a.processed_ids};
+  uint64_t* out[] = {&a.created,
+                     &a.paid,
+                     &a.cancelled,
+                     &a.both,
+                     &a.missed,
+                     &a.cancelled_early,
+                     &a.duplicates_applied,
+                     &a.processed_ids};
   for (int i = 0; i < 8; ++i) {
-    auto v = Count(*db_, sql[i]);
+    const bool ranged = std::string_view(sql[i]).find("?1") != std::string_view::npos;
+    auto v =
+        db_->QueryInt64(sql[i], ranged ? std::vector<SqlValue>{static_cast<int64_t>(config_.orders)}
+                                       : std::vector<SqlValue>{});
     if (!v.ok()) return v.status();
-    *out[i] = static_cast<uint64_t>(*v);
+    *out[i] = static_cast<uint64_t>(v->value_or(0));
   }
   a.missed += config_.orders - a.created;  // never created
   return a;

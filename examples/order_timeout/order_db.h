@@ -30,6 +30,13 @@
 
 namespace tokimq::order_timeout {
 
+// One order to INSERT (UNPAID).
+struct NewOrder {
+  uint64_t id = 0;
+  int64_t deadline_ms = 0;
+  int64_t created_ms = 0;
+};
+
 // What a run is: fixed when the database is created, read back by --resume.
 struct RunConfig {
   uint64_t run_id = 0;
@@ -54,11 +61,11 @@ struct OrderChange {
 // What the database says at the end of a run (read back from disk).
 struct OrderAudit {
   uint64_t created = 0, paid = 0, cancelled = 0;
-  uint64_t both = 0;               // an order with a PAID and a CANCELLED event
-  uint64_t missed = 0;             // not created, or still UNPAID
-  uint64_t cancelled_early = 0;    // cancelled_ms < deadline_ms
-  uint64_t duplicates_applied = 0; // a message id or an order's final change applied twice
-  uint64_t processed_ids = 0;      // rows of processed_messages
+  uint64_t both = 0;                // an order with a PAID and a CANCELLED event
+  uint64_t missed = 0;              // not created, or still UNPAID
+  uint64_t cancelled_early = 0;     // cancelled_ms < deadline_ms
+  uint64_t duplicates_applied = 0;  // a message id or an order's final change applied twice
+  uint64_t processed_ids = 0;       // rows of processed_messages
 };
 
 class OrderDb {
@@ -79,6 +86,9 @@ class OrderDb {
   absl::StatusOr<std::vector<uint64_t>> CreateOrders(const std::vector<uint64_t>& ids,
                                                      int64_t deadline_ms, int64_t now_ms,
                                                      const std::vector<uint64_t>& sent_ids = {});
+  // The same with a deadline and creation time per order (a group commit of several batches).
+  absl::StatusOr<std::vector<uint64_t>> CreateOrders(const std::vector<NewOrder>& orders,
+                                                     const std::vector<uint64_t>& sent_ids = {});
   absl::Status MarkSent(const std::vector<uint64_t>& ids);
 
   // UNPAID -> CANCELLED when deadline_ms <= now_ms, each change process-once by its message id,
@@ -92,7 +102,13 @@ class OrderDb {
 
   // The order's status and deadline (kNone: no such order).
   absl::StatusOr<std::pair<OrderStatus, int64_t>> Status(uint64_t id);
+  // Counts of the run's orders (ids < config().orders; the killed creator's extra ids are not
+  // counted: see RangeCounts).
   absl::StatusOr<OrderCounts> Counts();
+  // Counts of the orders with lo <= id < hi.
+  absl::StatusOr<OrderCounts> RangeCounts(uint64_t lo, uint64_t hi);
+  // Ids with lo <= id < hi that exist (--resume: created by an earlier process).
+  absl::StatusOr<std::vector<uint64_t>> ExistingIds(uint64_t lo, uint64_t hi);
   // --resume: UNPAID orders as (id, deadline_ms); `unsent_only`: only those not marked sent.
   absl::StatusOr<std::vector<std::pair<uint64_t, int64_t>>> Unpaid(bool unsent_only);
   absl::StatusOr<int64_t> MaxDeadlineMs();

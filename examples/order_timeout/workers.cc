@@ -17,17 +17,6 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
-client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uint64_t id,
-                                       int64_t deadline_ms) {
-  client::OutgoingMessage m;
-  m.topic = o.topic;
-  m.body = TimeoutBody(run_id, id);
-  m.key = "order-" + std::to_string(id);
-  m.tag = "timeout";
-  m.deliver_at_ms = deadline_ms;
-  return m;
-}
-
 void Bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
 // Opens this thread's connection; a failure stops the job (nothing may be ACKed without it).
@@ -40,6 +29,17 @@ std::unique_ptr<OrderDb> OpenDb(const JobOptions& o, Clock& clock, Metrics* metr
 }
 
 }  // namespace
+
+client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uint64_t id,
+                                       int64_t deadline_ms) {
+  client::OutgoingMessage m;
+  m.topic = o.topic;
+  m.body = TimeoutBody(run_id, id);
+  m.key = "order-" + std::to_string(id);
+  m.tag = "timeout";
+  m.deliver_at_ms = deadline_ms;
+  return m;
+}
 
 std::string TimeoutBody(uint64_t run_id, uint64_t order_id) {
   char buf[48];
@@ -121,7 +121,7 @@ BatchResult HandleTimeouts(OrderDb& db, client::SimpleConsumer& consumer,
         Bump(metrics->already_cancelled);  // by another message for the same order (--resume)
         break;
       case OrderStatus::kNone:
-        Bump(metrics->foreign);
+        Bump(metrics->orphan_timeouts);  // a committed timeout of an order that never existed
         break;
       case OrderStatus::kUnpaid:
         // Delivered before the deadline: a broker bug. Leave the order alone, ask again later.
@@ -136,8 +136,7 @@ BatchResult HandleTimeouts(OrderDb& db, client::SimpleConsumer& consumer,
 
 // ---- PaymentSimulator ----
 
-PaymentSimulator::PaymentSimulator(JobOptions options, RunConfig config, Clock& clock,
-                                   Metrics* m)
+PaymentSimulator::PaymentSimulator(JobOptions options, RunConfig config, Clock& clock, Metrics* m)
     : options_(std::move(options)), config_(config), clock_(clock), metrics_(m) {}
 
 PaymentSimulator::~PaymentSimulator() { Stop(); }
@@ -165,7 +164,9 @@ void PaymentSimulator::Schedule(uint64_t id, int64_t deadline_ms) {
   cv_.notify_one();
 }
 
-void PaymentSimulator::Start() { thread_ = std::thread([this] { Loop(); }); }
+void PaymentSimulator::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void PaymentSimulator::Stop() {
   {

@@ -44,10 +44,13 @@ struct JobOptions {
   client::SqliteOptions sqlite{30'000, true, std::make_shared<std::mutex>()};
   int producers = 2;
   int consumers = 8;
-  int batch = 256;           // messages per send request (and orders per INSERT transaction)
-  int window = 16;           // send requests in flight per producer
-  int receive_batch = 128;   // max messages per receive
+  int batch = 256;          // messages per send request (and orders per INSERT transaction)
+  int window = 16;          // send requests in flight per producer
+  int receive_batch = 128;  // max messages per receive
   int64_t invisible_ms = 10'000;
+  // true: orders are created by TransactionalCreator (the topic must be a TRANSACTION topic);
+  // false: by OrderService, a plain send after the INSERT (a DELAY topic).
+  bool transactional = true;
 };
 
 struct Metrics {
@@ -56,12 +59,20 @@ struct Metrics {
   std::atomic<uint64_t> already_cancelled{0};
   std::atomic<uint64_t> early{0}, foreign{0}, receive_errors{0}, ack_errors{0}, db_errors{0};
   std::atomic<uint64_t> paid_now{0}, pay_refused{0}, pay_window_missed{0};
+  // Transactional creation (transactional_creator.h): failed Ends (left to the check-back), the
+  // checker's answers, and timeout messages received for an order that does not exist (an
+  // order must exist iff its message was committed: must stay 0).
+  std::atomic<uint64_t> tx_end_errors{0}, checks_commit{0}, checks_rollback{0}, checks_unknown{0};
+  std::atomic<uint64_t> orphan_timeouts{0};
   std::atomic<bool> fatal{false};  // the database cannot be opened: nothing more may be ACKed
 };
 
 // The message body: "<run id, 16 hex digits>:<order id>".
 std::string TimeoutBody(uint64_t run_id, uint64_t order_id);
 bool ParseTimeoutBody(const std::string& body, uint64_t* run_id, uint64_t* order_id);
+// The timeout message of order `id`: key "order-<id>", tag "timeout", deliver at the deadline.
+client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uint64_t id,
+                                       int64_t deadline_ms);
 
 // What the canceller did with one received batch.
 struct BatchResult {

@@ -91,7 +91,8 @@ TEST_F(SqliteProcessOnceTest, FirstDeliveryAppliesAndRecordsTheId) {
   EXPECT_TRUE(*once.IsProcessed("msg-1"));
   EXPECT_FALSE(*once.IsProcessed("msg-2"));
   EXPECT_EQ(db_->QueryInt64("SELECT processed_at_ms FROM processed_messages "
-                            "WHERE message_id = 'msg-1'")->value(),
+                            "WHERE message_id = 'msg-1'")
+                ->value(),
             1'700'000'000'000);
 }
 
@@ -301,8 +302,7 @@ TEST_F(SqliteProcessOnceTest, BadTableNameIsRefused) {
 TEST_F(SqliteProcessOnceTest, RefusesToNestInAnOpenTransaction) {
   SqliteProcessOnce once = Once(db_.get());
   ASSERT_TRUE(db_->ExecScript("BEGIN").ok());
-  EXPECT_EQ(once.Process("msg-1", Credit()).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(once.Process("msg-1", Credit()).status().code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(db_->ExecScript("ROLLBACK").ok());
 }
 

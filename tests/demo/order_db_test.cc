@@ -155,9 +155,9 @@ TEST_F(OrderDbTest, AuditCountsMissedEarlyAndTwiceAppliedChanges) {
   OrderAudit a = *db_->Audit();
   EXPECT_EQ(a.created, 3u);
   EXPECT_EQ(a.cancelled, 2u);
-  EXPECT_EQ(a.cancelled_early, 1u);          // order 2
-  EXPECT_EQ(a.missed, 1u + (kOrders - 3));   // order 3 is UNPAID, the rest never created
-  EXPECT_EQ(a.duplicates_applied, 2u);       // message m1 twice, order 1 twice
+  EXPECT_EQ(a.cancelled_early, 1u);         // order 2
+  EXPECT_EQ(a.missed, 1u + (kOrders - 3));  // order 3 is UNPAID, the rest never created
+  EXPECT_EQ(a.duplicates_applied, 2u);      // message m1 twice, order 1 twice
   EXPECT_EQ(a.processed_ids, 1u);
 }
 

@@ -34,9 +34,8 @@ int StepAll(sqlite3_stmt* stmt) {
 absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(
     const std::string& path, const SqliteOptions& options) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -87,7 +86,7 @@ absl::Status SqliteConnection::ExecScript(const std::string& sql) {
 }
 
 absl::StatusOr<sqlite3_stmt*> SqliteConnection::Prepare(std::string_view sql,
-                                                         const std::vector<SqlValue>& binds) {
+                                                        const std::vector<SqlValue>& binds) {
   auto it = statements_.find(std::string(sql));
   sqlite3_stmt* stmt = nullptr;
   if (it != statements_.end()) {
