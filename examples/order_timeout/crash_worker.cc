@@ -67,7 +67,7 @@ namespace {
   uint64_t halves = 0, rows = 0;
   for (uint64_t id = first_id; id < first_id + count; ++id) {
     client::OutgoingMessage m = TimeoutMessage(options, config.run_id, id, deadline);
-    m.properties["CHECK_IMMUNITY_TIME_IN_SECONDS"] = "3";  // checked back 3 s after its send
+    m.properties.emplace("CHECK_IMMUNITY_TIME_IN_SECONDS", "3");  // checked back 3 s after send
     bool stored = false;
     for (int attempt = 0; attempt < 20 && !stored; ++attempt) {
       stored = producer.SendTransactional(m).ok();
