@@ -226,6 +226,24 @@ RunState WaitForEnd(const Flags& f, const ot::RunConfig& config, ot::OrderDb& db
   return st;
 }
 
+// Forks the crash workers the flags ask for (crash_worker.h). Call before any thread starts.
+int StartCrashWorkers(const Flags& f, const ot::RunConfig& config,
+                      std::optional<ot::CrashWorker>* crash,
+                      std::optional<ot::CrashWorker>* creator) {
+  if (f.kill_worker) {
+    const int64_t lease_ms = std::min<int64_t>(f.job.invisible_ms, 1'000);
+    auto started = ot::CrashWorker::StartCanceller(f.job, lease_ms, config.timeout_ms + f.grace_ms);
+    if (!started.ok()) return Fail(started.status().ToString());
+    crash->emplace(std::move(*started));
+  }
+  if (f.kill_creator && f.job.transactional && !f.resume) {
+    auto started = ot::CrashWorker::StartCreator(f.job, config, config.orders, kCreatorOrders);
+    if (!started.ok()) return Fail(started.status().ToString());
+    creator->emplace(std::move(*started));
+  }
+  return 0;
+}
+
 struct Outcome {
   ot::OrderAudit audit;
   ot::OrderCounts creator_range;  // the killed creator's ids
@@ -356,17 +374,7 @@ int main(int argc, char** argv) {
 
   // Before any thread exists: the child of fork() has only the calling thread.
   std::optional<ot::CrashWorker> crash, creator;
-  if (f.kill_worker) {
-    const int64_t lease_ms = std::min<int64_t>(f.job.invisible_ms, 1'000);
-    auto started = ot::CrashWorker::StartCanceller(f.job, lease_ms, config.timeout_ms + *grace_ms);
-    if (!started.ok()) return Fail(started.status().ToString());
-    crash.emplace(std::move(*started));
-  }
-  if (f.kill_creator && f.job.transactional && !f.resume) {
-    auto started = ot::CrashWorker::StartCreator(f.job, config, config.orders, kCreatorOrders);
-    if (!started.ok()) return Fail(started.status().ToString());
-    creator.emplace(std::move(*started));
-  }
+  if (int rc = StartCrashWorkers(f, config, &crash, &creator); rc != 0) return rc;
 
   ot::Metrics metrics;
   ot::PaymentSimulator payer(f.job, config, clock, &metrics);
