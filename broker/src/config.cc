@@ -152,6 +152,16 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
     } else if (key == "disk_check_interval") {
       s = GetDuration(node, key, &b.disk_check_interval_ms);
       if (s.ok() && b.disk_check_interval_ms <= 0) return Bad(key, "must be > 0");
+    } else if (key == "transaction_immunity") {  // docs/transactions.md
+      s = GetDuration(node, key, &b.transaction_immunity_ms);
+      if (s.ok() && (b.transaction_immunity_ms < 1 || b.transaction_immunity_ms > 3'600'000)) {
+        return Bad(key, "must be within 1ms..1h");
+      }
+    } else if (key == "transaction_check_interval") {
+      s = GetDuration(node, key, &b.transaction_check_interval_ms);
+      if (s.ok() && b.transaction_check_interval_ms <= 0) return Bad(key, "must be > 0");
+    } else if (key == "transaction_max_checks") {
+      s = GetInt(node, key, &b.transaction_max_checks, 1, 1000);
     } else if (key == "group") {
       const toml::table* groups = node.as_table();
       if (!groups) return Bad(key, "expected [group.<name>] tables");

@@ -173,7 +173,9 @@ void Producer::CheckLoop() {
     TransactionChecker checker;
     {
       std::lock_guard<std::mutex> lock(checker_mu_);
-      for (const std::string& t : checker_topics_) req.mutable_poll_transaction_checks()->add_topics(t);
+      for (const std::string& t : checker_topics_) {
+        req.mutable_poll_transaction_checks()->add_topics(t);
+      }
       checker = checker_;
     }
     req.mutable_poll_transaction_checks()->set_long_poll_ms(kPollMs);

@@ -64,6 +64,25 @@ TEST(ConfigTest, MaxMessageSizeMustLeaveRoomBelowTheFrameLimit) {
   EXPECT_TRUE(LoadConfigText("", &defaults).ok());
 }
 
+TEST(ConfigTest, TransactionKeys) {
+  BrokerConfig c;
+  ASSERT_TRUE(LoadConfigText("transaction_immunity = \"10s\"\ntransaction_check_interval = "
+                             "\"1m\"\ntransaction_max_checks = 3\n",
+                             &c)
+                  .ok());
+  EXPECT_EQ(c.broker.transaction_immunity_ms, 10'000);
+  EXPECT_EQ(c.broker.transaction_check_interval_ms, 60'000);
+  EXPECT_EQ(c.broker.transaction_max_checks, 3);
+  BrokerConfig defaults;
+  ASSERT_TRUE(LoadConfigText("", &defaults).ok());
+  EXPECT_EQ(defaults.broker.transaction_immunity_ms, 6'000);
+  EXPECT_EQ(defaults.broker.transaction_check_interval_ms, 30'000);
+  EXPECT_EQ(defaults.broker.transaction_max_checks, 15);
+  BrokerConfig bad;
+  EXPECT_FALSE(LoadConfigText("transaction_max_checks = 0\n", &bad).ok());
+  EXPECT_FALSE(LoadConfigText("transaction_immunity = \"2h\"\n", &bad).ok());
+}
+
 TEST(ConfigTest, UnknownKeysAndBadValuesNameTheKey) {
   BrokerConfig c;
   absl::Status s = LoadConfigText("prot = 1\n", &c);

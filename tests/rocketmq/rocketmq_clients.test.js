@@ -32,6 +32,9 @@ const FIFO_GROUP = 'g_fifo';    // backoff [0] in the broker config: retry right
 const N_FIFO_GROUPS = 10;
 const N_PER_FIFO_GROUP = 20;
 const FIFO_INVISIBLE_MS = 3000;
+const TX_TOPIC = 'rmq_tx';
+const TX_COMMIT = 1;    // apache.rocketmq.v2.TransactionResolution.COMMIT
+const TX_ROLLBACK = 2;  // ROLLBACK
 
 let broker;
 let dataDir;
@@ -97,6 +100,7 @@ before(async () => {
     '--max-delay', '1h');
   await cli('topic', 'create', '--name', PUSH_TOPIC, '--type', 'normal', '--queues', '4');
   await cli('topic', 'create', '--name', FIFO_TOPIC, '--type', 'fifo', '--queues', '4');
+  await cli('topic', 'create', '--name', TX_TOPIC, '--type', 'transaction', '--queues', '2');
 });
 
 after(async () => {
@@ -427,4 +431,70 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
     const stats = await cli('stats');
     assert.match(stats, /g_push\s+in_flight=0\b/);
   });
+
+  // Transactional messages (docs/transactions.md): commit and rollback by the producer, and two
+  // orphans (never ended) resolved by the producer's checker once the broker's check immunity
+  // (6 s) passed, through RecoverOrphanedTransactionCommand on the Telemetry stream.
+  it('Producer transactions: commit, rollback, orphans resolved by the checker', { timeout: 90000 },
+    async () => {
+      const checked = [];
+      const producer = new Producer({
+        endpoints, namespace: '', topics: [TX_TOPIC], logger: quietLogger,
+        checker: {
+          async check(mv) {
+            const body = mv.body.toString();
+            checked.push(body);
+            return body === 'tx-orphan-commit' ? TX_COMMIT : TX_ROLLBACK;
+          },
+        },
+      });
+      await producer.startup();
+      const consumer = new SimpleConsumer({
+        endpoints, namespace: '', consumerGroup: 'g_tx', logger: quietLogger,
+        subscriptions: new Map([[TX_TOPIC, '*']]), awaitDuration: 2000,
+      });
+      await consumer.startup();
+      try {
+        // A plain send to a TRANSACTION topic is refused (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE).
+        await assert.rejects(producer.send({ topic: TX_TOPIC, body: Buffer.from('plain') }));
+        const send = async (body) => {
+          const tx = producer.beginTransaction();
+          const receipt = await producer.send({ topic: TX_TOPIC, body: Buffer.from(body), tag: 'tx',
+            keys: [body], properties: new Map([['b', body]]) }, tx);
+          assert.ok(receipt.transactionId, 'a transactional send answers a transaction id');
+          return tx;
+        };
+        const committed = await send('tx-commit');
+        const rolledBack = await send('tx-rollback');
+        await send('tx-orphan-commit');
+        await send('tx-orphan-rollback');
+        // Halves are invisible.
+        assert.deepEqual(await consumer.receive(16, 10000), []);
+        await committed.commit();
+        await rolledBack.rollback();
+        const seen = [];
+        const deadline = Date.now() + 40000;
+        while (seen.length < 2 && Date.now() < deadline) {
+          for (const mv of await consumer.receive(16, 10000)) {
+            seen.push(mv.body.toString());
+            assert.equal(mv.properties.get('b'), mv.body.toString());
+            assert.equal(mv.tag, 'tx');
+            await consumer.ack(mv);
+          }
+        }
+        assert.deepEqual(seen.sort(), ['tx-commit', 'tx-orphan-commit']);
+        assert.deepEqual([...new Set(checked)].sort(), ['tx-orphan-commit', 'tx-orphan-rollback']);
+        let stats = '';
+        for (let i = 0; i < 50; i++) {
+          stats = await cli('stats');
+          if (/halves_pending=0\b/.test(stats)) break;
+          await sleep(100);
+        }
+        assert.match(stats, /transactions: halves_pending=0 .*commits=2 rollbacks=2\b/);
+        assert.deepEqual(await consumer.receive(16, 10000), []);
+      } finally {
+        await consumer.shutdown();
+        await producer.shutdown();
+      }
+    });
 });

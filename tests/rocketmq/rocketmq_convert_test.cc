@@ -213,7 +213,71 @@ TEST(MessageGroupTest, SendEntryCarriesTheGroup) {
             v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
   m.mutable_system_properties()->set_message_type(v2::MessageType::TRANSACTION);
   EXPECT_EQ(svc.PrepareSendEntry(m, Topic("f", proto::FIFO), 0, &refused).code(),
-            v2::Code::UNSUPPORTED);
+            v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+}
+
+// Transactions (docs/transactions.md): TRANSACTION messages on TRANSACTION topics only, with
+// the orphan recovery duration as the half's check immunity.
+TEST(TransactionRpcTest, TransactionalSendMapsToAHalf) {
+  GrpcEndpointOptions o;
+  MessagingServiceImpl svc(nullptr, o);
+  v2::Message m;
+  m.mutable_topic()->set_name("tx");
+  m.set_body("b");
+  m.mutable_system_properties()->set_message_id("RMQ-ID-1");
+  m.mutable_system_properties()->set_message_type(v2::MessageType::TRANSACTION);
+  SetDurationMs(9'000,
+                m.mutable_system_properties()->mutable_orphaned_transaction_recovery_duration());
+  proto::SendEntry e;
+  ASSERT_EQ(svc.PrepareSendEntry(m, Topic("tx", proto::TRANSACTION), 0, &e).code(), v2::Code::OK);
+  EXPECT_TRUE(e.transactional());
+  EXPECT_EQ(e.check_immunity_ms(), 9'000);
+  proto::SendEntry refused;
+  EXPECT_EQ(svc.PrepareSendEntry(m, Topic("n", proto::NORMAL), 0, &refused).code(),
+            v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+  m.mutable_system_properties()->set_message_type(v2::MessageType::NORMAL);
+  EXPECT_EQ(svc.PrepareSendEntry(m, Topic("tx", proto::TRANSACTION), 0, &refused).code(),
+            v2::Code::MESSAGE_PROPERTY_CONFLICT_WITH_TYPE);
+}
+
+TEST(TransactionRpcTest, TransactionIdCarriesTheNativeMessageId) {
+  std::string id = MessagingServiceImpl::EncodeTransactionId("NATIVE1", "TX9");
+  EXPECT_EQ(id, "NATIVE1:TX9");
+  std::string msg, tx;
+  ASSERT_TRUE(MessagingServiceImpl::DecodeTransactionId(id, &msg, &tx));
+  EXPECT_EQ(msg, "NATIVE1");
+  EXPECT_EQ(tx, "TX9");
+  EXPECT_FALSE(MessagingServiceImpl::DecodeTransactionId("no-separator", &msg, &tx));
+  EXPECT_FALSE(MessagingServiceImpl::DecodeTransactionId(":TX9", &msg, &tx));
+}
+
+// The Node.js client ignores a RecoverOrphanedTransactionCommand whose message has no
+// body_digest; the message id it answers with is its own (the __RMQ_MSG_ID property).
+TEST(TransactionRpcTest, RecoverCommandCarriesFullSystemProperties) {
+  proto::TransactionCheck c;
+  c.set_topic("tx");
+  c.set_message_id("NATIVE1");
+  c.set_transaction_id("TX9");
+  c.set_body("hello");
+  c.set_key("k1 k2");
+  c.set_tag("t");
+  (*c.mutable_properties())[kRmqMessageId] = "RMQ-ID-1";
+  (*c.mutable_properties())["user"] = "v";
+  v2::TelemetryCommand cmd = MessagingServiceImpl::RecoverCommand(c);
+  ASSERT_TRUE(cmd.has_recover_orphaned_transaction_command());
+  const auto& rc = cmd.recover_orphaned_transaction_command();
+  EXPECT_EQ(rc.transaction_id(), "NATIVE1:TX9");
+  const v2::SystemProperties& sp = rc.message().system_properties();
+  EXPECT_EQ(sp.message_id(), "RMQ-ID-1");
+  EXPECT_EQ(sp.message_type(), v2::MessageType::TRANSACTION);
+  EXPECT_EQ(sp.body_digest().type(), v2::DigestType::MD5);
+  EXPECT_EQ(sp.body_digest().checksum(), Md5Hex("hello"));
+  EXPECT_EQ(sp.tag(), "t");
+  ASSERT_EQ(sp.keys_size(), 2);
+  EXPECT_EQ(rc.message().topic().name(), "tx");
+  EXPECT_EQ(rc.message().body(), "hello");
+  EXPECT_EQ(rc.message().user_properties().at("user"), "v");
+  EXPECT_EQ(rc.message().user_properties().count(kRmqMessageId), 0u);
 }
 
 // Issue 14 defect 4: keys, tags and properties are bounded on the gRPC send too, with the codes

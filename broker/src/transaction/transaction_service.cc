@@ -262,11 +262,11 @@ absl::StatusOr<int> TransactionService::RunChecks() {
     check.check_count = p.checks + 1;
     bool delivered = sink && sink(check);
     std::lock_guard<std::mutex> lock(mu_);
+    ++(delivered ? counters_.checks_sent : counters_.checks_without_producer);
     auto it = pending_.find(id);
-    if (it == pending_.end() || it->second.ending) continue;  // ended meanwhile
+    if (it == pending_.end() || it->second.ending) continue;  // answered already
     ++it->second.checks;
     it->second.next_check_ms = now + options_.check_interval_ms;
-    ++(delivered ? counters_.checks_sent : counters_.checks_without_producer);
   }
   if (!first_error.ok()) return first_error;
   return static_cast<int>(due.size());

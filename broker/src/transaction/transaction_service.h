@@ -55,9 +55,11 @@ class TimerStore;
 
 namespace tokimq::broker {
 
-inline constexpr char kHalfTopic[] = "tokimq_sys_trans_half";          // RMQ_SYS_TRANS_HALF_TOPIC
-inline constexpr char kOpTopic[] = "tokimq_sys_trans_op";              // RMQ_SYS_TRANS_OP_HALF_TOPIC
-inline constexpr char kUnresolvedTopic[] = "tokimq_sys_trans_unresolved";  // TRANS_CHECK_MAX_TIME_TOPIC
+// The system topics (RocketMQ: RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC,
+// TRANS_CHECK_MAX_TIME_TOPIC).
+inline constexpr char kHalfTopic[] = "tokimq_sys_trans_half";
+inline constexpr char kOpTopic[] = "tokimq_sys_trans_op";
+inline constexpr char kUnresolvedTopic[] = "tokimq_sys_trans_unresolved";
 // RocketMQ's per-message immunity property (seconds), honoured on the native API too.
 inline constexpr char kCheckImmunityProperty[] = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 inline constexpr int64_t kMaxCheckImmunityMs = 3'600'000;
