@@ -375,6 +375,11 @@ int main(int argc, char** argv) {
   // Before any thread exists: the child of fork() has only the calling thread.
   std::optional<ot::CrashWorker> crash, creator;
   if (int rc = StartCrashWorkers(f, config, &crash, &creator); rc != 0) return rc;
+  // The creator child's local transactions must not wait behind this process's writers (SQLite
+  // lets another process's writer poll and lose for seconds): start them once it is dead.
+  for (int i = 0; creator.has_value() && !creator->Poll() && i < 3000; ++i) {
+    clock.WaitUntilMs(clock.NowMs() + 10, std::chrono::milliseconds(10));
+  }
 
   ot::Metrics metrics;
   ot::PaymentSimulator payer(f.job, config, clock, &metrics);
