@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing, builds the release preset, starts a
-# broker on a temp dir and a free loopback port, creates the timer topic with the CLI, runs the
-# order-timeout demo (100k orders, 5 s timeout, 70 % paid), stops the broker with SIGTERM and
-# removes the temp dir. Exits with the demo's exit code.
+# broker on a temp dir and a free loopback port, creates the TRANSACTION topic of the timeout
+# messages with the CLI, runs the order-timeout demo (100k orders, 5 s timeout, 70 % paid;
+# orders in SQLite under the temp dir, each created by a transactional send + INSERT + commit;
+# one creator killed mid-transaction and one cancel worker killed between its SQLite commit and
+# its ACK, both with SIGKILL), stops the broker with SIGTERM and removes the temp dir. Exits
+# with the demo's exit code.
 #
 # Usage: scripts/demo.sh [extra tokimq-order-timeout flags, e.g. --orders 20000]
 set -euo pipefail
@@ -27,8 +30,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The demo kills one cancel worker between its SQLite commit and its ACK; its messages come back
+# after their lease plus the group's first backoff (10 s by default): 1 s keeps the demo short.
+cat >"$work/broker.toml" <<'TOML'
+[group.order-canceller]
+backoff = ["1s", "5s", "30s"]
+TOML
+
 echo "demo: starting tokimq-broker (data dir $work/data, log $work/broker.log)"
-"$bin/tokimq-broker" --data-dir "$work/data" --bind 127.0.0.1 --port 0 \
+"$bin/tokimq-broker" -c "$work/broker.toml" --data-dir "$work/data" --bind 127.0.0.1 --port 0 \
   --port-file "$work/port" --log-file "$work/broker.log" &
 broker_pid=$!
 
@@ -52,7 +62,7 @@ if [[ -z "$broker" ]] || ! "$bin/tokimq" --broker "$broker" topic list >/dev/nul
 fi
 echo "demo: broker ready on $broker"
 
-"$bin/tokimq" --broker "$broker" topic create --name orders.timeout --type delay
+"$bin/tokimq" --broker "$broker" topic create --name orders.timeout --type transaction
 
 set +e
 "$bin/tokimq-order-timeout" --broker "$broker" --topic orders.timeout \

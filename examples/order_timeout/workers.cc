@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "client/producer.h"
-#include "client/simple_consumer.h"
 
 namespace tokimq::order_timeout {
 namespace {
@@ -18,6 +17,19 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+void Bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+// Opens this thread's connection; a failure stops the job (nothing may be ACKed without it).
+std::unique_ptr<OrderDb> OpenDb(const JobOptions& o, Clock& clock, Metrics* metrics) {
+  auto db = OrderDb::Open(o.db_path, o.sqlite, clock);
+  if (db.ok()) return std::move(*db);
+  std::fprintf(stderr, "order-timeout: %s\n", db.status().ToString().c_str());
+  metrics->fatal = true;
+  return nullptr;
+}
+
+}  // namespace
+
 client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uint64_t id,
                                        int64_t deadline_ms) {
   client::OutgoingMessage m;
@@ -28,10 +40,6 @@ client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uin
   m.deliver_at_ms = deadline_ms;
   return m;
 }
-
-void Bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
-
-}  // namespace
 
 std::string TimeoutBody(uint64_t run_id, uint64_t order_id) {
   char buf[48];
@@ -57,10 +65,79 @@ bool ParseTimeoutBody(const std::string& body, uint64_t* run_id, uint64_t* order
   return true;
 }
 
+// ---- the canceller's batch ----
+
+BatchResult HandleTimeouts(OrderDb& db, client::SimpleConsumer& consumer,
+                           const std::vector<client::ReceivedMessage>& received, int64_t now_ms,
+                           Metrics* metrics, std::vector<int64_t>* lateness) {
+  BatchResult out;
+  std::vector<OrderChange> changes;
+  std::vector<const client::ReceivedMessage*> ours;
+  for (const client::ReceivedMessage& m : received) {
+    uint64_t msg_run = 0, id = 0;
+    if (!ParseTimeoutBody(m.body, &msg_run, &id) || msg_run != db.config().run_id) {
+      Bump(metrics->foreign);  // another run's message on the same topic: not ours to judge
+      out.ack.push_back(m.receipt_handle);
+      continue;
+    }
+    Bump(metrics->received);
+    if (lateness != nullptr && m.delivery_attempt == 1) lateness->push_back(now_ms - m.deliver_ms);
+    changes.push_back({m.message_id, id});
+    ours.push_back(&m);
+  }
+  if (changes.empty()) return out;
+  auto results = db.Cancel(changes, now_ms);
+  if (!results.ok()) {  // nothing committed: ACK none of ours, the leases bring them back
+    Bump(metrics->db_errors);
+    return out;
+  }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const absl::StatusOr<client::ProcessOutcome>& r = (*results)[i];
+    const std::string& handle = ours[i]->receipt_handle;
+    if (r.ok()) {
+      if (*r == client::ProcessOutcome::kApplied) {
+        Bump(metrics->cancelled_now);
+        ++out.applied;
+      } else {
+        Bump(metrics->duplicates);  // redelivered after a commit whose ACK never came
+      }
+      out.ack.push_back(handle);
+      continue;
+    }
+    if (r.status().code() != absl::StatusCode::kFailedPrecondition) {
+      Bump(metrics->db_errors);  // not ACKed: redelivered after the lease
+      continue;
+    }
+    auto st = db.Status(changes[i].order_id);  // why did the guarded UPDATE change 0 rows?
+    if (!st.ok()) {
+      Bump(metrics->db_errors);
+      continue;
+    }
+    switch (st->first) {
+      case OrderStatus::kPaid:
+        Bump(metrics->timeout_after_paid);
+        break;
+      case OrderStatus::kCancelled:
+        Bump(metrics->already_cancelled);  // by another message for the same order (--resume)
+        break;
+      case OrderStatus::kNone:
+        Bump(metrics->orphan_timeouts);  // a committed timeout of an order that never existed
+        break;
+      case OrderStatus::kUnpaid:
+        // Delivered before the deadline: a broker bug. Leave the order alone, ask again later.
+        Bump(metrics->early);
+        (void)consumer.Nack(handle, std::max<int64_t>(1, st->second - now_ms + 1));
+        continue;
+    }
+    out.ack.push_back(handle);
+  }
+  return out;
+}
+
 // ---- PaymentSimulator ----
 
-PaymentSimulator::PaymentSimulator(OrderBook* book, OrderLog* log, Clock& clock, Metrics* m)
-    : book_(book), log_(log), clock_(clock), metrics_(m) {}
+PaymentSimulator::PaymentSimulator(JobOptions options, RunConfig config, Clock& clock, Metrics* m)
+    : options_(std::move(options)), config_(config), clock_(clock), metrics_(m) {}
 
 PaymentSimulator::~PaymentSimulator() { Stop(); }
 
@@ -75,15 +152,21 @@ int64_t PaymentSimulator::PayAtMs(const RunConfig& config, uint64_t id, int64_t 
   return deadline_ms - config.timeout_ms + offset;
 }
 
+std::string PaymentSimulator::PaymentId(const RunConfig& config, uint64_t id) {
+  return "pay-" + TimeoutBody(config.run_id, id);
+}
+
 void PaymentSimulator::Schedule(uint64_t id, int64_t deadline_ms) {
-  if (!WillPay(log_->config(), id)) return;
-  int64_t at = PayAtMs(log_->config(), id, deadline_ms);
+  if (!WillPay(config_, id)) return;
+  int64_t at = PayAtMs(config_, id, deadline_ms);
   std::lock_guard<std::mutex> lock(mu_);
   due_.emplace(at, id);
   cv_.notify_one();
 }
 
-void PaymentSimulator::Start() { thread_ = std::thread([this] { Loop(); }); }
+void PaymentSimulator::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void PaymentSimulator::Stop() {
   {
@@ -95,13 +178,15 @@ void PaymentSimulator::Stop() {
 }
 
 void PaymentSimulator::Loop() {
+  std::unique_ptr<OrderDb> db = OpenDb(options_, clock_, metrics_);
+  if (db == nullptr) return;
   std::unique_lock<std::mutex> lock(mu_);
-  std::vector<uint64_t> batch;
+  std::vector<OrderChange> batch;
   while (!stop_) {
     const int64_t now = clock_.NowMs();
     batch.clear();
     while (!due_.empty() && due_.top().first <= now) {
-      batch.push_back(due_.top().second);
+      batch.push_back({PaymentId(config_, due_.top().second), due_.top().second});
       due_.pop();
     }
     if (batch.empty()) {
@@ -110,37 +195,38 @@ void PaymentSimulator::Loop() {
       continue;
     }
     lock.unlock();
-    uint64_t max_seq = 0;
-    for (uint64_t id : batch) {
-      const int64_t t = clock_.NowMs();
-      if (t >= book_->deadline(id)) {  // a customer does not pay an expired order
-        Bump(metrics_->pay_window_missed);
-        continue;
-      }
-      uint64_t seq = 0;
-      PayResult r = book_->Pay(id, t, &seq);
-      if (r == PayResult::kPaid) {
-        Bump(metrics_->paid_now);
-        max_seq = std::max(max_seq, seq);
-      } else if (r == PayResult::kCancelled) {
-        Bump(metrics_->pay_refused);
+    // The UPDATE's own guard (deadline_ms > now) refuses an expired order: a customer does not
+    // pay it. Both outcomes are final, so a failed transaction is the only retry.
+    auto results = db->Pay(batch, clock_.NowMs());
+    lock.lock();
+    if (!results.ok()) {
+      Bump(metrics_->db_errors);
+      for (const OrderChange& c : batch) due_.emplace(now + 100, c.order_id);
+      continue;
+    }
+    for (const absl::StatusOr<client::ProcessOutcome>& r : *results) {
+      if (r.ok()) {
+        if (*r == client::ProcessOutcome::kApplied) Bump(metrics_->paid_now);
+      } else if (r.status().code() == absl::StatusCode::kFailedPrecondition) {
+        Bump(metrics_->pay_refused);  // cancelled, or its deadline passed before it was paid
+      } else {
+        Bump(metrics_->db_errors);
       }
     }
-    if (max_seq > 0 && !log_->Sync(max_seq).ok()) metrics_->fatal = true;
-    lock.lock();
   }
 }
 
 // ---- OrderService ----
 
-OrderService::OrderService(JobOptions options, OrderBook* book, OrderLog* log,
-                           PaymentSimulator* payer, Clock& clock, Metrics* metrics)
+OrderService::OrderService(JobOptions options, RunConfig config, PaymentSimulator* payer,
+                           Clock& clock, Metrics* metrics,
+                           std::vector<std::pair<uint64_t, int64_t>> resend)
     : options_(std::move(options)),
-      book_(book),
-      log_(log),
+      config_(config),
       payer_(payer),
       clock_(clock),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      resend_(std::move(resend)) {}
 
 OrderService::~OrderService() {
   Stop();
@@ -163,92 +249,112 @@ void OrderService::ProducerLoop() {
     std::mutex mu;
     std::condition_variable cv;
     int in_flight = 0;
-    std::vector<uint64_t> failed;  // ids whose send failed: retried below
+    std::vector<uint64_t> acked;                       // to mark sent in the next transaction
+    std::vector<std::pair<uint64_t, int64_t>> failed;  // retried below
   };
   auto window = std::make_shared<Window>();
+  std::unique_ptr<OrderDb> db = OpenDb(options_, clock_, metrics_);
   client::Producer producer(options_.client);
-  const uint64_t n = book_->orders();
-  const uint64_t run_id = log_->config().run_id;
+  const uint64_t n = config_.orders;
   const uint64_t batch = static_cast<uint64_t>(std::max(1, options_.batch));
-  while (!stop_ && !metrics_->fatal) {
+  auto send = [&](std::vector<std::pair<uint64_t, int64_t>> orders) {
+    std::vector<client::OutgoingMessage> msgs;
+    msgs.reserve(orders.size());
+    for (const auto& [id, deadline] : orders) {
+      msgs.push_back(TimeoutMessage(options_, config_.run_id, id, deadline));
+    }
+    std::unique_lock<std::mutex> lock(window->mu);
+    window->cv.wait(lock, [&] { return window->in_flight < std::max(1, options_.window); });
+    ++window->in_flight;
+    lock.unlock();
+    producer.SendBatchAsync(msgs, [this, window, orders = std::move(orders)](
+                                      absl::StatusOr<std::vector<client::SendReceipt>> r) {
+      r.ok() ? Bump(metrics_->sent, orders.size()) : Bump(metrics_->send_errors);
+      std::lock_guard<std::mutex> lock(window->mu);
+      for (const auto& o : orders) {
+        if (r.ok()) {
+          window->acked.push_back(o.first);
+        } else {
+          window->failed.push_back(o);
+        }
+      }
+      --window->in_flight;
+      window->cv.notify_all();
+    });
+  };
+  auto take_acked = [&] {
+    std::lock_guard<std::mutex> lock(window->mu);
+    return std::exchange(window->acked, {});
+  };
+  while (db != nullptr && !stop_ && !metrics_->fatal) {
+    // --resume first: orders created before whose message may never have been stored.
+    const size_t r = next_resend_.fetch_add(batch);
+    if (r < resend_.size()) {
+      const size_t end = std::min(resend_.size(), r + batch);
+      send({resend_.begin() + static_cast<std::ptrdiff_t>(r),
+            resend_.begin() + static_cast<std::ptrdiff_t>(end)});
+      continue;
+    }
     const uint64_t first = next_id_.fetch_add(batch);
     if (first >= n) break;
-    const uint64_t end = std::min(n, first + batch);
-    const int64_t now = clock_.NowMs();
-    const int64_t deadline = now + log_->config().timeout_ms;
     std::vector<uint64_t> ids;
-    uint64_t max_seq = 0;
-    for (uint64_t id = first; id < end; ++id) {
-      OrderState st = book_->state(id);
-      if (st == OrderState::kNone) {
-        max_seq = std::max(max_seq, book_->Create(id, deadline, now));
-        payer_->Schedule(id, deadline);
-        ids.push_back(id);
-      } else if (st == OrderState::kCreated && !book_->sent(id)) {
-        ids.push_back(id);  // --resume: created, message maybe never stored
-      }
-    }
-    if (ids.empty()) continue;
-    // The order must exist durably before its timeout message can reach the canceller.
-    if (max_seq > 0 && !log_->Sync(max_seq).ok()) {
+    for (uint64_t id = first; id < std::min(n, first + batch); ++id) ids.push_back(id);
+    const int64_t now = clock_.NowMs();
+    const int64_t deadline = now + config_.timeout_ms;
+    // The order must exist (committed) before its timeout message can reach the canceller.
+    auto created = db->CreateOrders(ids, deadline, now, take_acked());
+    if (!created.ok()) {
+      std::fprintf(stderr, "order-timeout: %s\n", created.status().ToString().c_str());
       metrics_->fatal = true;
       break;
     }
-    std::vector<client::OutgoingMessage> msgs;
-    msgs.reserve(ids.size());
-    for (uint64_t id : ids) msgs.push_back(TimeoutMessage(options_, run_id, id, book_->deadline(id)));
-    {
-      std::unique_lock<std::mutex> lock(window->mu);
-      window->cv.wait(lock, [&] { return window->in_flight < std::max(1, options_.window); });
-      ++window->in_flight;
+    std::vector<std::pair<uint64_t, int64_t>> orders;
+    for (uint64_t id : *created) {
+      payer_->Schedule(id, deadline);
+      orders.emplace_back(id, deadline);
     }
-    producer.SendBatchAsync(
-        msgs, [this, window, ids = std::move(ids)](
-                  absl::StatusOr<std::vector<client::SendReceipt>> r) {
-          const int64_t t = clock_.NowMs();
-          if (r.ok()) {
-            for (uint64_t id : ids) book_->MarkSent(id, t);
-            Bump(metrics_->sent, ids.size());
-          } else {
-            Bump(metrics_->send_errors);
-          }
-          std::lock_guard<std::mutex> lock(window->mu);
-          if (!r.ok()) window->failed.insert(window->failed.end(), ids.begin(), ids.end());
-          --window->in_flight;
-          window->cv.notify_all();
-        });
+    if (!orders.empty()) send(std::move(orders));
   }
-  std::vector<uint64_t> retry;
+  std::vector<std::pair<uint64_t, int64_t>> retry;
   {
     std::unique_lock<std::mutex> lock(window->mu);
     window->cv.wait(lock, [&] { return window->in_flight == 0; });
     retry.swap(window->failed);
   }
+  std::vector<uint64_t> stored = SendUntilStored(producer, std::move(retry));
+  window->acked.insert(window->acked.end(), stored.begin(), stored.end());
+  if (db != nullptr && !db->MarkSent(take_acked()).ok()) Bump(metrics_->db_errors);
+  done_threads_.fetch_add(1);
+}
+
+std::vector<uint64_t> OrderService::SendUntilStored(
+    client::Producer& producer, std::vector<std::pair<uint64_t, int64_t>> retry) {
   // Failed batches (broker down or restarting): retry synchronously until they go through.
+  std::vector<uint64_t> stored;
+  const size_t batch = static_cast<size_t>(std::max(1, options_.batch));
   while (!retry.empty() && !stop_ && !metrics_->fatal) {
-    size_t take = std::min<size_t>(retry.size(), batch);
-    std::vector<uint64_t> ids(retry.end() - static_cast<std::ptrdiff_t>(take), retry.end());
+    size_t take = std::min(retry.size(), batch);
     std::vector<client::OutgoingMessage> msgs;
-    for (uint64_t id : ids) msgs.push_back(TimeoutMessage(options_, run_id, id, book_->deadline(id)));
+    for (size_t i = retry.size() - take; i < retry.size(); ++i) {
+      msgs.push_back(TimeoutMessage(options_, config_.run_id, retry[i].first, retry[i].second));
+    }
     auto r = producer.SendBatch(msgs);
     if (r.ok()) {
-      const int64_t t = clock_.NowMs();
-      for (uint64_t id : ids) book_->MarkSent(id, t);
-      Bump(metrics_->sent, ids.size());
+      Bump(metrics_->sent, take);
+      for (size_t i = retry.size() - take; i < retry.size(); ++i) stored.push_back(retry[i].first);
       retry.resize(retry.size() - take);
     } else {
       Bump(metrics_->send_errors);
       clock_.WaitUntilMs(clock_.NowMs() + 300, std::chrono::milliseconds(300));
     }
   }
-  done_threads_.fetch_add(1);
+  return stored;
 }
 
 // ---- Canceller ----
 
-Canceller::Canceller(JobOptions options, OrderBook* book, OrderLog* log, Clock& clock,
-                     Metrics* metrics)
-    : options_(std::move(options)), book_(book), log_(log), clock_(clock), metrics_(metrics) {}
+Canceller::Canceller(JobOptions options, RunConfig config, Clock& clock, Metrics* metrics)
+    : options_(std::move(options)), config_(config), clock_(clock), metrics_(metrics) {}
 
 Canceller::~Canceller() { Stop(); }
 
@@ -275,14 +381,13 @@ std::vector<int64_t> Canceller::TakeLateness() {
 }
 
 void Canceller::Loop(size_t index) {
+  std::unique_ptr<OrderDb> db = OpenDb(options_, clock_, metrics_);
+  if (db == nullptr) return;
   client::SimpleConsumer consumer(options_.client, options_.group);
   client::ReceiveOptions ro;
   ro.max_messages = options_.receive_batch;
   ro.invisible_ms = options_.invisible_ms;
   ro.long_poll_ms = 500;
-  const uint64_t run_id = log_->config().run_id;
-  std::vector<int64_t>& lateness = lateness_[index];
-  std::vector<std::string> handles;
   while (!stop_ && !metrics_->fatal) {
     auto received = consumer.Receive(options_.topic, ro);
     const int64_t now = clock_.NowMs();
@@ -291,50 +396,11 @@ void Canceller::Loop(size_t index) {
       clock_.WaitUntilMs(now + 200, std::chrono::milliseconds(200));
       continue;
     }
-    handles.clear();
-    uint64_t max_seq = 0;
-    for (const client::ReceivedMessage& m : *received) {
-      uint64_t msg_run = 0, id = 0;
-      if (!ParseTimeoutBody(m.body, &msg_run, &id) || msg_run != run_id) {
-        Bump(metrics_->foreign);  // another run's message on the same topic: not ours to judge
-        handles.push_back(m.receipt_handle);
-        continue;
-      }
-      Bump(metrics_->received);
-      if (m.delivery_attempt == 1) lateness.push_back(now - m.deliver_ms);
-      uint64_t seq = 0;
-      switch (book_->CancelIfDue(id, now, &seq)) {
-        case CancelResult::kCancelled:
-          Bump(metrics_->cancelled_now);
-          break;
-        case CancelResult::kAlreadyCancelled:
-          Bump(metrics_->duplicates);
-          break;
-        case CancelResult::kPaid:
-          Bump(metrics_->timeout_after_paid);
-          break;
-        case CancelResult::kNotDue:
-          // Delivered before the deadline: a broker bug. Leave the order alone, ask again later.
-          Bump(metrics_->early);
-          (void)consumer.Nack(m.receipt_handle, book_->deadline(id) - now + 1);
-          continue;
-        case CancelResult::kUnknown:
-          Bump(metrics_->foreign);
-          break;
-      }
-      max_seq = std::max(max_seq, seq);
-      handles.push_back(m.receipt_handle);
-    }
-    if (handles.empty()) continue;
-    // ACK only what is durable: the cancellation we just made, or the payment/cancellation that
-    // another thread recorded and may not have synced yet.
-    if (max_seq > 0 && !log_->Sync(max_seq).ok()) {
-      metrics_->fatal = true;
-      break;
-    }
-    auto acked = consumer.AckBatch(handles);
+    BatchResult batch = HandleTimeouts(*db, consumer, *received, now, metrics_, &lateness_[index]);
+    if (batch.ack.empty()) continue;
+    auto acked = consumer.AckBatch(batch.ack);  // only after the transaction committed
     if (!acked.ok()) {
-      Bump(metrics_->ack_errors, handles.size());
+      Bump(metrics_->ack_errors, batch.ack.size());
       continue;
     }
     for (const absl::Status& s : *acked) {

@@ -1,4 +1,4 @@
-# tests/demo: the order-timeout example. Unit tests of its order log and order book (demo_test),
+# tests/demo: the order-timeout example. Unit tests of its SQLite order store (demo_test),
 # and a black-box run of the example against a fresh broker, including a kill -9 of the broker
 # mid-run followed by --resume (order_timeout_test.sh, driven by ctest).
 if(TARGET tokimq_order_timeout_lib)
