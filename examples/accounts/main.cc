@@ -83,6 +83,41 @@ struct ConsumeFlags {
   std::string label = "ordered";
 };
 
+ord::OrderedConsumerOptions ConsumerOptions(const Common& c, const ConsumeFlags& f) {
+  ord::OrderedConsumerOptions o;
+  o.topic = c.topic;
+  o.max_messages = f.max_messages;
+  o.max_per_group = f.max_per_group;
+  o.invisible_ms = f.invisible_ms;
+  o.long_poll_ms = 500;
+  o.pollers = f.pollers;
+  o.nack_delay_ms = 100;  // a failed handler call is retried soon (the demo's failures pass)
+  o.executor.threads = f.threads;
+  o.executor.max_batch = 64;
+  return o;
+}
+
+// The RESULT line of a consume run; `lateness` sorted.
+void PrintResult(const ConsumeFlags& f, int64_t processed, int64_t total, double secs,
+                 size_t batches, const ord::BatchReport& sum,
+                 const std::vector<int64_t>& lateness) {
+  auto pct = [&](double q) {
+    return lateness.empty() ? 0 : lateness[std::min(lateness.size() - 1,
+                                                    static_cast<size_t>(q * lateness.size()))];
+  };
+  std::printf(
+      "RESULT consumer=%s max_per_group=%d events=%lld/%lld seconds=%.2f events_per_s=%.0f "
+      "batches=%zu records=%zu handler_calls=%zu calls_per_event=%.3f reduced_events=%zu "
+      "failed_keys=%zu nacked=%zu stale_acks=%zu renewals=%zu lateness_p50_ms=%lld "
+      "lateness_p99_ms=%lld\n",
+      f.label.c_str(), f.max_per_group, static_cast<long long>(processed),
+      static_cast<long long>(total), secs, processed / secs, batches, sum.records,
+      sum.handler_calls,
+      sum.records ? static_cast<double>(sum.handler_calls) / sum.records : 0.0, sum.events,
+      sum.failed_keys, sum.nacked, sum.stale_acks, sum.renewals,
+      static_cast<long long>(pct(0.5)), static_cast<long long>(pct(0.99)));
+}
+
 absl::StatusOr<ac::Reduced> Decode(const tokimq::client::ReceivedMessage& m) {
   auto g = m.properties.find(tokimq::prop::kMessageGroup);
   if (g == m.properties.end()) return absl::InvalidArgumentError("no message group");
@@ -106,16 +141,7 @@ int Consume(const Common& c, const ConsumeFlags& f) {
   tokimq::client::ClientOptions co;
   co.broker = c.broker;
   tokimq::client::SimpleConsumer sc(co, f.group);
-  ord::OrderedConsumerOptions o;
-  o.topic = c.topic;
-  o.max_messages = f.max_messages;
-  o.max_per_group = f.max_per_group;
-  o.invisible_ms = f.invisible_ms;
-  o.long_poll_ms = 500;
-  o.pollers = f.pollers;
-  o.nack_delay_ms = 100;
-  o.executor.threads = f.threads;
-  o.executor.max_batch = 64;
+  const ord::OrderedConsumerOptions o = ConsumerOptions(c, f);
 
   std::mutex mu;
   std::mt19937_64 rng(std::random_device{}());
@@ -175,22 +201,8 @@ int Consume(const Common& c, const ConsumeFlags& f) {
   consumer.Stop();
   std::lock_guard<std::mutex> l(mu);
   std::sort(lateness.begin(), lateness.end());
-  auto pct = [&](double q) {
-    return lateness.empty() ? 0 : lateness[std::min(lateness.size() - 1,
-                                                    static_cast<size_t>(q * lateness.size()))];
-  };
-  const double secs = std::max<int64_t>(end_ms - start_ms, 1) / 1000.0;
-  std::printf(
-      "RESULT consumer=%s max_per_group=%d events=%lld/%lld seconds=%.2f events_per_s=%.0f "
-      "batches=%zu records=%zu handler_calls=%zu calls_per_event=%.3f reduced_events=%zu "
-      "failed_keys=%zu nacked=%zu stale_acks=%zu renewals=%zu lateness_p50_ms=%lld "
-      "lateness_p99_ms=%lld\n",
-      f.label.c_str(), f.max_per_group, static_cast<long long>(processed),
-      static_cast<long long>(total), secs, processed / secs, batches, sum.records,
-      sum.handler_calls,
-      sum.records ? static_cast<double>(sum.handler_calls) / sum.records : 0.0, sum.events,
-      sum.failed_keys, sum.nacked, sum.stale_acks, sum.renewals,
-      static_cast<long long>(pct(0.5)), static_cast<long long>(pct(0.99)));
+  PrintResult(f, processed, total, std::max<int64_t>(end_ms - start_ms, 1) / 1000.0, batches,
+              sum, lateness);
   return processed >= total ? 0 : 1;
 }
 
