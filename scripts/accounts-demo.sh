@@ -50,7 +50,7 @@ trap cleanup EXIT
 
 dir="$work/data"
 "$broker_bin" --data-dir "$dir" --bind 127.0.0.1 --port 0 --port-file "$dir.port" \
-  --log-file "$dir.log" --log-level warn &
+  --log-file "$dir.log" --log-level warn --grpc-port 0 &
 broker_pid=$!
 for _ in $(seq 1 300); do
   if [[ -s "$dir.port" ]]; then
