@@ -7,6 +7,7 @@
 # one-message-per-group consumer (max_per_group 1), each in its own consumer group, and their
 # RESULT lines are printed (docs/performance.md "Ordered batch consumption").
 #
+# Without --bins / --build it installs what is missing and builds the release preset first.
 # Usage: scripts/accounts-demo.sh [--short] [--compare | --compare-only] [--size A E] [--build DIR]
 #   or:  scripts/accounts-demo.sh --bins <tokimq-broker> <tokimq> <tokimq-accounts> [--short]
 # --short: 60 accounts x 20 events, one kill (the form ctest runs). Default 2000 x 50, 3 kills.
@@ -33,6 +34,13 @@ while (($#)); do
 done
 : "${broker_bin:=$build/bin/tokimq-broker}" "${cli_bin:=$build/bin/tokimq}"
 : "${demo_bin:=$build/bin/tokimq-accounts}"
+if [[ $build == "$here/build/release" && ! -x $demo_bin ]]; then
+  # The one-command form: install what is missing and build the release preset (as demo.sh).
+  (cd "$here" && scripts/install-deps.sh &&
+   export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=true &&
+   cmake --preset release >/dev/null &&
+   cmake --build --preset release --target tokimq_broker_main tokimq_cli accounts)
+fi
 for b in "$broker_bin" "$cli_bin" "$demo_bin"; do
   [[ -x $b ]] || { echo "accounts-demo: $b not built (cmake --build --preset release)" >&2; exit 2; }
 done
