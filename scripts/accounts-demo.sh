@@ -10,7 +10,7 @@
 # Without --bins / --build it installs what is missing and builds the release preset first.
 # Usage: scripts/accounts-demo.sh [--short] [--compare | --compare-only] [--size A E] [--build DIR]
 #   or:  scripts/accounts-demo.sh --bins <tokimq-broker> <tokimq> <tokimq-accounts> [--short]
-# --short: 60 accounts x 20 events, one kill (the form ctest runs). Default 2000 x 50, 3 kills.
+# --short: 100 accounts x 20 events, one kill (the form ctest runs). Default 2000 x 50, 3 kills.
 # --size A E: A accounts x E events. --compare-only: the measurement without the failure run.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -45,7 +45,9 @@ for b in "$broker_bin" "$cli_bin" "$demo_bin"; do
   [[ -x $b ]] || { echo "accounts-demo: $b not built (cmake --build --preset release)" >&2; exit 2; }
 done
 
-if ((short)); then accounts=60 events=20 kills=1; else accounts=2000 events=50 kills=3; fi
+# kill_after: tenths of a second the consumer runs before its kill -9 (random in the range).
+if ((short)); then accounts=100 events=20 kills=1 kill_after=(3 9); else
+  accounts=2000 events=50 kills=3 kill_after=(1 19); fi
 if [[ -n $size ]]; then read -r accounts events <<<"$size"; fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/tokimq-accounts.XXXXXX")"
 broker_pid="" consumer_pid=""
@@ -57,8 +59,10 @@ cleanup() {
 trap cleanup EXIT
 
 dir="$work/data"
+# What a killed consumer held comes back 1 s after its leases end (default backoff: 10 s, 30 s..).
+printf '[group.accounts-projection]\nbackoff = ["1s"]\n' >"$work/broker.toml"
 "$broker_bin" --data-dir "$dir" --bind 127.0.0.1 --port 0 --port-file "$dir.port" \
-  --log-file "$dir.log" --log-level warn --grpc-port 0 &
+  --log-file "$dir.log" --log-level warn --grpc-port 0 --config "$work/broker.toml" &
 broker_pid=$!
 for _ in $(seq 1 300); do
   if [[ -s "$dir.port" ]]; then
@@ -74,14 +78,15 @@ common=(--broker "$addr" --topic accounts --accounts "$accounts" --events "$even
 
 if ((demo)); then
   # Consumer with 5 % of handler calls failing, killed -9 $kills times at random moments and
-  # restarted; what the killed one held comes back after its 2 s leases and the group's backoff
-  # (10 s after an expiry by default).
+  # restarted; what the killed one held comes back after its 2 s leases and the group's 1 s
+  # backoff.
   consume=("$demo_bin" consume "${common[@]}" --db "$work/projection.db" --fail-rate 0.05
            --invisible-ms 2000 --timeout-s 600 --label ordered-with-failures)
   for k in $(seq 1 "$kills"); do
     "${consume[@]}" >"$work/consume.$k.out" 2>&1 &
     consumer_pid=$!
-    sleep "$((RANDOM % 2)).$((RANDOM % 9 + 1))"
+    tenths=$((kill_after[0] + RANDOM % (kill_after[1] - kill_after[0] + 1)))
+    sleep "$((tenths / 10)).$((tenths % 10))"
     kill -9 "$consumer_pid" 2>/dev/null && echo "kill -9 of the consumer ($k of $kills)"
     wait "$consumer_pid" 2>/dev/null || true
     consumer_pid=""

@@ -98,7 +98,9 @@ ord::OrderedConsumerOptions ConsumerOptions(const Common& c, const ConsumeFlags&
 }
 
 // The RESULT line of a consume run; `lateness` sorted.
-void PrintResult(const ConsumeFlags& f, int64_t processed, int64_t total, double secs,
+// `fresh`: events this run processed (the others were processed before it started).
+void PrintResult(const ConsumeFlags& f, int64_t processed, int64_t fresh, int64_t total,
+                 double secs,
                  size_t batches, const ord::BatchReport& sum,
                  const std::vector<int64_t>& lateness) {
   auto pct = [&](double q) {
@@ -106,12 +108,14 @@ void PrintResult(const ConsumeFlags& f, int64_t processed, int64_t total, double
                                                     static_cast<size_t>(q * lateness.size()))];
   };
   std::printf(
-      "RESULT consumer=%s max_per_group=%d events=%lld/%lld seconds=%.2f events_per_s=%.0f "
+      "RESULT consumer=%s max_per_group=%d events=%lld/%lld this_run=%lld seconds=%.2f "
+      "events_per_s=%.0f "
       "batches=%zu records=%zu handler_calls=%zu calls_per_event=%.3f reduced_events=%zu "
       "failed_keys=%zu nacked=%zu stale_acks=%zu renewals=%zu lateness_p50_ms=%lld "
       "lateness_p99_ms=%lld\n",
       f.label.c_str(), f.max_per_group, static_cast<long long>(processed),
-      static_cast<long long>(total), secs, processed / secs, batches, sum.records,
+      static_cast<long long>(total), static_cast<long long>(fresh), secs, fresh / secs, batches,
+      sum.records,
       sum.handler_calls,
       sum.records ? static_cast<double>(sum.handler_calls) / sum.records : 0.0, sum.events,
       sum.failed_keys, sum.nacked, sum.stale_acks, sum.renewals,
@@ -147,6 +151,8 @@ int Consume(const Common& c, const ConsumeFlags& f) {
   std::mt19937_64 rng(std::random_device{}());
   std::vector<int64_t> lateness;  // ms from consumer start (or birth, if later) to application
   const int64_t start_ms = tokimq::SystemClock::Default()->NowMs();
+  auto initial = (*proj)->Counts();
+  const int64_t before = initial.ok() ? initial->processed : 0;
   ord::OrderedConsumer<ac::Reduced> consumer(
       &sc, o, Decode, [&](const ord::HandlerCall<ac::Reduced>& call) {
         bool fail = false;
@@ -201,8 +207,8 @@ int Consume(const Common& c, const ConsumeFlags& f) {
   consumer.Stop();
   std::lock_guard<std::mutex> l(mu);
   std::sort(lateness.begin(), lateness.end());
-  PrintResult(f, processed, total, std::max<int64_t>(end_ms - start_ms, 1) / 1000.0, batches,
-              sum, lateness);
+  PrintResult(f, processed, processed - before, total,
+              std::max<int64_t>(end_ms - start_ms, 1) / 1000.0, batches, sum, lateness);
   return processed >= total ? 0 : 1;
 }
 
