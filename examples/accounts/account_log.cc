@@ -12,10 +12,13 @@ using ordering::EventAtomicOrdering;
 
 EventAtomicOrdering OrderingOf(const AccountEvent& e) {
   switch (e.type) {
-    case EventType::kOpened: return EventAtomicOrdering::Acquire;
+    case EventType::kOpened:
+      return EventAtomicOrdering::Acquire;
     case EventType::kDeposited:
-    case EventType::kWithdrawn: return EventAtomicOrdering::Relaxed;
-    case EventType::kClosed: return EventAtomicOrdering::Release;
+    case EventType::kWithdrawn:
+      return EventAtomicOrdering::Relaxed;
+    case EventType::kClosed:
+      return EventAtomicOrdering::Release;
     case EventType::kStatus:
       if (e.status == "frozen") return EventAtomicOrdering::AcqRel;
       if (e.status == "closed") return EventAtomicOrdering::Release;
@@ -119,11 +122,23 @@ std::map<std::string, AccountState> SequentialReplay(const std::vector<AccountEv
   for (const AccountEvent& e : log) {
     AccountState& s = out[e.account];
     switch (e.type) {
-      case EventType::kOpened: s.open = true; s.status = "active"; break;
-      case EventType::kDeposited: s.balance += e.amount; break;
-      case EventType::kWithdrawn: s.balance -= e.amount; break;
-      case EventType::kStatus: s.status = e.status; break;
-      case EventType::kClosed: s.open = false; s.status = "closed"; break;
+      case EventType::kOpened:
+        s.open = true;
+        s.status = "active";
+        break;
+      case EventType::kDeposited:
+        s.balance += e.amount;
+        break;
+      case EventType::kWithdrawn:
+        s.balance -= e.amount;
+        break;
+      case EventType::kStatus:
+        s.status = e.status;
+        break;
+      case EventType::kClosed:
+        s.open = false;
+        s.status = "closed";
+        break;
     }
   }
   return out;

@@ -30,8 +30,8 @@ struct AccountEvent {
   std::string account;  // "acct-00042": the message group and the ordering key
   int seq = 0;          // position in the account's log, from 0
   EventType type = EventType::kOpened;
-  int64_t amount = 0;   // cents; Deposited / Withdrawn
-  std::string status;   // kStatus: "active", "frozen" or "closed"
+  int64_t amount = 0;  // cents; Deposited / Withdrawn
+  std::string status;  // kStatus: "active", "frozen" or "closed"
 };
 
 // The ordering of one event (the seed's per-message orderings).

@@ -10,7 +10,6 @@
 //            was not open. Exit 0 when all hold, 1 otherwise.
 // Exit code 2: usage or setup error. scripts/accounts-demo.sh drives all three.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -51,10 +50,10 @@ int Produce(const Common& c) {
     m.topic = c.topic;
     m.message_group = e.account;
     m.body = ac::EncodeBody(e);
-    ord::EncodeOrderingProperties({ord::HashOrderingKey(e.account),
-                                   ord::EventTypeTag{static_cast<uint16_t>(e.type)},
-                                   ac::OrderingOf(e)},
-                                  &m.properties);
+    ord::EncodeOrderingProperties(
+        {ord::HashOrderingKey(e.account), ord::EventTypeTag{static_cast<uint16_t>(e.type)},
+         ac::OrderingOf(e)},
+        &m.properties);
     batch.push_back(std::move(m));
     // One request at a time: a request's messages are stored in order (docs/ordering.md).
     if (batch.size() == 256 || i + 1 == log.size()) {
@@ -100,12 +99,12 @@ ord::OrderedConsumerOptions ConsumerOptions(const Common& c, const ConsumeFlags&
 // The RESULT line of a consume run; `lateness` sorted.
 // `fresh`: events this run processed (the others were processed before it started).
 void PrintResult(const ConsumeFlags& f, int64_t processed, int64_t fresh, int64_t total,
-                 double secs,
-                 size_t batches, const ord::BatchReport& sum,
+                 double secs, size_t batches, const ord::BatchReport& sum,
                  const std::vector<int64_t>& lateness) {
   auto pct = [&](double q) {
-    return lateness.empty() ? 0 : lateness[std::min(lateness.size() - 1,
-                                                    static_cast<size_t>(q * lateness.size()))];
+    return lateness.empty()
+               ? 0
+               : lateness[std::min(lateness.size() - 1, static_cast<size_t>(q * lateness.size()))];
   };
   std::printf(
       "RESULT consumer=%s max_per_group=%d events=%lld/%lld this_run=%lld seconds=%.2f "
@@ -115,11 +114,10 @@ void PrintResult(const ConsumeFlags& f, int64_t processed, int64_t fresh, int64_
       "lateness_p99_ms=%lld\n",
       f.label.c_str(), f.max_per_group, static_cast<long long>(processed),
       static_cast<long long>(total), static_cast<long long>(fresh), secs, fresh / secs, batches,
-      sum.records,
-      sum.handler_calls,
+      sum.records, sum.handler_calls,
       sum.records ? static_cast<double>(sum.handler_calls) / sum.records : 0.0, sum.events,
-      sum.failed_keys, sum.nacked, sum.stale_acks, sum.renewals,
-      static_cast<long long>(pct(0.5)), static_cast<long long>(pct(0.99)));
+      sum.failed_keys, sum.nacked, sum.stale_acks, sum.renewals, static_cast<long long>(pct(0.5)),
+      static_cast<long long>(pct(0.99)));
 }
 
 absl::StatusOr<ac::Reduced> Decode(const tokimq::client::ReceivedMessage& m) {
@@ -233,8 +231,8 @@ int Check(const Common& c, const std::string& db) {
                     static_cast<long long>(state.balance), state.status.c_str(), state.open,
                     it == got->end() ? "nothing"
                                      : (std::to_string(it->second.balance) + " " +
-                                        it->second.status + " " +
-                                        std::to_string(it->second.open)).c_str());
+                                        it->second.status + " " + std::to_string(it->second.open))
+                                           .c_str());
       }
     }
   }
@@ -242,13 +240,12 @@ int Check(const Common& c, const std::string& db) {
   const bool ok = mismatched == 0 && counts->violations == 0 &&
                   counts->processed == static_cast<int64_t>(log.size()) &&
                   got->size() == want.size();
-  std::printf("CHECK %s accounts=%zu events=%zu processed=%lld mismatched=%d violations=%lld "
-              "transactions=%lld duplicates_skipped=%lld\n",
-              ok ? "ok" : "FAILED", want.size(), log.size(),
-              static_cast<long long>(counts->processed), mismatched,
-              static_cast<long long>(counts->violations),
-              static_cast<long long>(counts->transactions),
-              static_cast<long long>(counts->duplicates));
+  std::printf(
+      "CHECK %s accounts=%zu events=%zu processed=%lld mismatched=%d violations=%lld "
+      "transactions=%lld duplicates_skipped=%lld\n",
+      ok ? "ok" : "FAILED", want.size(), log.size(), static_cast<long long>(counts->processed),
+      mismatched, static_cast<long long>(counts->violations),
+      static_cast<long long>(counts->transactions), static_cast<long long>(counts->duplicates));
   return ok ? 0 : 1;
 }
 

@@ -108,11 +108,23 @@ absl::Status Projection::ApplyLocked(const Reduced& e, int64_t* duplicates) {
   if (needs_open && !s.open) violation = "applied while the account was not open";
   if (!needs_open && s.open) violation = "opened while open";
   switch (e.type) {
-    case EventType::kOpened: s.open = true; s.status = "active"; break;
-    case EventType::kDeposited: s.balance += sum; break;
-    case EventType::kWithdrawn: s.balance -= sum; break;
-    case EventType::kStatus: s.status = e.status; break;
-    case EventType::kClosed: s.open = false; s.status = "closed"; break;
+    case EventType::kOpened:
+      s.open = true;
+      s.status = "active";
+      break;
+    case EventType::kDeposited:
+      s.balance += sum;
+      break;
+    case EventType::kWithdrawn:
+      s.balance -= sum;
+      break;
+    case EventType::kStatus:
+      s.status = e.status;
+      break;
+    case EventType::kClosed:
+      s.open = false;
+      s.status = "closed";
+      break;
   }
   if (!violation.empty()) {
     Stmt v(db_, "INSERT INTO violations(account, seq, what) VALUES(?, ?, ?)");
@@ -189,8 +201,8 @@ absl::StatusOr<std::vector<std::string>> Projection::Violations(int limit) {
   if (!q.ok()) return Error(db_, "prepare");
   q.Int(1, limit);
   while (q.Step() == SQLITE_ROW) {
-    out.push_back(absl::StrCat(reinterpret_cast<const char*>(sqlite3_column_text(q.get(), 0)),
-                               "#", sqlite3_column_int64(q.get(), 1), ": ",
+    out.push_back(absl::StrCat(reinterpret_cast<const char*>(sqlite3_column_text(q.get(), 0)), "#",
+                               sqlite3_column_int64(q.get(), 1), ": ",
                                reinterpret_cast<const char*>(sqlite3_column_text(q.get(), 2))));
   }
   return out;

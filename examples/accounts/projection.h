@@ -42,10 +42,10 @@ struct Reduced {
 };
 
 struct ProjectionCounts {
-  int64_t processed = 0;       // rows in processed
-  int64_t violations = 0;      // rows in violations
-  int64_t transactions = 0;    // committed Apply transactions (meta)
-  int64_t duplicates = 0;      // parts skipped as already processed (meta)
+  int64_t processed = 0;     // rows in processed
+  int64_t violations = 0;    // rows in violations
+  int64_t transactions = 0;  // committed Apply transactions (meta)
+  int64_t duplicates = 0;    // parts skipped as already processed (meta)
 };
 
 class Projection {

@@ -47,10 +47,11 @@ TEST(AccountLogTest, BodyRoundTripsAndRejectsGarbage) {
 }
 
 TEST(AccountLogTest, ReplayAppliesInLogOrder) {
-  std::vector<AccountEvent> log = {
-      {"a", 0, EventType::kOpened}, {"a", 1, EventType::kDeposited, 100},
-      {"a", 2, EventType::kWithdrawn, 30}, {"a", 3, EventType::kStatus, 0, "frozen"},
-      {"a", 4, EventType::kClosed}};
+  std::vector<AccountEvent> log = {{"a", 0, EventType::kOpened},
+                                   {"a", 1, EventType::kDeposited, 100},
+                                   {"a", 2, EventType::kWithdrawn, 30},
+                                   {"a", 3, EventType::kStatus, 0, "frozen"},
+                                   {"a", 4, EventType::kClosed}};
   auto s = SequentialReplay(log);
   EXPECT_EQ(s["a"], (AccountState{70, "closed", false}));
 }

@@ -16,8 +16,8 @@ using ::testing::IsEmpty;
 
 class FifoBatchTest : public ConsumerTest {
  protected:
-  std::vector<ReceivedMessage> RecvRuns(const std::string& group, const std::string& topic,
-                                        int max, int per_group, int64_t invisible_ms = 30'000) {
+  std::vector<ReceivedMessage> RecvRuns(const std::string& group, const std::string& topic, int max,
+                                        int per_group, int64_t invisible_ms = 30'000) {
     ReceiveRequest req;
     req.group = group;
     req.topic = topic;
@@ -74,10 +74,10 @@ TEST_P(FifoBatchTest, NackInTheMiddleOfARunReturnsItAndItsSuccessorsInOrder) {
   SendToGroup("f", 0, "B", "b1");
   auto got = RecvRuns("g", "f", 16, 4);
   ASSERT_THAT(Bodies(got), ElementsAre("a1", "a2", "a3", "a4", "b1"));
-  AckAll(got, {0});  // a1 done
+  AckAll(got, {0});                                                 // a1 done
   ASSERT_TRUE(svc_->Nack("g", got[1].receipt_handle, 2'000).ok());  // a2 failed
-  EXPECT_EQ(svc_->InFlight("g"), 1);  // b1; a3, a4 came back with a2
-  EXPECT_EQ(svc_->Parked("g"), 4);    // a2 (backoff), a3, a4 behind it, a5
+  EXPECT_EQ(svc_->InFlight("g"), 1);                                // b1; a3, a4 came back with a2
+  EXPECT_EQ(svc_->Parked("g"), 4);  // a2 (backoff), a3, a4 behind it, a5
   // The successors' handles are stale: they went back.
   EXPECT_EQ(svc_->Ack("g", got[2].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(svc_->Ack("g", got[3].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);

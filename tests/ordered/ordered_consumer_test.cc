@@ -2,6 +2,8 @@
 // to end, random batches with failure injection checked against the ordering promises and
 // exactly-once application, a slow key that holds no other key, and lease renewal while a key
 // runs. Waits are bounded condition-variable waits that only guard against a hang.
+#include "client/ordering/ordered_consumer.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,7 +15,6 @@
 
 #include "broker_process.h"
 #include "client/admin.h"
-#include "client/ordering/ordered_consumer.h"
 #include "client/ordering/properties.h"
 #include "client/producer.h"
 #include "test_util.h"
@@ -64,8 +65,8 @@ class OrderedConsumerTest : public ::testing::Test {
     m.topic = "acct";
     m.message_group = group;
     m.body = std::to_string(seq) + ":" + std::to_string(amount);
-    ordering::EncodeOrderingProperties(
-        {ordering::HashOrderingKey(group), EventTypeTag{tag}, ord}, &m.properties);
+    ordering::EncodeOrderingProperties({ordering::HashOrderingKey(group), EventTypeTag{tag}, ord},
+                                       &m.properties);
     auto r = producer_->Send(m);
     ASSERT_TRUE(r.ok()) << r.status();
   }
@@ -117,8 +118,8 @@ TEST_F(OrderedConsumerTest, WorkedExampleFromTheSeedEndToEnd) {
   OrderedConsumer<Ev> oc(&sc, Options(), DecodeEv, [&](const HandlerCall<Ev>& call) {
     std::string s = (call.key == ordering::HashOrderingKey("42") ? "42/" : "7/") +
                     std::to_string(static_cast<int>(call.tag)) + ":";
-    for (const auto& e : call.events) s += std::to_string(e.event.seq) + "=" +
-                                            std::to_string(e.event.amount) + ",";
+    for (const auto& e : call.events)
+      s += std::to_string(e.event.seq) + "=" + std::to_string(e.event.amount) + ",";
     std::lock_guard<std::mutex> l(mu);
     calls.push_back(s);
     return absl::OkStatus();
@@ -186,7 +187,8 @@ TEST_F(OrderedConsumerTest, RandomPlansWithFailuresKeepThePromisesThroughTheBrok
   int clock = 0;
   int duplicates = 0;
   std::map<uint64_t, int> key_index;
-  for (int k = 0; k < kKeys; ++k) key_index[ordering::HashOrderingKey("key" + std::to_string(k))] = k;
+  for (int k = 0; k < kKeys; ++k)
+    key_index[ordering::HashOrderingKey("key" + std::to_string(k))] = k;
   client::SimpleConsumer sc(broker_->Options(), "g");
   OrderedConsumerOptions o = Options();
   o.max_per_group = 1 + static_cast<int>(rng() % 8);

@@ -46,11 +46,11 @@ struct BatchReport {
   size_t events = 0;         // reduced events handed to the handler (events / calls per call)
   size_t failed_keys = 0;    // keys stopped by a failed decode or handler call
   std::vector<absl::Status> failures;  // the first error of each failed key
-  size_t acked = 0;          // ACKs accepted by the broker
-  size_t stale_acks = 0;     // done, but the lease had ended: the message comes back
-  size_t nacked = 0;         // NACKs sent (one per failed group)
-  size_t renewals = 0;       // lease renewals made while executing
-  // Mean reduced events per handler call over the batch's records: records / handler_calls.
+  size_t acked = 0;                    // ACKs accepted by the broker
+  size_t stale_acks = 0;               // done, but the lease had ended: the message comes back
+  size_t nacked = 0;                   // NACKs sent (one per failed group)
+  size_t renewals = 0;                 // lease renewals made while executing
+  // Records per handler call (the reduction and chunking together): records / handler_calls.
   double records_per_call() const {
     return handler_calls == 0 ? 0.0 : static_cast<double>(records) / handler_calls;
   }

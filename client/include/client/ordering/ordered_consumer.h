@@ -43,16 +43,16 @@
 namespace tokimq::ordering {
 
 struct OrderedConsumerOptions {
-  std::string topic;             // a FIFO topic
-  std::string tag_filter;        // "" or "*": all
-  int max_messages = 64;         // per receive, 1..1024
-  int max_per_group = 16;        // consecutive messages of one group per receive, 1..1024
-  int64_t invisible_ms = 30'000; // lease per message
+  std::string topic;              // a FIFO topic
+  std::string tag_filter;         // "" or "*": all
+  int max_messages = 64;          // per receive, 1..1024
+  int max_per_group = 16;         // consecutive messages of one group per receive, 1..1024
+  int64_t invisible_ms = 30'000;  // lease per message
   int64_t long_poll_ms = 1'000;
-  int64_t renew_every_ms = 0;    // 0: invisible_ms / 3
-  size_t pollers = 2;            // batches in flight at once (Start)
+  int64_t renew_every_ms = 0;            // 0: invisible_ms / 3
+  size_t pollers = 2;                    // batches in flight at once (Start)
   std::optional<int64_t> nack_delay_ms;  // nullopt: the consumer group's backoff
-  ExecutorOptions executor;      // per poller
+  ExecutorOptions executor;              // per poller
 };
 
 template <typename Event>
@@ -65,9 +65,11 @@ class OrderedConsumer {
   using ReportFn = std::function<void(const BatchReport&)>;
 
   // `consumer` (its group is the consumer group) must outlive this object.
-  OrderedConsumer(client::SimpleConsumer* consumer, OrderedConsumerOptions options,
-                  DecodeFn decode, HandlerFn handler)
-      : consumer_(consumer), options_(std::move(options)), decode_(std::move(decode)),
+  OrderedConsumer(client::SimpleConsumer* consumer, OrderedConsumerOptions options, DecodeFn decode,
+                  HandlerFn handler)
+      : consumer_(consumer),
+        options_(std::move(options)),
+        decode_(std::move(decode)),
         handler_(std::move(handler)) {
     if (options_.pollers == 0) options_.pollers = 1;
     if (options_.renew_every_ms <= 0) {
@@ -77,9 +79,8 @@ class OrderedConsumer {
       auto p = std::make_unique<Poller>();
       Poller* self = p.get();
       p->executor = std::make_unique<Executor<Event>>(
-          options_.executor, [this, self](const HandlerCall<Event>& call) {
-            return Handle(self, call);
-          });
+          options_.executor,
+          [this, self](const HandlerCall<Event>& call) { return Handle(self, call); });
       pollers_.push_back(std::move(p));
     }
   }
