@@ -10,3 +10,14 @@ target_link_libraries(tokimq_client_ordering PUBLIC tokimq::common absl::flat_ha
                                                     absl::status absl::statusor absl::strings
                                                     Threads::Threads)
 tokimq_warnings(tokimq_client_ordering)
+
+# OrderedConsumer (client/ordering/ordered_consumer.h): the planner fed by a FIFO topic through
+# the SimpleConsumer; a library of its own so client_ordering keeps depending on common only.
+if(TARGET tokimq_client)
+  file(GLOB tokimq_ordered_consumer_srcs CONFIGURE_DEPENDS
+       ${CMAKE_CURRENT_LIST_DIR}/src/ordered/*.cc)
+  add_library(tokimq_ordered_consumer STATIC ${tokimq_ordered_consumer_srcs})
+  add_library(tokimq::ordered_consumer ALIAS tokimq_ordered_consumer)
+  target_link_libraries(tokimq_ordered_consumer PUBLIC tokimq::client tokimq::client_ordering)
+  tokimq_warnings(tokimq_ordered_consumer)
+endif()

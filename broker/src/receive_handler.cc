@@ -18,6 +18,10 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   if (req.max_messages() < 0 || req.max_messages() > kMaxReceiveBatch) {
     return absl::InvalidArgumentError(fmt::format("max messages must be 1..{}", kMaxReceiveBatch));
   }
+  if (req.max_per_group() < 0 || req.max_per_group() > kMaxReceiveBatch) {
+    return absl::InvalidArgumentError(
+        fmt::format("max per group must be 0..{} (0: 1)", kMaxReceiveBatch));
+  }
   if (req.invisible_ms() < 0 || req.long_poll_ms() < 0) {
     return absl::InvalidArgumentError("durations must be >= 0");
   }
@@ -29,6 +33,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   r.invisible_ms = req.invisible_ms() == 0 ? 30'000 : req.invisible_ms();
   r.long_poll_ms = std::min(req.long_poll_ms(), options_.max_long_poll_ms);
   r.tag_filter = req.tag_filter();
+  r.max_per_group = std::max(req.max_per_group(), 1);
   // Stored records straight into the response: no decoded Message in between.
   r.raw_records = true;
   // A response must fit a frame (16 MiB by default on both sides): several near-maximum

@@ -19,6 +19,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::
   r->set_long_poll_ms(o.long_poll_ms);
   r->set_tag_filter(o.tag_filter);
   r->set_encoded_properties(true);
+  if (o.max_per_group != 1) r->set_max_per_group(o.max_per_group);
   auto resp = conn_.Call(std::move(req), o.long_poll_ms);
   if (!resp.ok()) return resp.status();
   std::vector<ReceivedMessage> out;

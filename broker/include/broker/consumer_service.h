@@ -82,6 +82,12 @@ struct ReceiveRequest {
   // broker asks for its wire frame limit. Messages stored within the send limits
   // (common/message_limits.h, max_message_size) never come near it; older ones might.
   int64_t max_message_bytes = 0;
+  // FIFO topics (docs/ordering.md "Batches per message group"): messages of one message group
+  // one Receive may hand out at most, consecutive in queue order, each under its own lease
+  // (1..kMaxReceiveBatch; 1 = one message per group, the head). The group stays blocked until
+  // every one is settled; a nack or an expired lease of one of them returns it and every later
+  // one of the group that is still leased. Ignored for other topics.
+  int max_per_group = 1;
 };
 
 // Messages one Receive hands out at most (ReceiveRequest::max_messages is 1..this), on every

@@ -191,11 +191,17 @@ class ConsumerServiceImpl final : public ConsumerService {
   absl::Status ReceiveFromFifo(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
                                int64_t now, int want, Taken* t);
   // ReceiveFromFifo, first step: hands out again the parked heads of their groups whose
-  // redelivery time has come (or that waited behind their group), while `want` and the byte
-  // budget allow; *parked drops by one per head handled.
+  // redelivery time has come (or that waited behind their group), each followed by up to
+  // req.max_per_group - 1 next parked entries of its group, while `want` and the byte budget
+  // allow; *parked drops by one per entry handled.
   absl::Status RedeliverDueHeads(Progress* p, const ReceiveRequest& req,
                                  const GroupPolicy& policy, int64_t now, int want, Taken* t,
                                  size_t* parked);
+  // One parked entry of `p` at `offset` handed out again into *t (t->replaced), or set aside
+  // (t->dropped: gone, unanswerable, past the TTL); *over_budget when it does not fit the
+  // byte budget (it stays parked).
+  absl::Status RedeliverParked(Progress* p, const ReceiveRequest& req, const GroupPolicy& policy,
+                               int64_t now, int64_t offset, Taken* t, bool* over_budget);
   // Adds `m` to *t under `lease` renewed for this Receive (epoch + 1, not parked, invisible
   // until now + req.invisible_ms); returns that lease.
   static LeaseRecord TakeFifo(const record::RecordView& m, LeaseRecord lease,
@@ -245,6 +251,9 @@ class ConsumerServiceImpl final : public ConsumerService {
   // is written to the WAL (WriteState).
   absl::Status EndLease(Progress* p, int64_t offset, std::optional<int64_t> delay_ms,
                         rocksdb::WriteBatch* batch);
+  // FIFO batches: the live leases of `offset`'s message group after it in `p` (p->mu held),
+  // as parked entries waiting behind the group (epoch + 1, attempt kept), in offset order.
+  static std::vector<BlockLease> Followers(const Progress* p, int64_t offset);
   // Stages in `batch` the records holding leases of `p` (p->mu held) as they will be once the
   // leases at `drop` (sorted) are gone and those in `replace` (sorted by offset, each already
   // in p->leases) are substituted; p is unchanged.

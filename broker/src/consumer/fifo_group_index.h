@@ -38,6 +38,11 @@ class FifoGroupIndex {
 
   // Whether `group` has an unfinished entry (leased, or parked), i.e. blocks its later messages.
   bool Blocks(const std::string& group) const { return groups_.contains(group); }
+  // The entries of `group` in offset order (the first is its head); nullptr when it has none.
+  const std::set<int64_t>* Entries(const std::string& group) const {
+    auto it = groups_.find(group);
+    return it == groups_.end() ? nullptr : &it->second;
+  }
   // Parked entries heading their group (or ungrouped), in offset order.
   const std::set<int64_t>& ready() const { return ready_; }
   // Parked entries (ready or waiting behind their group).

@@ -42,7 +42,8 @@ struct LeaseRecord {
   int64_t invisible_until_ms = 0;   // lease end (ms since epoch)
   int64_t received_ms = 0;          // when this delivery was handed out
   // FIFO queues only (docs/ordering.md "FIFO topics"). A parked entry is held by no consumer:
-  // it waits for its message group (never delivered: epoch 0, invisible_until_ms 0) or, after
+  // it waits for its message group (never delivered: epoch 0, invisible_until_ms 0; returned
+  // behind an earlier message of its run: epoch > 0, invisible_until_ms 0) or, after
   // an expired or nacked lease, for its redelivery time (invisible_until_ms; attempt already
   // counts the next delivery). No receipt handle names a parked entry's epoch.
   bool parked = false;

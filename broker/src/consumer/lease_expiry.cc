@@ -2,6 +2,7 @@
 // or a FIFO entry parked in place), the due entries of the expiry index, and the index's
 // rebuild from the live leases.
 #include <algorithm>
+#include <set>
 
 #include "common/logging.h"
 #include "common/status.h"
@@ -11,6 +12,26 @@
 
 namespace tokimq::consumer {
 
+std::vector<BlockLease> ConsumerServiceImpl::Followers(const Progress* p, int64_t offset) {
+  std::vector<BlockLease> out;
+  const LeaseRecord& lease = p->leases.at(offset);
+  if (!p->fifo || lease.msg_group.empty()) return out;
+  const std::set<int64_t>* entries = p->fifo_index.Entries(lease.msg_group);
+  if (entries == nullptr) return out;
+  for (auto it = entries->upper_bound(offset); it != entries->end(); ++it) {
+    LeaseRecord back = p->leases.at(*it);
+    if (back.parked) continue;  // already waiting behind the group
+    // Back behind the group (no redelivery time of its own: it follows its predecessor); the
+    // epoch moves on so its receipt handle is stale; the attempt is not counted, since this
+    // message was not what failed.
+    back.parked = true;
+    back.epoch += 1;
+    back.invisible_until_ms = 0;
+    out.emplace_back(*it, std::move(back));
+  }
+  return out;
+}
+
 absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
                                            std::optional<int64_t> delay_ms,
                                            rocksdb::WriteBatch* batch) {
@@ -18,6 +39,13 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   const LeaseRecord lease = p->leases.at(offset);
   const GroupPolicy policy = PolicyOf(k.group);
   const int64_t now = clock_->NowMs();
+  // FIFO batches (ReceiveRequest::max_per_group): the later leased messages of the group go
+  // back with this one, in order (docs/ordering.md "Batches per message group").
+  std::vector<BlockLease> followers = Followers(p, offset);
+  auto park_followers = [&] {
+    for (auto& [off, back] : followers) p->SetLease(off, std::move(back));
+    GetGroup(k.group)->in_flight.fetch_sub(static_cast<int64_t>(followers.size()));
+  };
 
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
                           store_->ReadQueue(k.read_topic, k.queue_id, offset, 1));
@@ -41,11 +69,14 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
       const int64_t delay =
           delay_ms ? *delay_ms : BackoffMs(policy, static_cast<int>(lease.attempt));
       parked.invisible_until_ms = now + delay;
-      StageLeases(p, {}, {BlockLease{offset, parked}}, batch);
+      std::vector<BlockLease> replace{BlockLease{offset, parked}};
+      replace.insert(replace.end(), followers.begin(), followers.end());
+      StageLeases(p, {}, replace, batch);
       TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
       // Wakes long polls when the redelivery is due (ExpireRange on a parked entry).
       if (delay > 0) expiries_.Add(parked.invisible_until_ms, Expiry{p, offset, offset});
       p->SetLease(offset, std::move(parked));
+      park_followers();
       GetGroup(k.group)->in_flight.fetch_sub(1);
       if (delay == 0) WakeReceivers(k.topic);
       return absl::OkStatus();
@@ -57,9 +88,10 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   }
   // A crash here (copy written, lease not yet deleted) redelivers the message twice: see
   // docs/operations.md "Delivery guarantees".
-  StageLeases(p, {offset}, {}, batch);
+  StageLeases(p, {offset}, followers, batch);
   TOKIMQ_RETURN_IF_ERROR(WriteState(batch));
   p->EraseLease(offset);
+  park_followers();
   GetGroup(k.group)->in_flight.fetch_sub(1);
   // FIFO: the group's head went to the DLQ (or is gone): its next message may go out.
   if (p->fifo) WakeReceivers(k.topic);
@@ -86,6 +118,9 @@ absl::Status ConsumerServiceImpl::ExpireRange(const Expiry& e) {
   }
   if (wake) WakeReceivers(p->key.topic);
   for (int64_t offset : due) {
+    // An earlier expiry of this range may have parked it (a follower of its message group).
+    auto it = p->leases.find(offset);
+    if (it == p->leases.end() || it->second.parked) continue;
     rocksdb::WriteBatch batch;
     TOKIMQ_RETURN_IF_ERROR(EndLease(p, offset, std::nullopt, &batch));
   }

@@ -202,6 +202,10 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
     return absl::InvalidArgumentError(
         absl::StrCat("max_messages must be in [1, ", kMaxReceiveBatch, "]"));
   }
+  if (req.max_per_group < 1 || req.max_per_group > kMaxReceiveBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_per_group must be in [1, ", kMaxReceiveBatch, "]"));
+  }
   if (req.invisible_ms <= 0 || req.invisible_ms > kMaxInvisibleMs) {
     return absl::InvalidArgumentError("invisible duration must be in (0 ms, 12 h]");
   }

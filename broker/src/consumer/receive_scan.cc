@@ -2,7 +2,7 @@
 // receive answer's size accounting.
 #include <algorithm>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "common/logging.h"
 #include "common/parse_int.h"
 #include "common/status.h"
@@ -184,53 +184,74 @@ LeaseRecord ConsumerServiceImpl::TakeFifo(const record::RecordView& m, LeaseReco
   return lease;
 }
 
+absl::Status ConsumerServiceImpl::RedeliverParked(Progress* p, const ReceiveRequest& req,
+                                                  const GroupPolicy& policy, int64_t now,
+                                                  int64_t offset, Taken* t, bool* over_budget) {
+  const QueueKey& k = p->key;
+  const LeaseRecord& lease = p->leases.at(offset);
+  bool found = false;
+  TOKIMQ_RETURN_IF_ERROR(
+      store_
+          ->VisitQueue(k.read_topic, k.queue_id, offset, 1,
+                       [&](const record::RecordView& m) -> absl::Status {
+                         if (m.queue_offset != offset) return absl::OkStatus();
+                         found = true;
+                         if (Unanswerable(req, m)) {
+                           t->dropped.push_back(offset);
+                           return SetAsideUnanswerable(k, m, req, std::max(lease.attempt, 1u),
+                                                       now);
+                         }
+                         if (!t->Fits(ReceiveAnswerBytes(m))) {
+                           *over_budget = true;  // stays parked; the next Receive takes it
+                           return absl::OkStatus();
+                         }
+                         if (lease.epoch == 0 && policy.ttl_ms > 0 &&
+                             now - FirstStoreMs(m) >= policy.ttl_ms) {
+                           // Waited past the TTL behind its group without a delivery: DLQ
+                           // (the group stays blocked for this call; its next message goes
+                           // out on the next one).
+                           Message copy;
+                           record::MessageFromView(m, &copy);
+                           t->dropped.push_back(offset);
+                           return copies_.Put(k, std::move(copy), 0, true, now);
+                         }
+                         t->replaced.emplace_back(offset, TakeFifo(m, lease, req, now, t));
+                         return absl::OkStatus();
+                       })
+          .status());
+  if (!found && !*over_budget) {
+    TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
+                    k.read_topic, k.queue_id, offset);
+    t->dropped.push_back(offset);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ConsumerServiceImpl::RedeliverDueHeads(Progress* p, const ReceiveRequest& req,
                                                     const GroupPolicy& policy, int64_t now,
                                                     int want, Taken* t, size_t* parked) {
-  const QueueKey& k = p->key;
+  auto full = [&] { return static_cast<int>(t->messages.size()) >= want; };
   // ready(): the parked entries that head their group (or have none).
-  for (int64_t offset : p->fifo_index.ready()) {
-    if (static_cast<int>(t->messages.size()) >= want) break;
-    const LeaseRecord& lease = p->leases.at(offset);
+  for (int64_t head : p->fifo_index.ready()) {
+    if (full()) break;
+    const LeaseRecord& lease = p->leases.at(head);
     if (lease.invisible_until_ms > now) continue;  // redelivery backoff not over
-    // A due head: hand it out again (or for the first time, if it was parked behind its group).
-    bool found = false;
+    // A due head: hand it out again (or for the first time, if it was parked behind its
+    // group), then (req.max_per_group) the group's next parked entries, in offset order.
     bool over_budget = false;
-    TOKIMQ_RETURN_IF_ERROR(
-        store_
-            ->VisitQueue(k.read_topic, k.queue_id, offset, 1,
-                         [&](const record::RecordView& m) -> absl::Status {
-                           if (m.queue_offset != offset) return absl::OkStatus();
-                           found = true;
-                           if (Unanswerable(req, m)) {
-                             t->dropped.push_back(offset);
-                             return SetAsideUnanswerable(k, m, req, std::max(lease.attempt, 1u),
-                                                         now);
-                           }
-                           if (!t->Fits(ReceiveAnswerBytes(m))) {
-                             over_budget = true;  // stays parked; the next Receive takes it
-                             return absl::OkStatus();
-                           }
-                           if (lease.epoch == 0 && policy.ttl_ms > 0 &&
-                               now - FirstStoreMs(m) >= policy.ttl_ms) {
-                             // Waited past the TTL behind its group without a delivery: DLQ
-                             // (the group stays blocked for this call; its next message goes
-                             // out on the next one).
-                             Message copy;
-                             record::MessageFromView(m, &copy);
-                             t->dropped.push_back(offset);
-                             return copies_.Put(k, std::move(copy), 0, true, now);
-                           }
-                           t->replaced.emplace_back(offset, TakeFifo(m, lease, req, now, t));
-                           return absl::OkStatus();
-                         })
-            .status());
+    TOKIMQ_RETURN_IF_ERROR(RedeliverParked(p, req, policy, now, head, t, &over_budget));
     if (over_budget) break;
     --*parked;
-    if (!found) {
-      TOKIMQ_LOG_WARN("consumer: parked message {}/{}@{} is gone (retention); dropping it",
-                      k.read_topic, k.queue_id, offset);
-      t->dropped.push_back(offset);
+    const std::set<int64_t>* entries =
+        lease.msg_group.empty() ? nullptr : p->fifo_index.Entries(lease.msg_group);
+    if (entries == nullptr) continue;
+    int run = 1;
+    for (auto it = entries->upper_bound(head);
+         it != entries->end() && run < req.max_per_group && !full(); ++it, ++run) {
+      if (!p->leases.at(*it).parked) break;  // never after a parked head; defensive
+      TOKIMQ_RETURN_IF_ERROR(RedeliverParked(p, req, policy, now, *it, t, &over_budget));
+      if (over_budget) return absl::OkStatus();
+      --*parked;
     }
   }
   return absl::OkStatus();
@@ -246,11 +267,14 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   // Groups with an unfinished message (leased, or parked waiting for its group or for its
   // redelivery time) block their later messages; p->fifo_index indexes them. `taken` adds the
   // groups handed out by this call.
-  absl::flat_hash_set<std::string> taken;
+  // (messages handed out per group; a group is blocked once it has req.max_per_group).
+  absl::flat_hash_map<std::string, int> taken;
   size_t parked = p->fifo_index.parked();
   TOKIMQ_RETURN_IF_ERROR(RedeliverDueHeads(p, req, policy, now, want, t, &parked));
   auto blocked = [&](const std::string& group) {
-    return p->fifo_index.Blocks(group) || taken.contains(group);
+    if (p->fifo_index.Blocks(group)) return true;
+    auto it = taken.find(group);
+    return it != taken.end() && it->second >= req.max_per_group;
   };
 
   // New messages: a blocked group's message is parked (bounded: kMaxFifoParked), any other is
@@ -285,7 +309,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
       record::MessageFromView(m, &copy);
       return copies_.Put(k, std::move(copy), 0, true, now);
     }
-    if (!group.empty()) taken.insert(group);
+    if (!group.empty()) ++taken[group];
     LeaseRecord lease;
     lease.epoch = 0;  // TakeFifo makes it 1
     lease.attempt = 1;

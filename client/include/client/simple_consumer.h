@@ -39,6 +39,10 @@ struct ReceiveOptions {
   int64_t invisible_ms = 30'000;
   int64_t long_poll_ms = 5'000;
   std::string tag_filter;  // "" or "*": all; "a||b"
+  // FIFO topics: up to this many consecutive messages of one message group per Receive, each
+  // under its own lease; 1 = the group's head only (docs/ordering.md "Batches per message
+  // group"). 1..1024. Ignored for other topics.
+  int max_per_group = 1;
 };
 
 class SimpleConsumer {
