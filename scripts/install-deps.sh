@@ -12,6 +12,7 @@ pkgs=(
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libboost-dev libboost-system-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libssl-dev
 )
 for arg in "$@"; do
   case "$arg" in

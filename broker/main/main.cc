@@ -78,6 +78,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-open-files", max_open_files,
                  "ConsumeQueue files kept open at most (default 0: from the descriptor limit)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  bool auth = false;
+  std::string auth_init_user;
+  app.add_flag("--auth", auth,
+               "require authentication and ACL permissions on both endpoints (docs/security.md)");
+  app.add_option("--auth-init-user", auth_init_user,
+                 "AK:SK created as a super user at start when no user exists (bootstrap)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   CLI11_PARSE(app, argc, argv);
@@ -111,6 +117,8 @@ int main(int argc, char** argv) {
     config.broker.disk_check_interval_ms = *ms;
   }
   if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
+  if (auth) config.broker.auth = true;
+  if (!auth_init_user.empty()) config.broker.auth_init_user = auth_init_user;
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
 
@@ -147,6 +155,11 @@ int main(int argc, char** argv) {
   }
   spdlog::info("{}", tokimq::broker::DescribeBudget(nofile, config.broker.max_open_files));
 
+  if (!config.broker.auth && !tokimq::broker::IsLoopbackBind(config.server.bind_address)) {
+    spdlog::warn("bound to {} with auth off: anyone who reaches the ports may send, consume and "
+                 "delete topics (start with --auth, docs/security.md)",
+                 config.server.bind_address);
+  }
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   tokimq::broker::Server server(broker->get(), config.server);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "broker/auth/auth_store.h"
 #include "broker/fd_budget.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
@@ -141,6 +142,7 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_ASSIGN_OR_RETURN(timers_, TimerStore::Open(fs, clock_, store_.get(), timer_options));
 
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  TOKIMQ_RETURN_IF_ERROR(OpenAuth());
 
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek(kSubscriptionPrefix); it->Valid() && it->key().starts_with(kSubscriptionPrefix);
@@ -232,6 +234,7 @@ absl::Status Broker::Close() {
   watermark_.reset();  // reads the store
   store_.reset();
   metadata_.reset();
+  auth_.reset();
   if (db_) {
     // The flush only spares the next start a WAL replay (the WAL was synced by the consumer
     // service's stop). On a full disk it cannot write its table file, and RocksDB then trips

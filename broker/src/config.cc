@@ -108,6 +108,12 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetInt(node, key, &srv.worker_threads, 1, 1024);
     } else if (key == "max_frame_bytes") {
       s = GetInt(node, key, &srv.max_frame_bytes, 1024, int64_t{1} << 30);
+    } else if (key == "auth") {
+      auto v = node.value<bool>();
+      if (!v) return Bad(key, "expected true or false");
+      b.auth = *v;
+    } else if (key == "auth_init_user") {
+      s = GetString(node, key, &b.auth_init_user);
     } else if (key == "manual_clock") {
       auto v = node.value<bool>();
       if (!v) return Bad(key, "expected true or false");
@@ -202,6 +208,11 @@ absl::Status LoadConfigFile(const std::string& path, BrokerConfig* config) {
   absl::Status s = LoadConfigText(ss.str(), config);
   if (!s.ok()) return absl::Status(s.code(), path + ": " + std::string(s.message()));
   return absl::OkStatus();
+}
+
+bool IsLoopbackBind(const std::string& address) {
+  if (address == "localhost" || address == "::1" || address == "[::1]") return true;
+  return address.rfind("127.", 0) == 0;
 }
 
 }  // namespace tokimq::broker

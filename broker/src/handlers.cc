@@ -133,6 +133,17 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
       s = timers_->Checkpoint();
       if (s.ok()) resp->mutable_empty();
       break;
+    case proto::Request::kAuthenticate:
+      s = absl::FailedPreconditionError("authenticate is answered by the network server");
+      break;
+    case proto::Request::kCreateUser:
+    case proto::Request::kDeleteUser:
+    case proto::Request::kListUsers:
+    case proto::Request::kGrantAcl:
+    case proto::Request::kRevokeAcl:
+    case proto::Request::kListAcl:
+      s = HandleAuthAdmin(req, resp);
+      break;
     case proto::Request::BODY_NOT_SET:
       s = absl::UnimplementedError("unknown or empty request");
       break;

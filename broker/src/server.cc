@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/auth/connection_auth.h"
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -85,7 +86,9 @@ struct Call {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server::Impl* server, tcp::socket socket)
-      : server_(server), socket_(std::move(socket)) {}
+      : server_(server),
+        socket_(std::move(socket)),
+        auth_(server->broker_->auth_enabled() ? server->broker_->auth_store() : nullptr) {}
 
   void Start() { ReadHeader(); }
   void Close() {
@@ -164,6 +167,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         resp.clear_body();
       } else {
         handshaken_ = true;
+        auth_.OnHandshake(req->handshake(), resp.mutable_handshake());
       }
       Enqueue(resp);
     } else if (!handshaken_) {
@@ -171,6 +175,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
       resp.set_id(req->id());
       wire::ToProto(absl::FailedPreconditionError("handshake required before any request"),
                     resp.mutable_status());
+      Enqueue(resp);
+    } else if (req->body_case() == proto::Request::kAuthenticate) {
+      proto::Response resp;
+      resp.set_id(req->id());
+      absl::Status s = auth_.Authenticate(req->authenticate(), resp.mutable_authenticate());
+      if (!s.ok()) {
+        resp.clear_body();
+        wire::ToProto(s, resp.mutable_status());
+        if (absl::IsUnauthenticated(s)) {
+          TOKIMQ_LOG_WARN("closing {}: authentication failed", peer());
+          close_after_write_ = true;  // one attempt per connection (and per nonce)
+        }
+      }
+      Enqueue(resp);
+    } else if (absl::Status admitted = auth_.Admit(*req); !admitted.ok()) {
+      proto::Response resp;
+      resp.set_id(req->id());
+      wire::ToProto(admitted, resp.mutable_status());
       Enqueue(resp);
     } else if (std::string frame; TryInline(call.get(), &frame)) {
       EnqueueFrame(std::move(frame));
@@ -270,6 +292,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       wire::ToProto(encoded->status, resp->mutable_status());
     } else {
       server_->broker_->Handle(req, resp);
+      auth_.Filter(req, resp);  // ListTopics / Stats: only what this user may see
     }
     if (empty_receive) {
       *empty_receive = req.body_case() == proto::Request::kReceive &&
@@ -334,6 +357,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Server::Impl* server_;
   tcp::socket socket_;
+  // Written on this I/O thread by the handshake and Authenticate, before any request that
+  // reads it is handed to a worker (the post orders the two).
+  auth::ConnectionAuth auth_;
   char header_[wire::kFrameHeaderBytes] = {};
   std::unique_ptr<char[]> body_;  // the frame body being read
   size_t body_len_ = 0;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "proto/auth_proof.h"
 #include "proto/framing.h"
 #include "proto/status.h"
 
@@ -127,6 +128,19 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions
   auto resp = conn->Call(std::move(req), options.connect_timeout_ms);
   if (!resp.ok()) return resp.status();
   conn->handshake_ = resp->handshake();
+  if (conn->handshake_.auth_required()) {
+    if (options.access_key.empty()) {
+      return absl::UnauthenticatedError(fmt::format(
+          "broker {} requires authentication: give an access key and a secret key",
+          options.broker));
+    }
+    proto::Request auth;
+    auth.mutable_authenticate()->set_access_key(options.access_key);
+    auth.mutable_authenticate()->set_signature(
+        wire::AuthProof(options.secret_key, conn->handshake_.auth_nonce(), options.client_id));
+    auto authed = conn->Call(std::move(auth), options.connect_timeout_ms);
+    if (!authed.ok()) return authed.status();
+  }
   return conn;
 }
 

@@ -49,6 +49,9 @@ class TimerStore;
 }  // namespace tokimq
 
 namespace tokimq::broker {
+namespace auth {
+class AuthStore;
+}
 
 class DiskWatermark;
 class RetentionTask;
@@ -97,6 +100,11 @@ struct BrokerOptions {
   // the RLIMIT_NOFILE soft limit (broker/fd_budget.h, docs/operations.md "File descriptors").
   size_t max_open_files = 0;
   std::map<std::string, GroupPolicy> group_policies;
+  // Authentication and authorization on both endpoints (docs/security.md). Off by default: every
+  // connection may do everything, as before.
+  bool auth = false;
+  // "AK:SK": created as a super user at start when the broker has no user yet (the bootstrap).
+  std::string auth_init_user;
 };
 
 class Broker {
@@ -151,6 +159,9 @@ class Broker {
 
   Clock* clock() const { return clock_; }
   bool manual_clock() const { return manual_clock_ != nullptr; }
+  // Users and ACL rules (always open; consulted by the endpoints only when auth_enabled()).
+  auth::AuthStore* auth_store() const { return auth_.get(); }
+  bool auth_enabled() const { return options_.auth; }
 
  private:
   explicit Broker(BrokerOptions options);
@@ -175,6 +186,10 @@ class Broker {
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
   absl::Status HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
+  // User and ACL administration (auth_handlers.cc).
+  absl::Status HandleAuthAdmin(const proto::Request& req, proto::Response* resp);
+  // Opens the AuthStore and applies options_.auth_init_user.
+  absl::Status OpenAuth();
 
   // Topic as seen by Send/Receive: user topics from metadata; "%DLQ%" / "%RETRY%" system topics
   // and the poison topic (receive only) with one queue. kInvalidArgument for a name the name
@@ -191,6 +206,7 @@ class Broker {
   std::unique_ptr<MessageStore> store_;
   std::unique_ptr<TimerStore> timers_;
   std::unique_ptr<MetadataStore> metadata_;
+  std::unique_ptr<auth::AuthStore> auth_;
   std::unique_ptr<ConsumerService> consumers_;
   std::unique_ptr<RetentionTask> retention_;
   std::unique_ptr<DiskWatermark> watermark_;

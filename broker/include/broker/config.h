@@ -21,6 +21,10 @@ struct BrokerConfig {
 // Applies the keys of the TOML file at `path` onto `config`. kInvalidArgument names the key
 // and the problem (unknown keys are errors, so typos do not pass silently).
 absl::Status LoadConfigFile(const std::string& path, BrokerConfig* config);
+// True for an address only this host can reach: 127.0.0.0/8, ::1, localhost. A broker bound
+// elsewhere with auth off logs a warning at start (issue 17).
+bool IsLoopbackBind(const std::string& address);
+
 // Same, from TOML text (tests).
 absl::Status LoadConfigText(const std::string& text, BrokerConfig* config);
 

@@ -40,14 +40,21 @@ struct ClientOptions {
   int64_t request_timeout_ms = 10'000;     // per request; Receive adds its long-poll time
   uint32_t max_frame_bytes = 16u << 20;
   std::string client_id = "tokimq-cpp";
+  // Credentials for a broker started with --auth (docs/security.md). Sent only as an HMAC proof
+  // over the broker's per-connection nonce, never in clear. Empty: no authentication (a broker
+  // with auth on then refuses the connection with kUnauthenticated).
+  std::string access_key;
+  std::string secret_key;
 };
 
 using ResponseCallback = std::function<void(absl::StatusOr<proto::Response>)>;
 
 class Connection {
  public:
-  // Connects and performs the handshake. kUnavailable if the broker cannot be reached,
-  // kFailedPrecondition if it refuses the protocol version.
+  // Connects and performs the handshake, then authenticates when the broker asks for it.
+  // kUnavailable if the broker cannot be reached, kFailedPrecondition if it refuses the
+  // protocol version, kUnauthenticated if it requires credentials and they are missing or
+  // wrong.
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const ClientOptions& options);
   ~Connection();
   Connection(const Connection&) = delete;
