@@ -146,6 +146,14 @@ TEST(AuthRecordTest, CodecsRefuseDamage) {
   }
 }
 
+TEST(AuthRecordTest, WorkedExampleOfTheFormatDocument) {  // docs/formats/auth.md
+  const User u{"alice", "s3cret-key", UserType::kNormal, true};
+  const std::string want_user("\x01\x02\x01\x0a\x00\x00\x00s3cret-key\xb4\xfa\x7a\x95", 21);
+  EXPECT_EQ(EncodeUserValue(u), want_user);
+  const AclRule rule{*ParseResourcePattern("topic:orders*"), kPub | kSub, Decision::kAllow};
+  EXPECT_EQ(EncodeRuleValue("alice", rule), std::string("\x01\x03\x01\xa4\x7f\x1e\x9b", 7));
+}
+
 // --- The permission table ---
 
 proto::Request Send(std::initializer_list<const char*> topics) {

@@ -122,3 +122,27 @@ disk_check_interval = "250ms"
 
 }  // namespace
 }  // namespace tokimq::broker
+
+namespace tokimq::broker {
+namespace {
+
+TEST(ConfigTest, AuthKeys) {
+  BrokerConfig c;
+  ASSERT_TRUE(LoadConfigText("auth = true\nauth_init_user = \"root:root-secret\"\n", &c).ok());
+  EXPECT_TRUE(c.broker.auth);
+  EXPECT_EQ(c.broker.auth_init_user, "root:root-secret");
+  EXPECT_FALSE(LoadConfigText("auth = \"yes\"\n", &c).ok());
+}
+
+TEST(ConfigTest, LoopbackBindAddresses) {
+  EXPECT_TRUE(IsLoopbackBind("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackBind("127.1.2.3"));
+  EXPECT_TRUE(IsLoopbackBind("::1"));
+  EXPECT_TRUE(IsLoopbackBind("localhost"));
+  EXPECT_FALSE(IsLoopbackBind("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackBind("::"));
+  EXPECT_FALSE(IsLoopbackBind("10.0.0.7"));
+}
+
+}  // namespace
+}  // namespace tokimq::broker
