@@ -84,6 +84,13 @@ int main(int argc, char** argv) {
                "require authentication and ACL permissions on both endpoints (docs/security.md)");
   app.add_option("--auth-init-user", auth_init_user,
                  "AK:SK created as a super user at start when no user exists (bootstrap)");
+  std::string tls_cert, tls_key, tls_mode;
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain for TLS on both ports");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-mode", tls_mode,
+                 "disabled | permissive (TLS and plaintext) | enforcing (TLS only); default: "
+                 "permissive with a certificate, else disabled")
+      ->check(CLI::IsMember({"disabled", "permissive", "enforcing"}));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   CLI11_PARSE(app, argc, argv);
@@ -119,6 +126,12 @@ int main(int argc, char** argv) {
   if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
   if (auth) config.broker.auth = true;
   if (!auth_init_user.empty()) config.broker.auth_init_user = auth_init_user;
+  if (!tls_cert.empty()) config.server.tls_cert_file = tls_cert;
+  if (!tls_key.empty()) config.server.tls_key_file = tls_key;
+  if (!tls_mode.empty()) config.tls_mode = tls_mode;
+  if (absl::Status s = tokimq::broker::ResolveTls(&config); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
 
@@ -175,6 +188,10 @@ int main(int argc, char** argv) {
     grpc_options.address = config.server.bind_address;
     grpc_options.port = grpc_port;
     grpc_options.max_body_size = static_cast<int32_t>(config.broker.max_message_size);
+    if (config.server.tls_mode != tokimq::broker::TlsMode::kDisabled) {
+      grpc_options.tls_cert_file = config.server.tls_cert_file;  // TLS only on gRPC
+      grpc_options.tls_key_file = config.server.tls_key_file;
+    }
     auto endpoint = tokimq::rocketmq::StartGrpcEndpoint(broker->get(), grpc_options);
     if (endpoint.ok()) {
       grpc_endpoint = std::move(*endpoint);

@@ -55,25 +55,47 @@ function codeOf(err) {
   return undefined;
 }
 
+// Starts a broker in a new dir under dataDir; returns { proc, nativeAddr, endpoints }.
+async function startBroker(name, toml, args = []) {
+  const dir = path.join(dataDir, name);
+  fs.mkdirSync(dir);
+  const grpcPort = await freePort();
+  const portFile = path.join(dir, 'port');
+  const config = path.join(dir, 'broker.toml');
+  fs.writeFileSync(config, toml);
+  const proc = spawn(path.join(BIN, 'tokimq-broker'), [
+    '--config', config, '--data-dir', path.join(dir, 'data'), '--port', '0', '--port-file', portFile,
+    '--grpc-port', String(grpcPort), '--log-file', path.join(dir, 'broker.log'), ...args,
+  ], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
+    if (proc.exitCode !== null) break;
+    await Promise.race([sleep(50), exited]);
+  }
+  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dir}/broker.log)`);
+  return { proc, nativeAddr: `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`,
+    endpoints: `127.0.0.1:${grpcPort}` };
+}
+
+async function stopBroker(proc) {
+  if (proc && proc.exitCode === null) {
+    const done = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    await done;
+    assert.equal(proc.exitCode, 0, `broker exit code (logs under ${dataDir})`);
+  }
+}
+
+let tlsBroker;
+
 before(async () => {
   assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-auth-'));
-  const grpcPort = await freePort();
-  const portFile = path.join(dataDir, 'port');
-  const config = path.join(dataDir, 'broker.toml');
-  fs.writeFileSync(config, 'max_long_poll = "5s"\nauth = true\nauth_init_user = "root:root-secret"\n');
-  broker = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--log-file', path.join(dataDir, 'broker.log'),
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((resolve) => broker.once('exit', resolve));
-  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
-    if (broker.exitCode !== null) break;
-    await Promise.race([sleep(50), exited]);
-  }
-  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dataDir}/broker.log)`);
-  nativeAddr = `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`;
-  endpoints = `127.0.0.1:${grpcPort}`;
+  const started = await startBroker('auth',
+    'max_long_poll = "5s"\nauth = true\nauth_init_user = "root:root-secret"\n');
+  broker = started.proc;
+  nativeAddr = started.nativeAddr;
+  endpoints = started.endpoints;
   await cli('topic', 'create', '--name', TOPIC, '--type', 'normal', '--queues', '2');
   await cli('user', 'create', '--access-key', 'app', '--secret-key', 'app-secret');
   await cli('user', 'create', '--access-key', 'nobody', '--secret-key', 'nobody-secret');
@@ -82,12 +104,8 @@ before(async () => {
 });
 
 after(async () => {
-  if (broker && broker.exitCode === null) {
-    const done = new Promise((resolve) => broker.once('exit', resolve));
-    broker.kill('SIGTERM');
-    await done;
-    assert.equal(broker.exitCode, 0, `broker exit code (log: ${dataDir}/broker.log)`);
-  }
+  await stopBroker(broker);
+  await stopBroker(tlsBroker);
   if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
   setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
 });
@@ -148,5 +166,41 @@ describe('RocketMQ 5 clients against tokimq --auth', { concurrency: true }, () =
     } finally {
       await consumer.shutdown();
     }
+  });
+});
+
+// TLS: certificates made by run_auth.sh with openssl (TOKIMQ_TEST_TLS_DIR); the client trusts
+// the test CA through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, set before grpc-js loaded.
+describe('RocketMQ 5 clients against tokimq --tls-mode enforcing', () => {
+  it('sslEnabled producer and consumer work; plaintext is refused', { timeout: 60000 }, async () => {
+    const tlsDir = process.env.TOKIMQ_TEST_TLS_DIR;
+    assert.ok(tlsDir && process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, 'run through run_auth.sh');
+    const b = await startBroker('tls', 'max_long_poll = "5s"\n', [
+      '--tls-cert', path.join(tlsDir, 'server.pem'), '--tls-key', path.join(tlsDir, 'server.key'),
+      '--tls-mode', 'enforcing']);
+    tlsBroker = b.proc;
+    await execFileP(path.join(BIN, 'tokimq'), ['--broker', b.nativeAddr, '--tls', '--tls-ca',
+      path.join(tlsDir, 'ca.pem'), 'topic', 'create', '--name', 'rmq_tls']);
+    const producer = new Producer({ endpoints: b.endpoints, namespace: '', topics: ['rmq_tls'],
+      sslEnabled: true, logger: quietLogger });
+    await producer.startup();
+    const consumer = new SimpleConsumer({
+      endpoints: b.endpoints, namespace: '', consumerGroup: 'g_tls', sslEnabled: true,
+      logger: quietLogger, subscriptions: new Map([['rmq_tls', '*']]), awaitDuration: 2000,
+    });
+    await consumer.startup();
+    try {
+      await producer.send({ topic: 'rmq_tls', body: Buffer.from('over-tls') });
+      let got = [];
+      for (let round = 0; round < 10 && got.length === 0; round++) got = await consumer.receive(1, 15000);
+      assert.equal(got.length, 1);
+      assert.equal(got[0].body.toString(), 'over-tls');
+      await consumer.ack(got[0]);
+    } finally {
+      await consumer.shutdown();
+      await producer.shutdown();
+    }
+    const plain = new Producer({ endpoints: b.endpoints, namespace: '', topics: ['rmq_tls'], logger: quietLogger });
+    await assert.rejects(plain.startup());
   });
 });

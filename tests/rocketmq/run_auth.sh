@@ -15,4 +15,19 @@ prefix="${TOKIMQ_ROCKETMQ_NPM_DIR:-$root/build/_rocketmq_npm}"
 "$root/scripts/fetch-rocketmq-proto.sh" "$prefix" >/dev/null
 export NODE_PATH="$prefix/node_modules"
 export TOKIMQ_BIN_DIR="$build/bin"
-exec node --test --test-reporter=spec "$here/rocketmq_auth.test.js"
+# Test certificates, made here and removed on exit (never committed): a CA and a certificate for
+# 127.0.0.1 signed by it, which the Node client trusts through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH.
+tls_dir="$(mktemp -d)"
+trap 'rm -rf "$tls_dir"' EXIT
+(
+  cd "$tls_dir"
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj /CN=tokimq-test-ca
+  openssl req "${ec[@]}" -keyout server.key -out server.csr -subj /CN=127.0.0.1
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >ext.cnf
+  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+    -extfile ext.cnf -out server.pem
+) 2>/dev/null
+export TOKIMQ_TEST_TLS_DIR="$tls_dir"
+export GRPC_DEFAULT_SSL_ROOTS_FILE_PATH="$tls_dir/ca.pem"
+node --test --test-reporter=spec "$here/rocketmq_auth.test.js"

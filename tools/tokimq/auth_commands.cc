@@ -86,6 +86,9 @@ void AddAuthCommands(CLI::App* app, client::ClientOptions* opts,
   app->add_option("--secret-key", opts->secret_key,
                   "secret key (prefer the environment: command lines are visible to other users)")
       ->envname("TOKIMQ_SECRET_KEY");
+  app->add_flag("--tls", opts->tls, "connect with TLS (broker started with --tls-cert)");
+  app->add_option("--tls-ca", opts->tls_ca_file,
+                   "PEM CA certificate(s) to trust for --tls (default: the system's)");
   auto args = std::make_shared<AuthArgs>();  // lives as long as the callbacks that use it
 
   CLI::App* user = app->add_subcommand("user", "create, delete, list users (docs/security.md)");

@@ -14,7 +14,8 @@ class App;
 
 namespace tokimq::cli {
 
-// Adds --access-key / --secret-key (env TOKIMQ_ACCESS_KEY / TOKIMQ_SECRET_KEY) to `app`,
+// Adds --access-key / --secret-key (env TOKIMQ_ACCESS_KEY / TOKIMQ_SECRET_KEY), --tls and
+// --tls-ca to `app`,
 // filling opts, and the `user` and `acl` subcommands, which set *action when chosen.
 void AddAuthCommands(CLI::App* app, client::ClientOptions* opts,
                      std::function<absl::Status()>* action);

@@ -16,7 +16,15 @@ struct BrokerConfig {
   std::string log_level = "info";
   std::string log_file;   // empty: stderr
   std::string port_file;  // when set, the bound port is written there after listen
+  // --tls-mode / tls_mode as given ("" : permissive with a certificate, else disabled);
+  // ResolveTls turns it into server.tls_mode.
+  std::string tls_mode;
 };
+
+// Sets config->server.tls_mode from config->tls_mode and the certificate options (issue 17:
+// default permissive when a certificate is given, else disabled). kInvalidArgument for an
+// unknown mode, a certificate without a key (or the reverse), or a TLS mode without both.
+absl::Status ResolveTls(BrokerConfig* config);
 
 // Applies the keys of the TOML file at `path` onto `config`. kInvalidArgument names the key
 // and the problem (unknown keys are errors, so typos do not pass silently).

@@ -45,9 +45,15 @@ struct ClientOptions {
   // with auth on then refuses the connection with kUnauthenticated).
   std::string access_key;
   std::string secret_key;
+  // TLS to a broker started with --tls-cert (docs/security.md "TLS"): the broker's certificate
+  // must chain to tls_ca_file (PEM; empty: the system's CAs) and name the host of `broker`.
+  bool tls = false;
+  std::string tls_ca_file;
 };
 
 using ResponseCallback = std::function<void(absl::StatusOr<proto::Response>)>;
+
+class TlsSession;
 
 class Connection {
  public:
@@ -82,7 +88,7 @@ class Connection {
     std::chrono::steady_clock::time_point deadline;
   };
 
-  Connection(int fd, int wake_fd, ClientOptions options);
+  Connection(int fd, int wake_fd, ClientOptions options, std::unique_ptr<TlsSession> tls);
   // Registers `p` under a fresh id and writes the request. A non-OK result means nothing was
   // registered; a write failure after registering completes `p` (and every other call) instead.
   absl::Status Start(proto::Request req, int64_t timeout_ms, Pending p);
@@ -108,6 +114,7 @@ class Connection {
 
   int fd_;
   ClientOptions options_;
+  std::unique_ptr<TlsSession> tls_;  // set when options_.tls
   proto::HandshakeResponse handshake_;
   std::atomic<bool> broken_{false};
   std::atomic<bool> stopping_{false};
