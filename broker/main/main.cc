@@ -5,6 +5,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -173,6 +175,9 @@ int main(int argc, char** argv) {
                  "delete topics (start with --auth, docs/security.md)",
                  config.server.bind_address);
   }
+  // Files the broker creates (the metadata RocksDB holding secret keys, messages, logs) are
+  // readable by its own user only: 0600 / 0700 (issue 17, docs/security.md).
+  ::umask(077);
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   tokimq::broker::Server server(broker->get(), config.server);
