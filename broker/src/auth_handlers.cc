@@ -22,8 +22,9 @@ absl::Status Broker::OpenAuth() {
     if (created) TOKIMQ_LOG_INFO("auth: created the initial super user '{}'", user.access_key);
   }
   if (options_.auth && auth_->UserCount() == 0) {
-    TOKIMQ_LOG_WARN("auth is on but no user exists: every request will be refused "
-                    "(start once with --auth-init-user AK:SK)");
+    TOKIMQ_LOG_WARN(
+        "auth is on but no user exists: every request will be refused "
+        "(start once with --auth-init-user AK:SK)");
   }
   return absl::OkStatus();
 }
@@ -38,7 +39,8 @@ absl::Status Broker::HandleAuthAdmin(const proto::Request& req, proto::Response*
       u.type = r.super_user() ? auth::UserType::kSuper : auth::UserType::kNormal;
       u.enabled = !r.disabled();
       TOKIMQ_RETURN_IF_ERROR(auth_->CreateUser(u));
-      TOKIMQ_LOG_INFO("auth: user '{}' created ({})", u.access_key, r.super_user() ? "super" : "normal");
+      TOKIMQ_LOG_INFO("auth: user '{}' created ({})", u.access_key,
+                      r.super_user() ? "super" : "normal");
       resp->mutable_empty();
       return absl::OkStatus();
     }
@@ -65,7 +67,8 @@ absl::Status Broker::HandleAuthAdmin(const proto::Request& req, proto::Response*
       rule.decision = r.deny() ? auth::Decision::kDeny : auth::Decision::kAllow;
       TOKIMQ_RETURN_IF_ERROR(auth_->Grant(r.access_key(), rule));
       TOKIMQ_LOG_INFO("auth: {} {} on {} for '{}'", r.deny() ? "deny" : "allow",
-                      auth::ActionsToString(rule.actions), rule.resource.ToString(), r.access_key());
+                      auth::ActionsToString(rule.actions), rule.resource.ToString(),
+                      r.access_key());
       resp->mutable_empty();
       return absl::OkStatus();
     }

@@ -26,9 +26,9 @@ const char* TlsModeName(TlsMode mode) {
 
 absl::StatusOr<boost::asio::ssl::context> MakeTlsContext(const ServerOptions& options) {
   boost::asio::ssl::context ctx(boost::asio::ssl::context::tls_server);
-  ctx.set_options(boost::asio::ssl::context::default_workarounds | boost::asio::ssl::context::no_sslv2 |
-                  boost::asio::ssl::context::no_sslv3 | boost::asio::ssl::context::no_tlsv1 |
-                  boost::asio::ssl::context::no_tlsv1_1);
+  ctx.set_options(boost::asio::ssl::context::default_workarounds |
+                  boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
+                  boost::asio::ssl::context::no_tlsv1 | boost::asio::ssl::context::no_tlsv1_1);
   boost::system::error_code ec;
   ctx.use_certificate_chain_file(options.tls_cert_file, ec);
   if (ec) {

@@ -62,7 +62,8 @@ absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::Connect(int fd, const st
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - RealTimeDeadline(std::chrono::milliseconds(0)));
-    if (left.count() <= 0) return absl::DeadlineExceededError("TLS handshake with " + host + " timed out");
+    if (left.count() <= 0)
+      return absl::DeadlineExceededError("TLS handshake with " + host + " timed out");
     pollfd p{fd, static_cast<short>(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
     ::poll(&p, 1, static_cast<int>(left.count()));
   }

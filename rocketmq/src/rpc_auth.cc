@@ -45,7 +45,7 @@ std::optional<v2::Status> MessagingServiceImpl::Authorize(
 }
 
 proto::Response MessagingServiceImpl::CallAs(const std::string& access_key,
-                                              const proto::Request& req) {
+                                             const proto::Request& req) {
   if (broker_->auth_enabled()) {
     absl::Status s = broker::auth::Authorize(*broker_->auth_store(), access_key, req);
     if (!s.ok()) {

@@ -81,7 +81,8 @@ TEST(AclTest, ResourceGrammar) {
   EXPECT_EQ(ParseResourcePattern("group:g1")->ToString(), "group:g1");
   EXPECT_TRUE(ParseResourcePattern("*")->any);
   EXPECT_TRUE(ParseResourcePattern("topic:*").ok());  // every topic (not the cluster)
-  for (const char* bad : {"", "orders", "queue:x", "topic:", "topic:a*b", "topic:a b", "group:**"}) {
+  for (const char* bad :
+       {"", "orders", "queue:x", "topic:", "topic:a*b", "topic:a b", "group:**"}) {
     EXPECT_EQ(ParseResourcePattern(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }

@@ -101,9 +101,9 @@ TEST_F(AuthStoreTest, CreateRefusesDuplicatesAndBadKeys) {
   EXPECT_EQ(store_->CreateUser(Normal("alice")).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(store_->CreateUser(Normal("a b")).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->CreateUser(Normal("bob", "123")).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store_->Grant("ghost", AclRule{*ParseResourcePattern("*"), kPub, Decision::kAllow})
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      store_->Grant("ghost", AclRule{*ParseResourcePattern("*"), kPub, Decision::kAllow}).code(),
+      absl::StatusCode::kNotFound);
 }
 
 TEST_F(AuthStoreTest, InitialUserIsCreatedOnlyWhenNoUserExists) {
@@ -213,7 +213,8 @@ TEST_F(AuthStoreTest, StatsAndTopicListAreFilteredToWhatTheUserMaySee) {
   proto::Request req;
   req.mutable_stats();
   proto::Response resp;
-  for (const char* t : {"events", "orders", "secret"}) resp.mutable_stats()->add_topics()->set_name(t);
+  for (const char* t : {"events", "orders", "secret"})
+    resp.mutable_stats()->add_topics()->set_name(t);
   for (const char* g : {"audit", "billing"}) resp.mutable_stats()->add_groups()->set_group(g);
   FilterResponse(*store_, "app", req, &resp);
   ASSERT_EQ(resp.stats().topics_size(), 1);
@@ -223,7 +224,8 @@ TEST_F(AuthStoreTest, StatsAndTopicListAreFilteredToWhatTheUserMaySee) {
   proto::Request list;
   list.mutable_list_topics();
   proto::Response topics;
-  for (const char* t : {"events", "orders"}) topics.mutable_list_topics()->add_topics()->set_name(t);
+  for (const char* t : {"events", "orders"})
+    topics.mutable_list_topics()->add_topics()->set_name(t);
   FilterResponse(*store_, "app", list, &topics);
   ASSERT_EQ(topics.list_topics().topics_size(), 1);
   EXPECT_EQ(topics.list_topics().topics(0).name(), "orders");

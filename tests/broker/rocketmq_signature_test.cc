@@ -53,20 +53,20 @@ TEST(AuthorizationHeaderTest, RefusesMalformedHeadersOfEveryShape) {
   const std::string sig = "Signature=D18A9CBCDDBA9041D6693268FEF15A989E64430B";
   for (const std::string& bad : {
            std::string(""),
-           std::string("MQv2-HMAC-SHA1"),                                   // no items
-           "MQv2-HMAC-SHA256 Credential=abc, " + sig,                       // wrong scheme
-           "mqv2-hmac-sha1 Credential=abc, " + sig,                         // scheme case
-           "Credential=abc, " + sig,                                        // no scheme
-           std::string("MQv2-HMAC-SHA1 Credential=abc"),                   // no signature
-           "MQv2-HMAC-SHA1 " + sig,                                         // no credential
-           "MQv2-HMAC-SHA1 Credential=, " + sig,                            // empty credential
-           "MQv2-HMAC-SHA1 Credential=/x, " + sig,                          // empty access key
-           "MQv2-HMAC-SHA1 Credential=abc, SignedHeaders=host, " + sig,     // other header
-           "MQv2-HMAC-SHA1 Credential=abc, Junk, " + sig,                   // item without '='
-           "MQv2-HMAC-SHA1 Credential=abc, " + sig + ",",                   // trailing comma
-           std::string("MQv2-HMAC-SHA1 Credential=abc, Signature=D18A"),   // short
+           std::string("MQv2-HMAC-SHA1"),                                 // no items
+           "MQv2-HMAC-SHA256 Credential=abc, " + sig,                     // wrong scheme
+           "mqv2-hmac-sha1 Credential=abc, " + sig,                       // scheme case
+           "Credential=abc, " + sig,                                      // no scheme
+           std::string("MQv2-HMAC-SHA1 Credential=abc"),                  // no signature
+           "MQv2-HMAC-SHA1 " + sig,                                       // no credential
+           "MQv2-HMAC-SHA1 Credential=, " + sig,                          // empty credential
+           "MQv2-HMAC-SHA1 Credential=/x, " + sig,                        // empty access key
+           "MQv2-HMAC-SHA1 Credential=abc, SignedHeaders=host, " + sig,   // other header
+           "MQv2-HMAC-SHA1 Credential=abc, Junk, " + sig,                 // item without '='
+           "MQv2-HMAC-SHA1 Credential=abc, " + sig + ",",                 // trailing comma
+           std::string("MQv2-HMAC-SHA1 Credential=abc, Signature=D18A"),  // short
            std::string("MQv2-HMAC-SHA1 Credential=abc, Signature=") + std::string(40, 'g'),
-           "MQv2-HMAC-SHA1 Credential=abc, " + sig + "00",                  // long
+           "MQv2-HMAC-SHA1 Credential=abc, " + sig + "00",  // long
        }) {
     EXPECT_FALSE(ParseAuthorizationHeader(bad).ok()) << bad;
   }
@@ -76,10 +76,10 @@ TEST(MqDateTimeTest, ParsesUtc) {
   EXPECT_EQ(*ParseMqDateTime("20231227T194619Z"), 1703706379000);
   EXPECT_EQ(*ParseMqDateTime("20240229T235959Z"), 1709251199000);  // leap day
   EXPECT_EQ(*ParseMqDateTime("19700101T000000Z"), 0);
-  for (const char* bad : {"", "20231227T194619", "20231227 194619Z", "2023-12-27T19:46:19Z",
-                          "20231327T194619Z", "20230229T120000Z", "20231227T246000Z",
-                          "20231227T196019Z", "20231227T194660Z", "2023122xT194619Z",
-                          "20231227T194619Z0"}) {
+  for (const char* bad :
+       {"", "20231227T194619", "20231227 194619Z", "2023-12-27T19:46:19Z", "20231327T194619Z",
+        "20230229T120000Z", "20231227T246000Z", "20231227T196019Z", "20231227T194660Z",
+        "2023122xT194619Z", "20231227T194619Z0"}) {
     EXPECT_FALSE(ParseMqDateTime(bad).ok()) << bad;
   }
 }
@@ -127,12 +127,12 @@ TEST_F(SignatureTest, WrongKeyUserOrDateIsRefused) {
   const auto unauth = absl::StatusCode::kUnauthenticated;
   std::string flipped = kSig;
   flipped[0] = 'B';
-  EXPECT_EQ(Verify(Header("abc", flipped), kDate, kDateMs), unauth);       // wrong secret
-  EXPECT_EQ(Verify(Header("ghost"), kDate, kDateMs), unauth);              // unknown user
-  EXPECT_EQ(Verify(Header("off"), kDate, kDateMs), unauth);                // disabled user
-  EXPECT_EQ(Verify(Header("abc"), "20231227T194620Z", kDateMs), unauth);   // other date signed
-  EXPECT_EQ(Verify("", kDate, kDateMs), unauth);                           // no header
-  EXPECT_EQ(Verify(Header("abc"), "", kDateMs), unauth);                   // no date
+  EXPECT_EQ(Verify(Header("abc", flipped), kDate, kDateMs), unauth);      // wrong secret
+  EXPECT_EQ(Verify(Header("ghost"), kDate, kDateMs), unauth);             // unknown user
+  EXPECT_EQ(Verify(Header("off"), kDate, kDateMs), unauth);               // disabled user
+  EXPECT_EQ(Verify(Header("abc"), "20231227T194620Z", kDateMs), unauth);  // other date signed
+  EXPECT_EQ(Verify("", kDate, kDateMs), unauth);                          // no header
+  EXPECT_EQ(Verify(Header("abc"), "", kDateMs), unauth);                  // no date
   EXPECT_EQ(Verify("MQv2-HMAC-SHA1 Credential=abc", kDate, kDateMs), unauth);
 }
 

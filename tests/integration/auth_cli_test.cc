@@ -1,10 +1,10 @@
 // Authentication and ACLs on the real broker (--auth) through the real `tokimq` CLI and the
 // C++ client: bootstrap user, users and rules created with the CLI, each refusal's code.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
-#include <sys/wait.h>
 
 #include "broker_process.h"
 #include "client/admin.h"
@@ -23,16 +23,18 @@ class AuthCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     broker_ = std::make_unique<testing::BrokerProcess>(
-        dir_.Join("data"),
-        std::vector<std::string>{"--manual-clock", "--auth", "--auth-init-user", "root:root-secret"});
+        dir_.Join("data"), std::vector<std::string>{"--manual-clock", "--auth", "--auth-init-user",
+                                                    "root:root-secret"});
     ASSERT_TRUE(broker_->Start());
   }
   // Credentials through the environment; ak "" for none.
   RunResult Run(const std::string& args, const std::string& ak = "root",
                 const std::string& sk = "root-secret") {
-    std::string env = ak.empty() ? "" : "TOKIMQ_ACCESS_KEY=" + ak + " TOKIMQ_SECRET_KEY=" + sk + " ";
-    std::string cmd = env + std::string(TOKIMQ_CLI_BIN) + " --broker 127.0.0.1:" +
-                      std::to_string(broker_->port()) + " " + args + " </dev/null 2>&1";
+    std::string env =
+        ak.empty() ? "" : "TOKIMQ_ACCESS_KEY=" + ak + " TOKIMQ_SECRET_KEY=" + sk + " ";
+    std::string cmd = env + std::string(TOKIMQ_CLI_BIN) +
+                      " --broker 127.0.0.1:" + std::to_string(broker_->port()) + " " + args +
+                      " </dev/null 2>&1";
     RunResult r;
     FILE* p = ::popen(cmd.c_str(), "r");
     std::array<char, 4096> buf;
@@ -141,8 +143,8 @@ TEST_F(AuthCliTest, BootstrapUserIsCreatedOnceAndSurvivesRestart) {
   ASSERT_EQ(broker_->Stop(), 0);
   // Restart with another init user: users exist, so it is not created.
   broker_ = std::make_unique<testing::BrokerProcess>(
-      dir_.Join("data"),
-      std::vector<std::string>{"--manual-clock", "--auth", "--auth-init-user", "other:other-secret"});
+      dir_.Join("data"), std::vector<std::string>{"--manual-clock", "--auth", "--auth-init-user",
+                                                  "other:other-secret"});
   ASSERT_TRUE(broker_->Start());
   EXPECT_EQ(Run("topic list", "ops", "ops-secret").exit_code, 0);
   EXPECT_EQ(Run("topic list", "other", "other-secret").exit_code, 1);

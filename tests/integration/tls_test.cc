@@ -2,12 +2,12 @@
 // openssl tool (never committed), the C++ client and the CLI with --tls/--tls-ca, enforcing and
 // permissive modes, an untrusted certificate.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "broker_process.h"
 #include "client/admin.h"
@@ -25,10 +25,14 @@ bool MakeCertificates(const std::string& dir) {
   const std::string cmd =
       "cd " + dir + " && openssl req -x509" + ec +
       " -keyout ca.key -out ca.pem -days 2 -subj /CN=tokimq-test-ca 2>/dev/null && "
-      "openssl req" + ec + " -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null && "
+      "openssl req" +
+      ec +
+      " -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null && "
       "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
       "-extfile ext.cnf -out server.pem 2>/dev/null && "
-      "openssl req -x509" + ec + " -keyout other.key -out other.pem -days 2 -subj /CN=other-ca "
+      "openssl req -x509" +
+      ec +
+      " -keyout other.key -out other.pem -days 2 -subj /CN=other-ca "
       "2>/dev/null";
   return std::system(cmd.c_str()) == 0;
 }
@@ -50,8 +54,9 @@ class TlsTest : public ::testing::Test {
     return o;
   }
   int RunCli(const std::string& args, std::string* out) {
-    std::string cmd = std::string(TOKIMQ_CLI_BIN) + " --broker 127.0.0.1:" +
-                      std::to_string(broker_->port()) + " " + args + " </dev/null 2>&1";
+    std::string cmd = std::string(TOKIMQ_CLI_BIN) +
+                      " --broker 127.0.0.1:" + std::to_string(broker_->port()) + " " + args +
+                      " </dev/null 2>&1";
     FILE* p = ::popen(cmd.c_str(), "r");
     std::array<char, 4096> buf;
     size_t n;

@@ -1,7 +1,6 @@
 #include "tokimq/auth_commands.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <memory>
 
@@ -71,8 +70,8 @@ absl::Status AclList(const client::ClientOptions& o, const AuthArgs& a) {
   auto rules = client::AdminClient(o).ListAcl(a.access_key);
   if (!rules.ok()) return rules.status();
   for (const proto::AclRuleInfo& r : *rules) {
-    std::printf("%s %s %s %s\n", r.access_key().c_str(), r.resource().c_str(),
-                r.actions().c_str(), r.deny() ? "deny" : "allow");
+    std::printf("%s %s %s %s\n", r.access_key().c_str(), r.resource().c_str(), r.actions().c_str(),
+                r.deny() ? "deny" : "allow");
   }
   return absl::OkStatus();
 }
@@ -88,7 +87,7 @@ void AddAuthCommands(CLI::App* app, client::ClientOptions* opts,
       ->envname("TOKIMQ_SECRET_KEY");
   app->add_flag("--tls", opts->tls, "connect with TLS (broker started with --tls-cert)");
   app->add_option("--tls-ca", opts->tls_ca_file,
-                   "PEM CA certificate(s) to trust for --tls (default: the system's)");
+                  "PEM CA certificate(s) to trust for --tls (default: the system's)");
   auto args = std::make_shared<AuthArgs>();  // lives as long as the callbacks that use it
 
   CLI::App* user = app->add_subcommand("user", "create, delete, list users (docs/security.md)");
@@ -110,8 +109,9 @@ void AddAuthCommands(CLI::App* app, client::ClientOptions* opts,
   acl->require_subcommand(1);
   CLI::App* grant = acl->add_subcommand("grant", "add or replace a user's rule on a resource");
   grant->add_option("--user", args->access_key, "access key")->required();
-  grant->add_option("--resource", args->resource,
-                    "topic:NAME, topic:PREFIX*, group:NAME, group:PREFIX* or *")
+  grant
+      ->add_option("--resource", args->resource,
+                   "topic:NAME, topic:PREFIX*, group:NAME, group:PREFIX* or *")
       ->required();
   grant->add_option("--actions", args->actions, "pub,sub,admin (any subset)")->required();
   grant->add_flag("--deny", args->deny, "a deny rule (default: allow)");

@@ -84,8 +84,8 @@ absl::StatusOr<ResourcePattern> ParseResourcePattern(std::string_view text) {
   }
   for (char c : name) {
     if (!NameChar(c)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "resource '{}': '*' only at the end, names of [A-Za-z0-9._%-] only", text));
+      return absl::InvalidArgumentError(
+          fmt::format("resource '{}': '*' only at the end, names of [A-Za-z0-9._%-] only", text));
     }
   }
   p.name = std::string(name);

@@ -132,7 +132,8 @@ absl::StatusOr<std::unique_ptr<AuthStore>> AuthStore::Open(rocksdb::DB* db) {
     if (sep == std::string::npos || user == store->users_.end()) {
       return absl::DataLossError(fmt::format("auth record {}{}: no such user", kAclPrefix, rest));
     }
-    absl::StatusOr<AclRule> rule = DecodeRuleValue(ak, rest.substr(sep + 1), it->value().ToStringView());
+    absl::StatusOr<AclRule> rule =
+        DecodeRuleValue(ak, rest.substr(sep + 1), it->value().ToStringView());
     if (!rule.ok()) return rule.status();
     user->second.rules.push_back(*rule);
   }
@@ -150,8 +151,8 @@ absl::Status AuthStore::CreateUser(const User& user) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  if (absl::Status s = FromRocks(db_->Put(wo, kUserPrefix + user.access_key, EncodeUserValue(user)),
-                                 "put user");
+  if (absl::Status s =
+          FromRocks(db_->Put(wo, kUserPrefix + user.access_key, EncodeUserValue(user)), "put user");
       !s.ok()) {
     return s;
   }
@@ -162,10 +163,12 @@ absl::Status AuthStore::CreateUser(const User& user) {
 absl::Status AuthStore::DeleteUser(const std::string& access_key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = users_.find(access_key);
-  if (it == users_.end()) return absl::NotFoundError(fmt::format("user '{}' does not exist", access_key));
+  if (it == users_.end())
+    return absl::NotFoundError(fmt::format("user '{}' does not exist", access_key));
   rocksdb::WriteBatch batch;
   batch.Delete(kUserPrefix + access_key);
-  for (const AclRule& r : it->second.rules) batch.Delete(RuleKey(access_key, r.resource.ToString()));
+  for (const AclRule& r : it->second.rules)
+    batch.Delete(RuleKey(access_key, r.resource.ToString()));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   if (absl::Status s = FromRocks(db_->Write(wo, &batch), "delete user"); !s.ok()) return s;
@@ -198,12 +201,14 @@ absl::Status AuthStore::Grant(const std::string& access_key, const AclRule& rule
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = users_.find(access_key);
-  if (it == users_.end()) return absl::NotFoundError(fmt::format("user '{}' does not exist", access_key));
+  if (it == users_.end())
+    return absl::NotFoundError(fmt::format("user '{}' does not exist", access_key));
   const std::string resource = rule.resource.ToString();
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  if (absl::Status s = FromRocks(
-          db_->Put(wo, RuleKey(access_key, resource), EncodeRuleValue(access_key, rule)), "put rule");
+  if (absl::Status s =
+          FromRocks(db_->Put(wo, RuleKey(access_key, resource), EncodeRuleValue(access_key, rule)),
+                    "put rule");
       !s.ok()) {
     return s;
   }
@@ -217,7 +222,8 @@ absl::Status AuthStore::Grant(const std::string& access_key, const AclRule& rule
 absl::Status AuthStore::Revoke(const std::string& access_key, const ResourcePattern& resource) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = users_.find(access_key);
-  if (it == users_.end()) return absl::NotFoundError(fmt::format("user '{}' does not exist", access_key));
+  if (it == users_.end())
+    return absl::NotFoundError(fmt::format("user '{}' does not exist", access_key));
   std::vector<AclRule>& rules = it->second.rules;
   auto rule = std::find_if(rules.begin(), rules.end(),
                            [&](const AclRule& r) { return r.resource == resource; });
@@ -227,7 +233,8 @@ absl::Status AuthStore::Revoke(const std::string& access_key, const ResourcePatt
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  if (absl::Status s = FromRocks(db_->Delete(wo, RuleKey(access_key, resource.ToString())), "delete rule");
+  if (absl::Status s =
+          FromRocks(db_->Delete(wo, RuleKey(access_key, resource.ToString())), "delete rule");
       !s.ok()) {
     return s;
   }
@@ -235,7 +242,8 @@ absl::Status AuthStore::Revoke(const std::string& access_key, const ResourcePatt
   return absl::OkStatus();
 }
 
-std::map<std::string, std::vector<AclRule>> AuthStore::ListRules(const std::string& access_key) const {
+std::map<std::string, std::vector<AclRule>> AuthStore::ListRules(
+    const std::string& access_key) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, std::vector<AclRule>> out;
   for (const auto& [ak, e] : users_) {
@@ -256,7 +264,8 @@ absl::StatusOr<bool> AuthStore::CreateInitialUser(const User& user) {
   return true;
 }
 
-bool AuthStore::Allows(const std::string& access_key, const Resource& resource, Action action) const {
+bool AuthStore::Allows(const std::string& access_key, const Resource& resource,
+                       Action action) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = users_.find(access_key);
   if (it == users_.end() || !it->second.user.enabled) return false;

@@ -74,9 +74,9 @@ absl::Status CheckRequirements(const AuthStore& store, const std::string& access
                                const std::vector<Requirement>& requirements) {
   for (const Requirement& r : requirements) {
     if (!Meets(store, access_key, r)) {
-      return absl::PermissionDeniedError(
-          fmt::format("user '{}' has no {} permission on {}", access_key,
-                      ActionsToString(r.any_of), r.resource.ToString()));
+      return absl::PermissionDeniedError(fmt::format("user '{}' has no {} permission on {}",
+                                                     access_key, ActionsToString(r.any_of),
+                                                     r.resource.ToString()));
     }
   }
   return absl::OkStatus();

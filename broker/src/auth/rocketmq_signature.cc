@@ -49,7 +49,8 @@ absl::StatusOr<AuthorizationHeader> ParseAuthorizationHeader(std::string_view he
     const std::string_view item = Trim(rest.substr(0, comma));
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
-      return absl::InvalidArgumentError(fmt::format("authorization: item '{}' is not key=value", item));
+      return absl::InvalidArgumentError(
+          fmt::format("authorization: item '{}' is not key=value", item));
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "Credential") {
@@ -91,8 +92,7 @@ absl::StatusOr<int64_t> ParseMqDateTime(std::string_view t) {
     }
     return v;
   };
-  auto y = num(0, 4), mo = num(4, 2), d = num(6, 2), h = num(9, 2), mi = num(11, 2),
-       s = num(13, 2);
+  auto y = num(0, 4), mo = num(4, 2), d = num(6, 2), h = num(9, 2), mi = num(11, 2), s = num(13, 2);
   if (!y || !mo || !d || !h || !mi || !s) return bad;
   if (*mo < 1 || *mo > 12 || *d < 1 || *d > DaysInMonth(*y, *mo) || *h > 23 || *mi > 59 ||
       *s > 59) {
@@ -116,8 +116,8 @@ absl::StatusOr<std::string> VerifyRocketMqSignature(const AuthStore& store,
   absl::StatusOr<int64_t> signed_ms = ParseMqDateTime(date_time);
   if (!signed_ms.ok()) return fail(std::string(signed_ms.status().message()));
   if (*signed_ms > now_ms + kSignatureWindowMs || *signed_ms < now_ms - kSignatureWindowMs) {
-    return fail(fmt::format("x-mq-date-time {} is more than 15 min from the broker's clock",
-                            date_time));
+    return fail(
+        fmt::format("x-mq-date-time {} is more than 15 min from the broker's clock", date_time));
   }
   std::optional<User> user = store.GetUser(header->access_key);
   // The MAC is computed for an unknown user too, so both cases take the same time.

@@ -50,9 +50,9 @@ struct Resource {
 
 // The resource side of a rule (see the grammar above).
 struct ResourcePattern {
-  bool any = false;                         // "*"
+  bool any = false;                          // "*"
   ResourceKind kind = ResourceKind::kTopic;  // kTopic or kGroup unless any
-  std::string name;                         // the name, or the prefix without its '*'
+  std::string name;                          // the name, or the prefix without its '*'
   bool prefix = false;
 
   std::string ToString() const;

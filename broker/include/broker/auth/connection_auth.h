@@ -46,8 +46,8 @@ class ConnectionAuth {
 
  private:
   const AuthStore* store_;
-  std::string nonce_;      // "" before the handshake and once spent
-  std::string client_id_;  // of the handshake
+  std::string nonce_;       // "" before the handshake and once spent
+  std::string client_id_;   // of the handshake
   std::string access_key_;  // "" until authenticated
   bool attempted_ = false;
 };
