@@ -13,6 +13,7 @@ pkgs=(
   libboost-dev libboost-system-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsqlite3-dev
+  libssl-dev
 )
 for arg in "$@"; do
   case "$arg" in

@@ -5,6 +5,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -81,6 +83,19 @@ int main(int argc, char** argv) {
   app.add_option("--max-open-files", max_open_files,
                  "ConsumeQueue files kept open at most (default 0: from the descriptor limit)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  bool auth = false;
+  std::string auth_init_user;
+  app.add_flag("--auth", auth,
+               "require authentication and ACL permissions on both endpoints (docs/security.md)");
+  app.add_option("--auth-init-user", auth_init_user,
+                 "AK:SK created as a super user at start when no user exists (bootstrap)");
+  std::string tls_cert, tls_key, tls_mode;
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain for TLS on both ports");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-mode", tls_mode,
+                 "disabled | permissive (TLS and plaintext) | enforcing (TLS only); default: "
+                 "permissive with a certificate, else disabled")
+      ->check(CLI::IsMember({"disabled", "permissive", "enforcing"}));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
@@ -116,6 +131,14 @@ int main(int argc, char** argv) {
     config.broker.disk_check_interval_ms = *ms;
   }
   if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
+  if (auth) config.broker.auth = true;
+  if (!auth_init_user.empty()) config.broker.auth_init_user = auth_init_user;
+  if (!tls_cert.empty()) config.server.tls_cert_file = tls_cert;
+  if (!tls_key.empty()) config.server.tls_key_file = tls_key;
+  if (!tls_mode.empty()) config.tls_mode = tls_mode;
+  if (absl::Status s = tokimq::broker::ResolveTls(&config); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
   if (!log_format.empty()) config.log_format = log_format;
@@ -156,6 +179,14 @@ int main(int argc, char** argv) {
   }
   spdlog::info("{}", tokimq::broker::DescribeBudget(nofile, config.broker.max_open_files));
 
+  if (!config.broker.auth && !tokimq::broker::IsLoopbackBind(config.server.bind_address)) {
+    spdlog::warn("bound to {} with auth off: anyone who reaches the ports may send, consume and "
+                 "delete topics (start with --auth, docs/security.md)",
+                 config.server.bind_address);
+  }
+  // Files the broker creates (the metadata RocksDB holding secret keys, messages, logs) are
+  // readable by its own user only: 0600 / 0700 (issue 17, docs/security.md).
+  ::umask(077);
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   tokimq::broker::Server server(broker->get(), config.server);
@@ -171,6 +202,10 @@ int main(int argc, char** argv) {
     grpc_options.address = config.server.bind_address;
     grpc_options.port = grpc_port;
     grpc_options.max_body_size = static_cast<int32_t>(config.broker.max_message_size);
+    if (config.server.tls_mode != tokimq::broker::TlsMode::kDisabled) {
+      grpc_options.tls_cert_file = config.server.tls_cert_file;  // TLS only on gRPC
+      grpc_options.tls_key_file = config.server.tls_key_file;
+    }
     auto endpoint = tokimq::rocketmq::StartGrpcEndpoint(broker->get(), grpc_options);
     if (endpoint.ok()) {
       grpc_endpoint = std::move(*endpoint);

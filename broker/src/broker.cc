@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "broker/auth/auth_store.h"
 #include "broker/fd_budget.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
@@ -67,6 +68,7 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_RETURN_IF_ERROR(OpenMessageStore());
   TOKIMQ_RETURN_IF_ERROR(OpenTimerStore());
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  TOKIMQ_RETURN_IF_ERROR(OpenAuth());
   TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
@@ -266,6 +268,7 @@ absl::Status Broker::Close() {
   watermark_.reset();  // reads the store
   store_.reset();
   metadata_.reset();
+  auth_.reset();
   if (db_) {
     // The flush only spares the next start a WAL replay (the WAL was synced by the consumer
     // service's stop). On a full disk it cannot write its table file, and RocksDB then trips

@@ -115,6 +115,18 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetInt(node, key, &srv.worker_threads, 1, 1024);
     } else if (key == "max_frame_bytes") {
       s = GetInt(node, key, &srv.max_frame_bytes, 1024, int64_t{1} << 30);
+    } else if (key == "auth") {
+      auto v = node.value<bool>();
+      if (!v) return Bad(key, "expected true or false");
+      b.auth = *v;
+    } else if (key == "tls_cert") {
+      s = GetString(node, key, &srv.tls_cert_file);
+    } else if (key == "tls_key") {
+      s = GetString(node, key, &srv.tls_key_file);
+    } else if (key == "tls_mode") {
+      s = GetString(node, key, &c->tls_mode);
+    } else if (key == "auth_init_user") {
+      s = GetString(node, key, &b.auth_init_user);
     } else if (key == "manual_clock") {
       auto v = node.value<bool>();
       if (!v) return Bad(key, "expected true or false");
@@ -219,6 +231,30 @@ absl::Status LoadConfigFile(const std::string& path, BrokerConfig* config) {
   absl::Status s = LoadConfigText(ss.str(), config);
   if (!s.ok()) return absl::Status(s.code(), path + ": " + std::string(s.message()));
   return absl::OkStatus();
+}
+
+absl::Status ResolveTls(BrokerConfig* c) {
+  ServerOptions& srv = c->server;
+  if (srv.tls_cert_file.empty() != srv.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate (tls_cert) and a key (tls_key)");
+  }
+  if (c->tls_mode.empty()) {
+    srv.tls_mode = srv.tls_cert_file.empty() ? TlsMode::kDisabled : TlsMode::kPermissive;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<TlsMode> mode = ParseTlsMode(c->tls_mode);
+  if (!mode.ok()) return mode.status();
+  if (*mode != TlsMode::kDisabled && srv.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("TLS mode {} needs tls_cert and tls_key", c->tls_mode));
+  }
+  srv.tls_mode = *mode;
+  return absl::OkStatus();
+}
+
+bool IsLoopbackBind(const std::string& address) {
+  if (address == "localhost" || address == "::1" || address == "[::1]") return true;
+  return address.rfind("127.", 0) == 0;
 }
 
 }  // namespace tokimq::broker

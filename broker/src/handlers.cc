@@ -140,6 +140,16 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
     case proto::Request::kPollTransactionChecks:
       s = HandlePollTransactionChecks(req.poll_transaction_checks(),
                                       resp->mutable_transaction_checks());
+    case proto::Request::kAuthenticate:
+      s = absl::FailedPreconditionError("authenticate is answered by the network server");
+      break;
+    case proto::Request::kCreateUser:
+    case proto::Request::kDeleteUser:
+    case proto::Request::kListUsers:
+    case proto::Request::kGrantAcl:
+    case proto::Request::kRevokeAcl:
+    case proto::Request::kListAcl:
+      s = HandleAuthAdmin(req, resp);
       break;
     case proto::Request::BODY_NOT_SET:
       s = absl::UnimplementedError("unknown or empty request");

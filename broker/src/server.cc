@@ -3,6 +3,7 @@
 #include <utility>  // before any boost/asio header (Boost 1.74 with C++20)
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -11,7 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/auth/connection_auth.h"
 #include "broker/broker.h"
+#include "tls_context.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "fmt/format.h"
@@ -69,6 +72,7 @@ class Server::Impl {
   std::vector<std::thread> io_threads_;
   std::mutex mu_;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+  std::optional<asio::ssl::context> tls_;  // set by Start unless tls_mode is kDisabled
   bool stopped_ = false;
   uint16_t port_ = 0;
 };
@@ -85,9 +89,28 @@ struct Call {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server::Impl* server, tcp::socket socket)
-      : server_(server), socket_(std::move(socket)) {}
+      : server_(server),
+        socket_(std::move(socket)),
+        auth_(server->broker_->auth_enabled() ? server->broker_->auth_store() : nullptr) {}
 
-  void Start() { ReadHeader(); }
+  // Plaintext: reads at once. Enforcing: TLS handshake first. Permissive: peeks at the first
+  // byte; 0x16 (a TLS handshake record) starts TLS, anything else is the plaintext protocol.
+  void Start() {
+    switch (server_->options_.tls_mode) {
+      case TlsMode::kDisabled:
+        return ReadHeader();
+      case TlsMode::kEnforcing:
+        return StartTls();
+      case TlsMode::kPermissive:
+        socket_.async_receive(asio::buffer(header_, 1), tcp::socket::message_peek,
+                              [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+                                if (ec || n == 0) return self->Close();
+                                if (self->header_[0] == 0x16) return self->StartTls();
+                                self->ReadHeader();
+                              });
+        return;
+    }
+  }
   void Close() {
     if (closed_) return;
     closed_ = true;
@@ -110,6 +133,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
+  void StartTls() {
+    tls_ = std::make_unique<asio::ssl::stream<tcp::socket&>>(socket_, *server_->tls_);
+    tls_->async_handshake(asio::ssl::stream_base::server,
+                          [self = shared_from_this()](boost::system::error_code ec) {
+                            if (ec) {
+                              TOKIMQ_LOG_DEBUG("closing {}: TLS handshake: {}", self->peer(),
+                                               ec.message());
+                              return self->Close();
+                            }
+                            self->ReadHeader();
+                          });
+  }
+
+  // The connection's byte stream: the TLS stream once StartTls ran, else the socket.
+  template <typename Buffer, typename Handler>
+  void AsyncRead(const Buffer& buffer, Handler&& handler) {
+    if (tls_) return asio::async_read(*tls_, buffer, std::forward<Handler>(handler));
+    asio::async_read(socket_, buffer, std::forward<Handler>(handler));
+  }
+  template <typename Buffer, typename Handler>
+  void AsyncWrite(const Buffer& buffer, Handler&& handler) {
+    if (tls_) return asio::async_write(*tls_, buffer, std::forward<Handler>(handler));
+    asio::async_write(socket_, buffer, std::forward<Handler>(handler));
+  }
+
   void CloseIfDrained() {
     if (draining_ && in_flight_ == 0 && !writing_ && out_.empty()) Close();
   }
@@ -121,10 +169,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       paused_ = true;
       return;
     }
-    asio::async_read(socket_, asio::buffer(header_, sizeof(header_)),
-                     [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                       self->OnHeader(ec);
-                     });
+    AsyncRead(asio::buffer(header_, sizeof(header_)),
+              [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                self->OnHeader(ec);
+              });
   }
 
   void OnHeader(boost::system::error_code ec) {
@@ -137,10 +185,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Bounded by the frame limit, checked above; not zero-filled (the read overwrites it all).
     body_ = std::make_unique_for_overwrite<char[]>(*len);
     body_len_ = *len;
-    asio::async_read(socket_, asio::buffer(body_.get(), body_len_),
-                     [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                       self->OnBody(ec);
-                     });
+    AsyncRead(asio::buffer(body_.get(), body_len_),
+              [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                self->OnBody(ec);
+              });
   }
 
   void OnBody(boost::system::error_code ec) {
@@ -164,6 +212,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         resp.clear_body();
       } else {
         handshaken_ = true;
+        auth_.OnHandshake(req->handshake(), resp.mutable_handshake());
       }
       Enqueue(resp);
     } else if (!handshaken_) {
@@ -171,6 +220,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
       resp.set_id(req->id());
       wire::ToProto(absl::FailedPreconditionError("handshake required before any request"),
                     resp.mutable_status());
+      Enqueue(resp);
+    } else if (req->body_case() == proto::Request::kAuthenticate) {
+      proto::Response resp;
+      resp.set_id(req->id());
+      absl::Status s = auth_.Authenticate(req->authenticate(), resp.mutable_authenticate());
+      if (!s.ok()) {
+        resp.clear_body();
+        wire::ToProto(s, resp.mutable_status());
+        if (absl::IsUnauthenticated(s)) {
+          TOKIMQ_LOG_WARN("closing {}: authentication failed", peer());
+          close_after_write_ = true;  // one attempt per connection (and per nonce)
+        }
+      }
+      Enqueue(resp);
+    } else if (absl::Status admitted = auth_.Admit(*req); !admitted.ok()) {
+      proto::Response resp;
+      resp.set_id(req->id());
+      wire::ToProto(admitted, resp.mutable_status());
       Enqueue(resp);
     } else if (std::string frame; TryInline(call.get(), &frame)) {
       EnqueueFrame(std::move(frame));
@@ -270,6 +337,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       wire::ToProto(encoded->status, resp->mutable_status());
     } else {
       server_->broker_->Handle(req, resp);
+      auth_.Filter(req, resp);  // ListTopics / Stats: only what this user may see
     }
     if (empty_receive) {
       *empty_receive = req.body_case() == proto::Request::kReceive &&
@@ -318,12 +386,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     writing_ = true;
-    asio::async_write(socket_, asio::buffer(out_.front()),
-                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                        if (ec) return self->Close();
-                        self->out_.pop_front();
-                        self->Write();
-                      });
+    AsyncWrite(asio::buffer(out_.front()),
+               [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                 if (ec) return self->Close();
+                 self->out_.pop_front();
+                 self->Write();
+               });
   }
 
   std::string peer() const {
@@ -334,6 +402,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Server::Impl* server_;
   tcp::socket socket_;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls_;  // TLS connections; over socket_
+  // Written on this I/O thread by the handshake and Authenticate, before any request that
+  // reads it is handed to a worker (the post orders the two).
+  auth::ConnectionAuth auth_;
   char header_[wire::kFrameHeaderBytes] = {};
   std::unique_ptr<char[]> body_;  // the frame body being read
   size_t body_len_ = 0;
@@ -348,6 +420,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 absl::Status Server::Impl::Start() {
+  if (options_.tls_mode != TlsMode::kDisabled) {
+    absl::StatusOr<asio::ssl::context> ctx = MakeTlsContext(options_);
+    if (!ctx.ok()) return ctx.status();
+    tls_.emplace(std::move(*ctx));
+  }
   boost::system::error_code ec;
   auto address = asio::ip::make_address(options_.bind_address, ec);
   if (ec) {
@@ -368,7 +445,8 @@ absl::Status Server::Impl::Start() {
   for (auto& io : ios_) {
     io_threads_.emplace_back([io = io.get()] { io->run(); });
   }
-  TOKIMQ_LOG_INFO("listening on {}:{}", options_.bind_address, port_);
+  TOKIMQ_LOG_INFO("listening on {}:{} (TLS {})", options_.bind_address, port_,
+                  TlsModeName(options_.tls_mode));
   return absl::OkStatus();
 }
 

@@ -69,4 +69,47 @@ absl::StatusOr<proto::HandshakeResponse> AdminClient::Ping() {
   return (*conn)->handshake();
 }
 
+absl::Status AdminClient::CreateUser(const proto::CreateUserRequest& user) {
+  proto::Request req;
+  *req.mutable_create_user() = user;
+  return conn_.Call(std::move(req)).status();
+}
+
+absl::Status AdminClient::DeleteUser(const std::string& access_key) {
+  proto::Request req;
+  req.mutable_delete_user()->set_access_key(access_key);
+  return conn_.Call(std::move(req)).status();
+}
+
+absl::StatusOr<std::vector<proto::UserInfo>> AdminClient::ListUsers() {
+  proto::Request req;
+  req.mutable_list_users();
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return std::vector<proto::UserInfo>(resp->list_users().users().begin(),
+                                      resp->list_users().users().end());
+}
+
+absl::Status AdminClient::GrantAcl(const proto::AclRuleInfo& rule) {
+  proto::Request req;
+  *req.mutable_grant_acl()->mutable_rule() = rule;
+  return conn_.Call(std::move(req)).status();
+}
+
+absl::Status AdminClient::RevokeAcl(const std::string& access_key, const std::string& resource) {
+  proto::Request req;
+  req.mutable_revoke_acl()->set_access_key(access_key);
+  req.mutable_revoke_acl()->set_resource(resource);
+  return conn_.Call(std::move(req)).status();
+}
+
+absl::StatusOr<std::vector<proto::AclRuleInfo>> AdminClient::ListAcl(const std::string& access_key) {
+  proto::Request req;
+  req.mutable_list_acl()->set_access_key(access_key);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return std::vector<proto::AclRuleInfo>(resp->list_acl().rules().begin(),
+                                         resp->list_acl().rules().end());
+}
+
 }  // namespace tokimq::client

@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "proto/auth_proof.h"
 #include "proto/framing.h"
 #include "proto/status.h"
+#include "tls_session.h"
 
 namespace tokimq::client {
 namespace {
@@ -96,8 +98,8 @@ absl::StatusOr<int> ConnectTo(const std::string& broker, int64_t timeout_ms) {
 
 }  // namespace
 
-Connection::Connection(int fd, int wake_fd, ClientOptions options)
-    : fd_(fd), options_(std::move(options)), wake_fd_(wake_fd) {
+Connection::Connection(int fd, int wake_fd, ClientOptions options, std::unique_ptr<TlsSession> tls)
+    : fd_(fd), options_(std::move(options)), tls_(std::move(tls)), wake_fd_(wake_fd) {
   background_ = std::thread([this] { BackgroundLoop(); });
 }
 
@@ -114,19 +116,42 @@ Connection::~Connection() {
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& options) {
   auto fd = ConnectTo(options.broker, options.connect_timeout_ms);
   if (!fd.ok()) return fd.status();
+  std::unique_ptr<TlsSession> tls;
+  if (options.tls) {
+    auto session = TlsSession::Connect(*fd, SplitHostPort(options.broker)->first,
+                                       options.tls_ca_file, options.connect_timeout_ms);
+    if (!session.ok()) {
+      ::close(*fd);
+      return session.status();
+    }
+    tls = std::move(*session);
+  }
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd < 0) {
     absl::Status s = Unavailable("eventfd");
     ::close(*fd);
     return s;
   }
-  std::unique_ptr<Connection> conn(new Connection(*fd, wake_fd, options));
+  std::unique_ptr<Connection> conn(new Connection(*fd, wake_fd, options, std::move(tls)));
   proto::Request req;
   req.mutable_handshake()->set_protocol_version(wire::kProtocolVersion);
   req.mutable_handshake()->set_client_id(options.client_id);
   auto resp = conn->Call(std::move(req), options.connect_timeout_ms);
   if (!resp.ok()) return resp.status();
   conn->handshake_ = resp->handshake();
+  if (conn->handshake_.auth_required()) {
+    if (options.access_key.empty()) {
+      return absl::UnauthenticatedError(fmt::format(
+          "broker {} requires authentication: give an access key and a secret key",
+          options.broker));
+    }
+    proto::Request auth;
+    auth.mutable_authenticate()->set_access_key(options.access_key);
+    auth.mutable_authenticate()->set_signature(
+        wire::AuthProof(options.secret_key, conn->handshake_.auth_nonce(), options.client_id));
+    auto authed = conn->Call(std::move(auth), options.connect_timeout_ms);
+    if (!authed.ok()) return authed.status();
+  }
   return conn;
 }
 
@@ -161,6 +186,10 @@ absl::Status Connection::Start(proto::Request req, int64_t timeout_ms, Pending p
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     size_t off = 0;
+    if (tls_) {
+      write_error = tls_->WriteAll(frame->data(), frame->size());
+      off = frame->size();
+    }
     while (off < frame->size()) {
       ssize_t n = ::send(fd_, frame->data() + off, frame->size() - off, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
@@ -345,6 +374,12 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
       *error = absl::CancelledError("connection closed");
       return false;
     }
+    if (tls_ && tls_->HasBuffered()) {  // decrypted already: the socket may stay quiet
+      ssize_t n = tls_->Read(buf, cap, error);
+      if (n < 0) return false;
+      *got = static_cast<size_t>(n);
+      if (n > 0) return true;
+    }
     pollfd p{fd_, POLLIN, 0};
     int rc = ::poll(&p, 1, kPollMs);
     const int poll_errno = errno;  // ExpireDeadlines below runs callbacks, which may change it
@@ -357,6 +392,12 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
       ExpireDeadlines();
     }
     if (rc == 0 || (rc < 0 && poll_errno == EINTR)) return true;  // *got == 0: the caller re-checks
+    if (tls_) {  // 0: a partial TLS record so far
+      ssize_t n = tls_->Read(buf, cap, error);
+      if (n < 0) return false;
+      *got = static_cast<size_t>(n);
+      return true;
+    }
     ssize_t n = ::recv(fd_, buf, cap, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {

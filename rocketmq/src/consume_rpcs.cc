@@ -23,6 +23,8 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
     writer->Write(r);
     return grpc::Status::OK;
   };
+  std::string who;
+  if (std::optional<v2::Status> refused = Authenticate(ctx, &who)) return answer(*refused);
   const std::string& group = req->group().name();
   const std::string& topic = req->message_queue().topic().name();
   if (auto bad = GroupNameError(group)) return answer(*bad);
@@ -64,7 +66,7 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   r->set_invisible_ms(invisible_ms);
   r->set_long_poll_ms(long_poll_ms);
   r->set_tag_filter(tag_filter);
-  proto::Response resp = Call(native);
+  proto::Response resp = CallAs(who, native);  // sub on the group and the topic
   v2::Status status = StatusFromNative(resp, RpcKind::kReceive);
   if (status.code() != v2::Code::OK) return answer(status);
   const auto& got = resp.receive().messages();
@@ -95,6 +97,8 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
 grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
                                               const v2::AckMessageRequest* req,
                                               v2::AckMessageResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   if (auto bad = GroupNameError(req->group().name())) {
     *resp->mutable_status() = *bad;
     return grpc::Status::OK;
@@ -107,7 +111,7 @@ grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
   proto::AckRequest* ack = native.mutable_ack();
   ack->set_group(req->group().name());
   for (const v2::AckMessageEntry& e : req->entries()) ack->add_receipt_handles(e.receipt_handle());
-  proto::Response r = Call(native);
+  proto::Response r = CallAs(who, native);
   v2::Status status = StatusFromNative(r, RpcKind::kReceipt);
   if (status.code() != v2::Code::OK || r.ack().results_size() != req->entries_size()) {
     if (status.code() == v2::Code::OK) {
@@ -152,6 +156,8 @@ grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
     grpc::ServerContext* ctx, const v2::ChangeInvisibleDurationRequest* req,
     v2::ChangeInvisibleDurationResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   if (auto bad = GroupNameError(req->group().name())) {
     *resp->mutable_status() = *bad;
     return grpc::Status::OK;
@@ -181,7 +187,7 @@ grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
     c->set_receipt_handle(req->receipt_handle());
     c->set_invisible_ms(ms);
   }
-  proto::Response r = Call(native);
+  proto::Response r = CallAs(who, native);
   *resp->mutable_status() = StatusFromNative(r, RpcKind::kReceipt);
   if (resp->status().code() != v2::Code::OK) return grpc::Status::OK;
   if (ms == 0) {
@@ -198,6 +204,15 @@ grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
 grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
     grpc::ServerContext* ctx, const v2::ForwardMessageToDeadLetterQueueRequest* req,
     v2::ForwardMessageToDeadLetterQueueResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
+  // RocketMQ's table: sub on the group and the topic (the DLQ copy is the broker's own write).
+  if (auto denied = Authorize(
+          who, {{broker::auth::Resource::Group(req->group().name()), broker::auth::kSub},
+                {broker::auth::Resource::Topic(req->topic().name()), broker::auth::kSub}})) {
+    *resp->mutable_status() = *denied;
+    return grpc::Status::OK;
+  }
   const std::string& group = req->group().name();
   if (auto bad = GroupNameError(group)) {
     *resp->mutable_status() = *bad;

@@ -97,6 +97,10 @@ v2::Code CodeFromNative(const proto::Status& status, RpcKind kind) {
       return v2::Code::NOT_IMPLEMENTED;
     case absl::StatusCode::kDeadlineExceeded:
       return v2::Code::MASTER_PERSISTENCE_TIMEOUT;
+    case absl::StatusCode::kUnauthenticated:  // RocketMQ's codes (issue 17)
+      return v2::Code::UNAUTHORIZED;
+    case absl::StatusCode::kPermissionDenied:
+      return v2::Code::FORBIDDEN;
     default:
       return v2::Code::INTERNAL_ERROR;
   }

@@ -4,8 +4,10 @@
 #include <grpcpp/resource_quota.h>
 
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <vector>
+#include <sstream>
 
 #include "call_trace.h"
 #include "common/logging.h"
@@ -41,6 +43,30 @@ class GrpcEndpointImpl final : public GrpcEndpoint {
   const int port_;
 };
 
+absl::StatusOr<std::string> ReadPem(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return absl::InvalidArgumentError("cannot read TLS file " + path);
+  }
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const GrpcEndpointOptions& options) {
+  if (options.tls_cert_file.empty() && options.tls_key_file.empty()) {
+    return grpc::InsecureServerCredentials();
+  }
+  absl::StatusOr<std::string> cert = ReadPem(options.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem(options.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* broker,
@@ -54,7 +80,9 @@ absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* 
   auto service = std::make_unique<MessagingServiceImpl>(broker, options);
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(target, grpc::InsecureServerCredentials(), &bound_port);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(target, *credentials, &bound_port);
   builder.RegisterService(service.get());
   grpc::ResourceQuota quota("tokimq-rocketmq");
   quota.SetMaxThreads(options.max_threads);
@@ -77,8 +105,8 @@ absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* 
   if (server == nullptr || bound_port == 0) {
     return absl::UnavailableError("cannot listen for RocketMQ gRPC on " + target);
   }
-  TOKIMQ_LOG_INFO("rocketmq gRPC endpoint (apache.rocketmq.v2.MessagingService) on {}:{}",
-                  options.address, bound_port);
+  TOKIMQ_LOG_INFO("rocketmq gRPC endpoint (apache.rocketmq.v2.MessagingService) on {}:{}{}",
+                  options.address, bound_port, options.tls_cert_file.empty() ? "" : " (TLS)");
   return std::unique_ptr<GrpcEndpoint>(
       new GrpcEndpointImpl(std::move(service), std::move(server), bound_port));
 }

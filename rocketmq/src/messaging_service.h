@@ -15,9 +15,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apache/rocketmq/v2/service.grpc.pb.h"
 #include "check_streams.h"
+#include "broker/auth/permissions.h"
 #include "convert.h"
 #include "in_flight_cache.h"
 #include "proto/tokimq.pb.h"
@@ -98,6 +100,26 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
  private:
   // One native request through Broker::Handle.
   proto::Response Call(const proto::Request& req);
+
+  // Authentication and authorization (rpc_auth.cc, docs/security.md). With the broker's auth
+  // off they admit everything. Authenticate: the caller's access key from the `authorization`
+  // and `x-mq-date-time` headers (broker/auth/rocketmq_signature.h), or the UNAUTHORIZED
+  // status to answer. Authorize: the FORBIDDEN status to answer when the user misses one of
+  // the requirements. CallAs: Call after authorizing `req` by the native permission table
+  // (a refusal comes back as a native kPermissionDenied response, which maps to FORBIDDEN).
+  std::optional<v2::Status> Authenticate(const grpc::ServerContext* ctx,
+                                         std::string* access_key) const;
+  std::optional<v2::Status> Authorize(
+      const std::string& access_key,
+      const std::vector<broker::auth::Requirement>& requirements) const;
+  proto::Response CallAs(const std::string& access_key, const proto::Request& req);
+  // Authenticate for an RPC whose response carries a status: false (status filled) if refused.
+  template <typename Response>
+  bool Admit(const grpc::ServerContext* ctx, std::string* access_key, Response* resp) const {
+    std::optional<v2::Status> refused = Authenticate(ctx, access_key);
+    if (refused) *resp->mutable_status() = *refused;
+    return !refused.has_value();
+  }
 
   // The native topic config of `name` (cached for a few seconds), or the v2 status to answer.
   // "%DLQ%..." / "%RETRY%..." topics resolve to one NORMAL queue.

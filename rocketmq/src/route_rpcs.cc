@@ -116,6 +116,13 @@ void MessagingServiceImpl::FillQueue(const proto::TopicConfig& topic, int32_t qu
 grpc::Status MessagingServiceImpl::QueryRoute(grpc::ServerContext* ctx,
                                               const v2::QueryRouteRequest* req,
                                               v2::QueryRouteResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
+  if (auto denied = Authorize(who, {{broker::auth::Resource::Topic(req->topic().name()),
+                                     broker::auth::kPub | broker::auth::kSub}})) {
+    *resp->mutable_status() = *denied;
+    return grpc::Status::OK;
+  }
   v2::Status error;
   std::optional<proto::TopicConfig> topic = LookupTopic(req->topic().name(), &error);
   if (!topic) {
@@ -133,6 +140,8 @@ grpc::Status MessagingServiceImpl::QueryRoute(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::Heartbeat(grpc::ServerContext* ctx,
                                              const v2::HeartbeatRequest* req,
                                              v2::HeartbeatResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   // Consumer groups are implicit in tokimq (created by the first receive), so there is nothing
   // to register; the heartbeat only proves the endpoint is alive.
   *resp->mutable_status() = OkStatus();
@@ -191,6 +200,10 @@ v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client,
 grpc::Status MessagingServiceImpl::Telemetry(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v2::TelemetryCommand, v2::TelemetryCommand>* stream) {
+  std::string who;
+  if (Authenticate(ctx, &who)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "authentication failed");
+  }
   const std::string client = ClientId(ctx);
   // Writes come from this thread (settings answers) and from the broker's transaction check
   // thread (RecoverOrphanedTransactionCommand, through check_streams_): one at a time.
@@ -223,6 +236,14 @@ grpc::Status MessagingServiceImpl::Telemetry(
 grpc::Status MessagingServiceImpl::QueryAssignment(grpc::ServerContext* ctx,
                                                    const v2::QueryAssignmentRequest* req,
                                                    v2::QueryAssignmentResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
+  if (auto denied = Authorize(
+          who, {{broker::auth::Resource::Group(req->group().name()), broker::auth::kSub},
+                {broker::auth::Resource::Topic(req->topic().name()), broker::auth::kSub}})) {
+    *resp->mutable_status() = *denied;
+    return grpc::Status::OK;
+  }
   if (auto bad = GroupNameError(req->group().name())) {
     *resp->mutable_status() = *bad;
     return grpc::Status::OK;
@@ -244,6 +265,8 @@ grpc::Status MessagingServiceImpl::QueryAssignment(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::NotifyClientTermination(
     grpc::ServerContext* ctx, const v2::NotifyClientTerminationRequest* req,
     v2::NotifyClientTerminationResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   // Leases of a terminated client simply expire; nothing is kept per client.
   *resp->mutable_status() = OkStatus();
   return grpc::Status::OK;
@@ -254,6 +277,13 @@ grpc::Status MessagingServiceImpl::NotifyClientTermination(
 grpc::Status MessagingServiceImpl::PullMessage(
     grpc::ServerContext* ctx, const v2::PullMessageRequest* req,
     grpc::ServerWriter<v2::PullMessageResponse>* writer) {
+  std::string who;
+  if (std::optional<v2::Status> refused = Authenticate(ctx, &who)) {
+    v2::PullMessageResponse r;
+    *r.mutable_status() = *refused;
+    writer->Write(r);
+    return grpc::Status::OK;
+  }
   v2::PullMessageResponse r;
   *r.mutable_status() = MakeStatus(
       v2::Code::UNSUPPORTED, "tokimq serves lease-based receives only; PullConsumer is not supported");
@@ -264,6 +294,8 @@ grpc::Status MessagingServiceImpl::PullMessage(
 grpc::Status MessagingServiceImpl::UpdateOffset(grpc::ServerContext* ctx,
                                                 const v2::UpdateOffsetRequest* req,
                                                 v2::UpdateOffsetResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
   return grpc::Status::OK;
 }
@@ -271,6 +303,8 @@ grpc::Status MessagingServiceImpl::UpdateOffset(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::GetOffset(grpc::ServerContext* ctx,
                                              const v2::GetOffsetRequest* req,
                                              v2::GetOffsetResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
   return grpc::Status::OK;
 }
@@ -278,6 +312,8 @@ grpc::Status MessagingServiceImpl::GetOffset(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
                                                const v2::QueryOffsetRequest* req,
                                                v2::QueryOffsetResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
   return grpc::Status::OK;
 }
@@ -285,6 +321,8 @@ grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
 grpc::Status MessagingServiceImpl::SyncLiteSubscription(
     grpc::ServerContext* ctx, const v2::SyncLiteSubscriptionRequest* req,
     v2::SyncLiteSubscriptionResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   *resp->mutable_status() =
       MakeStatus(v2::Code::UNSUPPORTED, "lite topics are not supported by tokimq");
   return grpc::Status::OK;

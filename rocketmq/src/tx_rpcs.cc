@@ -48,6 +48,8 @@ bool MessagingServiceImpl::OfferCheck(const proto::TransactionCheck& check) {
 grpc::Status MessagingServiceImpl::EndTransaction(grpc::ServerContext* ctx,
                                                   const v2::EndTransactionRequest* req,
                                                   v2::EndTransactionResponse* resp) {
+  std::string who;
+  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   std::string message_id, transaction_id;
   if (!DecodeTransactionId(req->transaction_id(), &message_id, &transaction_id)) {
     *resp->mutable_status() = MakeStatus(
@@ -71,7 +73,7 @@ grpc::Status MessagingServiceImpl::EndTransaction(grpc::ServerContext* ctx,
   e->set_source(req->source() == v2::TransactionSource::SOURCE_SERVER_CHECK
                     ? proto::SOURCE_CHECK
                     : proto::SOURCE_CLIENT);
-  proto::Response r = Call(native);
+  proto::Response r = CallAs(who, native);  // pub on the topic (broker/auth/permissions.h)
   *resp->mutable_status() = StatusFromNative(r, RpcKind::kOther);
   return grpc::Status::OK;
 }

@@ -152,3 +152,47 @@ TEST(ConfigTest, LogFormatIsTextOrJson) {
 
 }  // namespace
 }  // namespace tokimq::broker
+
+namespace tokimq::broker {
+namespace {
+
+TEST(ConfigTest, AuthKeys) {
+  BrokerConfig c;
+  ASSERT_TRUE(LoadConfigText("auth = true\nauth_init_user = \"root:root-secret\"\n", &c).ok());
+  EXPECT_TRUE(c.broker.auth);
+  EXPECT_EQ(c.broker.auth_init_user, "root:root-secret");
+  EXPECT_FALSE(LoadConfigText("auth = \"yes\"\n", &c).ok());
+}
+
+TEST(ConfigTest, TlsModeDefaultsToPermissiveWithACertificate) {
+  BrokerConfig c;
+  ASSERT_TRUE(ResolveTls(&c).ok());
+  EXPECT_EQ(c.server.tls_mode, TlsMode::kDisabled);
+  ASSERT_TRUE(LoadConfigText("tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n", &c).ok());
+  ASSERT_TRUE(ResolveTls(&c).ok());
+  EXPECT_EQ(c.server.tls_mode, TlsMode::kPermissive);
+  c.tls_mode = "enforcing";
+  ASSERT_TRUE(ResolveTls(&c).ok());
+  EXPECT_EQ(c.server.tls_mode, TlsMode::kEnforcing);
+  c.tls_mode = "strict";
+  EXPECT_EQ(ResolveTls(&c).code(), absl::StatusCode::kInvalidArgument);
+  BrokerConfig no_cert;
+  no_cert.tls_mode = "enforcing";
+  EXPECT_EQ(ResolveTls(&no_cert).code(), absl::StatusCode::kInvalidArgument);
+  BrokerConfig half;
+  half.server.tls_cert_file = "c.pem";
+  EXPECT_EQ(ResolveTls(&half).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigTest, LoopbackBindAddresses) {
+  EXPECT_TRUE(IsLoopbackBind("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackBind("127.1.2.3"));
+  EXPECT_TRUE(IsLoopbackBind("::1"));
+  EXPECT_TRUE(IsLoopbackBind("localhost"));
+  EXPECT_FALSE(IsLoopbackBind("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackBind("::"));
+  EXPECT_FALSE(IsLoopbackBind("10.0.0.7"));
+}
+
+}  // namespace
+}  // namespace tokimq::broker

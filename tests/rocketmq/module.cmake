@@ -12,6 +12,10 @@ if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
   add_test(NAME rocketmq.official_nodejs_client
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(rocketmq.official_nodejs_client PROPERTIES TIMEOUT 240 LABELS integration)
+  # The same client against a broker with --auth (issue 17): credentials right/wrong/missing.
+  add_test(NAME rocketmq.official_nodejs_client_auth
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_auth.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(rocketmq.official_nodejs_client_auth PROPERTIES TIMEOUT 120 LABELS integration)
   add_dependencies(tokimq_tests tokimq_broker_main tokimq_cli)
 elseif(NOT tokimq_have_rocketmq)
   message(STATUS "tokimq: RocketMQ Node.js test not registered (endpoint not built)")

@@ -65,6 +65,11 @@ struct DriverOptions {
   std::string queue;        // topic / key prefix / tube
   int pipeline = 16;        // batches in flight per producer (tokimq, redis)
   int64_t lease_ms = 60'000;
+  // tokimq with --auth (docs/security.md): credentials of a user allowed on the bench topic.
+  std::string access_key;
+  std::string secret_key;
+  bool tls = false;          // tokimq with --tls-cert: connect with TLS
+  std::string tls_ca_file;
 };
 
 class Driver {

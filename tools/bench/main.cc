@@ -95,6 +95,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-run", max_run, "stop after this long")->default_val("10m");
   app.add_option("--pid", w.rss_pid, "process id of the system, to sample its RSS");
   app.add_option("--label", label, "workload label printed in the RESULT line");
+  app.add_option("--access-key", d.access_key, "tokimq --auth: access key")
+      ->envname("TOKIMQ_ACCESS_KEY");
+  app.add_option("--secret-key", d.secret_key, "tokimq --auth: secret key")
+      ->envname("TOKIMQ_SECRET_KEY");
+  app.add_flag("--tls", d.tls, "tokimq: connect with TLS");
+  app.add_option("--tls-ca", d.tls_ca_file, "tokimq --tls: PEM CA file to trust");
   CLI11_PARSE(app, argc, argv);
 
   if (!ParseDelay(delay, &w)) {

@@ -110,7 +110,13 @@ class TokimqConsumer final : public ConsumerSession {
 
 class TokimqDriver final : public Driver {
  public:
-  explicit TokimqDriver(const DriverOptions& o) : options_(o) { client_.broker = o.addr; }
+  explicit TokimqDriver(const DriverOptions& o) : options_(o) {
+    client_.broker = o.addr;
+    client_.access_key = o.access_key;
+    client_.secret_key = o.secret_key;
+    client_.tls = o.tls;
+    client_.tls_ca_file = o.tls_ca_file;
+  }
 
   absl::Status Setup() override {
     client::AdminClient admin(client_);

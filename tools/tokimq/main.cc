@@ -8,6 +8,7 @@
 
 #include "common/duration.h"
 #include "common/names.h"
+#include "tokimq/auth_commands.h"
 #include "tokimq/commands.h"
 
 namespace {
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout, "per-request timeout (e.g. 10s)")->default_val("10s");
 
   std::function<absl::Status()> action;
+  AddAuthCommands(&app, &opts, &action);  // --access-key, --secret-key, user ..., acl ...
 
   // topic ...
   CLI::App* topic = app.add_subcommand("topic", "create, update, list, describe, delete topics");

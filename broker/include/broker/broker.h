@@ -53,6 +53,9 @@ class TimerStore;
 }  // namespace tokimq
 
 namespace tokimq::broker {
+namespace auth {
+class AuthStore;
+}
 
 class CheckMailbox;
 class DiskWatermark;
@@ -123,6 +126,11 @@ struct BrokerOptions {
   int64_t transaction_immunity_ms = 6'000;
   int64_t transaction_check_interval_ms = 30'000;
   int transaction_max_checks = 15;
+  // Authentication and authorization on both endpoints (docs/security.md). Off by default: every
+  // connection may do everything, as before.
+  bool auth = false;
+  // "AK:SK": created as a super user at start when the broker has no user yet (the bootstrap).
+  std::string auth_init_user;
 };
 
 // Hands a transaction check to a producer reached by another endpoint (the RocketMQ gRPC
@@ -185,6 +193,9 @@ class Broker {
 
   Clock* clock() const { return clock_; }
   bool manual_clock() const { return manual_clock_ != nullptr; }
+  // Users and ACL rules (always open; consulted by the endpoints only when auth_enabled()).
+  auth::AuthStore* auth_store() const { return auth_.get(); }
+  bool auth_enabled() const { return options_.auth; }
 
  private:
   explicit Broker(BrokerOptions options);
@@ -226,6 +237,10 @@ class Broker {
   // Stores the transactional entries of `prepared` (moved out) as halves, filling their results.
   absl::Status StoreHalves(std::vector<PreparedSend>* prepared, const std::vector<int>& index,
                            int64_t now, proto::SendResponse* resp);
+  // User and ACL administration (auth_handlers.cc).
+  absl::Status HandleAuthAdmin(const proto::Request& req, proto::Response* resp);
+  // Opens the AuthStore and applies options_.auth_init_user.
+  absl::Status OpenAuth();
 
   // Topic as seen by Send/Receive: user topics from metadata; "%DLQ%" / "%RETRY%" system topics
   // and the poison topic (receive only) with one queue. kInvalidArgument for a name the name
@@ -243,6 +258,7 @@ class Broker {
   std::unique_ptr<MessageStore> store_;
   std::unique_ptr<TimerStore> timers_;
   std::unique_ptr<MetadataStore> metadata_;
+  std::unique_ptr<auth::AuthStore> auth_;
   std::unique_ptr<ConsumerService> consumers_;
   std::unique_ptr<RetentionTask> retention_;
   std::unique_ptr<DiskWatermark> watermark_;

@@ -31,6 +31,18 @@ namespace tokimq::broker {
 
 class Broker;
 
+// TLS on the native port (issue 17, docs/security.md "TLS"). Persisted nowhere; parsed from
+// --tls-mode / tls_mode.
+enum class TlsMode {
+  kDisabled,    // plaintext only
+  kPermissive,  // TLS and plaintext on the same port: a first byte 0x16 (a TLS handshake
+                // record) starts TLS, anything else is the plaintext protocol
+  kEnforcing,   // TLS only: a plaintext client fails the TLS handshake and is closed
+};
+// "disabled" / "permissive" / "enforcing"; kInvalidArgument otherwise.
+absl::StatusOr<TlsMode> ParseTlsMode(const std::string& text);
+const char* TlsModeName(TlsMode mode);
+
 struct ServerOptions {
   std::string bind_address = "127.0.0.1";
   uint16_t port = 10911;  // 0: any free port (see Server::port())
@@ -38,6 +50,11 @@ struct ServerOptions {
   int io_threads = 2;
   int worker_threads = 32;
   int max_in_flight_per_connection = 256;
+  // PEM certificate chain and private key, read once by Start() (rotate by restarting).
+  // Required unless tls_mode is kDisabled.
+  TlsMode tls_mode = TlsMode::kDisabled;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class Server {
@@ -47,7 +64,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and listens. kUnavailable if the address cannot be bound.
+  // Loads the TLS certificate (kInvalidArgument if it cannot), binds and listens. kUnavailable
+  // if the address cannot be bound.
   absl::Status Start();
   // Idempotent.
   void Stop();

@@ -31,6 +31,16 @@ class AdminClient {
   // Handshake info of the current connection (broker version, manual clock, time).
   absl::StatusOr<proto::HandshakeResponse> Ping();
 
+  // Users and ACL rules (docs/security.md; the broker needs admin on "*" for each).
+  // kAlreadyExists / kNotFound / kInvalidArgument as the broker's AuthStore answers.
+  absl::Status CreateUser(const proto::CreateUserRequest& user);
+  absl::Status DeleteUser(const std::string& access_key);
+  absl::StatusOr<std::vector<proto::UserInfo>> ListUsers();
+  absl::Status GrantAcl(const proto::AclRuleInfo& rule);
+  absl::Status RevokeAcl(const std::string& access_key, const std::string& resource);
+  // "" : every user's rules.
+  absl::StatusOr<std::vector<proto::AclRuleInfo>> ListAcl(const std::string& access_key);
+
  private:
   ConnectionHolder conn_;
 };

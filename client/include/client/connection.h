@@ -40,14 +40,27 @@ struct ClientOptions {
   int64_t request_timeout_ms = 10'000;     // per request; Receive adds its long-poll time
   uint32_t max_frame_bytes = 16u << 20;
   std::string client_id = "tokimq-cpp";
+  // Credentials for a broker started with --auth (docs/security.md). Sent only as an HMAC proof
+  // over the broker's per-connection nonce, never in clear. Empty: no authentication (a broker
+  // with auth on then refuses the connection with kUnauthenticated).
+  std::string access_key;
+  std::string secret_key;
+  // TLS to a broker started with --tls-cert (docs/security.md "TLS"): the broker's certificate
+  // must chain to tls_ca_file (PEM; empty: the system's CAs) and name the host of `broker`.
+  bool tls = false;
+  std::string tls_ca_file;
 };
 
 using ResponseCallback = std::function<void(absl::StatusOr<proto::Response>)>;
 
+class TlsSession;
+
 class Connection {
  public:
-  // Connects and performs the handshake. kUnavailable if the broker cannot be reached,
-  // kFailedPrecondition if it refuses the protocol version.
+  // Connects and performs the handshake, then authenticates when the broker asks for it.
+  // kUnavailable if the broker cannot be reached, kFailedPrecondition if it refuses the
+  // protocol version, kUnauthenticated if it requires credentials and they are missing or
+  // wrong.
   static absl::StatusOr<std::unique_ptr<Connection>> Open(const ClientOptions& options);
   ~Connection();
   Connection(const Connection&) = delete;
@@ -75,7 +88,7 @@ class Connection {
     std::chrono::steady_clock::time_point deadline;
   };
 
-  Connection(int fd, int wake_fd, ClientOptions options);
+  Connection(int fd, int wake_fd, ClientOptions options, std::unique_ptr<TlsSession> tls);
   // Registers `p` under a fresh id and writes the request. A non-OK result means nothing was
   // registered; a write failure after registering completes `p` (and every other call) instead.
   absl::Status Start(proto::Request req, int64_t timeout_ms, Pending p);
@@ -101,6 +114,7 @@ class Connection {
 
   int fd_;
   ClientOptions options_;
+  std::unique_ptr<TlsSession> tls_;  // set when options_.tls
   proto::HandshakeResponse handshake_;
   std::atomic<bool> broken_{false};
   std::atomic<bool> stopping_{false};

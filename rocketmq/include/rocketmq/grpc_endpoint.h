@@ -37,6 +37,11 @@ struct GrpcEndpointOptions {
   // Bodies of messages handed out over gRPC are kept (up to this many bytes, oldest evicted)
   // so ForwardMessageToDeadLetterQueue can copy them into the DLQ topic.
   int64_t dlq_cache_bytes = 32 << 20;
+  // TLS (docs/security.md "TLS"): PEM files read once at start. Both set: the port serves TLS
+  // only (gRPC cannot serve TLS and plaintext on one port, so the broker's "permissive" mode
+  // means TLS here too). Empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class GrpcEndpoint {

@@ -1,0 +1,206 @@
+// The official RocketMQ 5 Node.js client against a tokimq broker started with --auth (issue 17):
+// sessionCredentials right / wrong / missing / without permission, users and rules set up with
+// the native `tokimq` CLI. Run with tests/rocketmq/run_auth.sh <build-dir>.
+'use strict';
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, execFile } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { promisify } = require('node:util');
+const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
+
+const execFileP = promisify(execFile);
+const BIN = process.env.TOKIMQ_BIN_DIR;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const quietLogger = {
+  info() {}, debug() {}, warn() {},
+  error(...args) { if (process.env.RMQ_TEST_VERBOSE) console.error(...args); },
+};
+const TOPIC = 'rmq_auth';
+const GROUP = 'g_auth';
+const UNAUTHORIZED = 40100;
+const FORBIDDEN = 40300;
+
+let broker;
+let dataDir;
+let nativeAddr;
+let endpoints;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function cli(...args) {
+  const env = { ...process.env, TOKIMQ_ACCESS_KEY: 'root', TOKIMQ_SECRET_KEY: 'root-secret' };
+  const { stdout } = await execFileP(path.join(BIN, 'tokimq'), ['--broker', nativeAddr, ...args], { env });
+  return stdout;
+}
+
+// The code of a failed call: the client's own exception, or the cause of a failed startup().
+function codeOf(err) {
+  for (let e = err; e; e = e.cause) {
+    if (typeof e.code === 'number') return e.code;
+  }
+  return undefined;
+}
+
+// Starts a broker in a new dir under dataDir; returns { proc, nativeAddr, endpoints }.
+async function startBroker(name, toml, args = []) {
+  const dir = path.join(dataDir, name);
+  fs.mkdirSync(dir);
+  const grpcPort = await freePort();
+  const portFile = path.join(dir, 'port');
+  const config = path.join(dir, 'broker.toml');
+  fs.writeFileSync(config, toml);
+  const proc = spawn(path.join(BIN, 'tokimq-broker'), [
+    '--config', config, '--data-dir', path.join(dir, 'data'), '--port', '0', '--port-file', portFile,
+    '--grpc-port', String(grpcPort), '--log-file', path.join(dir, 'broker.log'), ...args,
+  ], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
+    if (proc.exitCode !== null) break;
+    await Promise.race([sleep(50), exited]);
+  }
+  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dir}/broker.log)`);
+  return { proc, nativeAddr: `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`,
+    endpoints: `127.0.0.1:${grpcPort}` };
+}
+
+async function stopBroker(proc) {
+  if (proc && proc.exitCode === null) {
+    const done = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    await done;
+    assert.equal(proc.exitCode, 0, `broker exit code (logs under ${dataDir})`);
+  }
+}
+
+let tlsBroker;
+
+before(async () => {
+  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-auth-'));
+  const started = await startBroker('auth',
+    'max_long_poll = "5s"\nauth = true\nauth_init_user = "root:root-secret"\n');
+  broker = started.proc;
+  nativeAddr = started.nativeAddr;
+  endpoints = started.endpoints;
+  await cli('topic', 'create', '--name', TOPIC, '--type', 'normal', '--queues', '2');
+  await cli('user', 'create', '--access-key', 'app', '--secret-key', 'app-secret');
+  await cli('user', 'create', '--access-key', 'nobody', '--secret-key', 'nobody-secret');
+  await cli('acl', 'grant', '--user', 'app', '--resource', `topic:${TOPIC}`, '--actions', 'pub,sub');
+  await cli('acl', 'grant', '--user', 'app', '--resource', `group:${GROUP}`, '--actions', 'sub');
+});
+
+after(async () => {
+  await stopBroker(broker);
+  await stopBroker(tlsBroker);
+  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
+  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
+});
+
+describe('RocketMQ 5 clients against tokimq --auth', { concurrency: true }, () => {
+  it('right credentials with permission: send, receive, ack', { timeout: 60000 }, async () => {
+    const sessionCredentials = { accessKey: 'app', accessSecret: 'app-secret' };
+    const producer = new Producer({ endpoints, namespace: '', topics: [TOPIC], sessionCredentials, logger: quietLogger });
+    await producer.startup();
+    const consumer = new SimpleConsumer({
+      endpoints, namespace: '', consumerGroup: GROUP, sessionCredentials, logger: quietLogger,
+      subscriptions: new Map([[TOPIC, '*']]), awaitDuration: 2000,
+    });
+    await consumer.startup();
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await producer.send({ topic: TOPIC, body: Buffer.from(`auth-${i}`) });
+        assert.ok(r.messageId);
+      }
+      const got = new Set();
+      for (let round = 0; round < 20 && got.size < 3; round++) {
+        for (const m of await consumer.receive(16, 15000)) {
+          got.add(m.body.toString());
+          await consumer.ack(m);
+        }
+      }
+      assert.deepEqual([...got].sort(), ['auth-0', 'auth-1', 'auth-2']);
+    } finally {
+      await consumer.shutdown();
+      await producer.shutdown();
+    }
+  });
+
+  it('wrong secret: UNAUTHORIZED', { timeout: 30000 }, async () => {
+    const producer = new Producer({ endpoints, namespace: '', topics: [TOPIC], logger: quietLogger,
+      sessionCredentials: { accessKey: 'app', accessSecret: 'not-the-secret' } });
+    await assert.rejects(producer.startup(), (err) => codeOf(err) === UNAUTHORIZED);
+  });
+
+  it('no credentials: UNAUTHORIZED', { timeout: 30000 }, async () => {
+    const producer = new Producer({ endpoints, namespace: '', topics: [TOPIC], logger: quietLogger });
+    await assert.rejects(producer.startup(), (err) => codeOf(err) === UNAUTHORIZED);
+  });
+
+  it('authenticated without permission: FORBIDDEN', { timeout: 30000 }, async () => {
+    const producer = new Producer({ endpoints, namespace: '', topics: [TOPIC], logger: quietLogger,
+      sessionCredentials: { accessKey: 'nobody', accessSecret: 'nobody-secret' } });
+    await assert.rejects(producer.startup(), (err) => codeOf(err) === FORBIDDEN);
+    // app may read the topic but not as another group.
+    const consumer = new SimpleConsumer({
+      endpoints, namespace: '', consumerGroup: 'g_other', logger: quietLogger,
+      sessionCredentials: { accessKey: 'app', accessSecret: 'app-secret' },
+      subscriptions: new Map([[TOPIC, '*']]), awaitDuration: 1000,
+    });
+    await consumer.startup();
+    try {
+      await assert.rejects(consumer.receive(1, 10000), (err) => codeOf(err) === FORBIDDEN);
+    } finally {
+      await consumer.shutdown();
+    }
+  });
+});
+
+// TLS: certificates made by run_auth.sh with openssl (TOKIMQ_TEST_TLS_DIR); the client trusts
+// the test CA through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, set before grpc-js loaded.
+describe('RocketMQ 5 clients against tokimq --tls-mode enforcing', () => {
+  it('sslEnabled producer and consumer work; plaintext is refused', { timeout: 60000 }, async () => {
+    const tlsDir = process.env.TOKIMQ_TEST_TLS_DIR;
+    assert.ok(tlsDir && process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, 'run through run_auth.sh');
+    const b = await startBroker('tls', 'max_long_poll = "5s"\n', [
+      '--tls-cert', path.join(tlsDir, 'server.pem'), '--tls-key', path.join(tlsDir, 'server.key'),
+      '--tls-mode', 'enforcing']);
+    tlsBroker = b.proc;
+    await execFileP(path.join(BIN, 'tokimq'), ['--broker', b.nativeAddr, '--tls', '--tls-ca',
+      path.join(tlsDir, 'ca.pem'), 'topic', 'create', '--name', 'rmq_tls']);
+    const producer = new Producer({ endpoints: b.endpoints, namespace: '', topics: ['rmq_tls'],
+      sslEnabled: true, logger: quietLogger });
+    await producer.startup();
+    const consumer = new SimpleConsumer({
+      endpoints: b.endpoints, namespace: '', consumerGroup: 'g_tls', sslEnabled: true,
+      logger: quietLogger, subscriptions: new Map([['rmq_tls', '*']]), awaitDuration: 2000,
+    });
+    await consumer.startup();
+    try {
+      await producer.send({ topic: 'rmq_tls', body: Buffer.from('over-tls') });
+      let got = [];
+      for (let round = 0; round < 10 && got.length === 0; round++) got = await consumer.receive(1, 15000);
+      assert.equal(got.length, 1);
+      assert.equal(got[0].body.toString(), 'over-tls');
+      await consumer.ack(got[0]);
+    } finally {
+      await consumer.shutdown();
+      await producer.shutdown();
+    }
+    const plain = new Producer({ endpoints: b.endpoints, namespace: '', topics: ['rmq_tls'], logger: quietLogger });
+    await assert.rejects(plain.startup());
+  });
+});
