@@ -140,6 +140,7 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
     case proto::Request::kPollTransactionChecks:
       s = HandlePollTransactionChecks(req.poll_transaction_checks(),
                                       resp->mutable_transaction_checks());
+      break;
     case proto::Request::kAuthenticate:
       s = absl::FailedPreconditionError("authenticate is answered by the network server");
       break;
