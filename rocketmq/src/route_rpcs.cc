@@ -218,7 +218,12 @@ grpc::Status MessagingServiceImpl::Telemetry(
     if (!cmd.has_settings()) continue;  // answers to server commands (thread dumps, ...)
     if (cmd.settings().has_publishing()) {
       std::set<std::string> topics;
-      for (const auto& t : cmd.settings().publishing().topics()) topics.insert(t.name());
+      // Check-backs carry the half's body: only to a producer whose user may publish the topic.
+      for (const auto& t : cmd.settings().publishing().topics()) {
+        if (!Authorize(who, {{broker::auth::Resource::Topic(t.name()), broker::auth::kPub}})) {
+          topics.insert(t.name());
+        }
+      }
       check_streams_.SetTopics(stream_id, std::move(topics));
     }
     v2::TelemetryCommand answer;
