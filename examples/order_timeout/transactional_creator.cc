@@ -68,6 +68,14 @@ client::TransactionResolution TransactionalCreator::Check(const client::Transact
     Bump(metrics_->checks_rollback);
     return client::TransactionResolution::kRollback;
   }
+  // The row exists. Commit only the half written for that row: one whose deadline differs was
+  // sent by an earlier, killed attempt at this order (the order was created again on --resume,
+  // with its own timeout message), and committing it would deliver a second, early timeout.
+  auto deadline = check.properties.find(kDeadlineProperty);
+  if (deadline != check.properties.end() && deadline->second != std::to_string(status->second)) {
+    Bump(metrics_->checks_rollback);
+    return client::TransactionResolution::kRollback;
+  }
   Bump(metrics_->checks_commit);
   return client::TransactionResolution::kCommit;
 }

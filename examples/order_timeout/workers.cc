@@ -38,6 +38,9 @@ client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uin
   m.key = "order-" + std::to_string(id);
   m.tag = "timeout";
   m.deliver_at_ms = deadline_ms;
+  // The check-back compares it with the order row's deadline: a half left by a killed run for an
+  // order that --resume created again (new deadline, new message) must not commit as well.
+  m.properties[kDeadlineProperty] = std::to_string(deadline_ms);
   return m;
 }
 

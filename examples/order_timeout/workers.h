@@ -71,6 +71,8 @@ struct Metrics {
 std::string TimeoutBody(uint64_t run_id, uint64_t order_id);
 bool ParseTimeoutBody(const std::string& body, uint64_t* run_id, uint64_t* order_id);
 // The timeout message of order `id`: key "order-<id>", tag "timeout", deliver at the deadline.
+// User property of a timeout message: its order's deadline (ms since epoch), decimal.
+inline constexpr char kDeadlineProperty[] = "order_deadline_ms";
 client::OutgoingMessage TimeoutMessage(const JobOptions& o, uint64_t run_id, uint64_t id,
                                        int64_t deadline_ms);
 

@@ -50,6 +50,24 @@ TEST_F(TransactionalCheckerTest, CommitsWhenTheOrderRowExistsAndRollsBackWhenNot
   EXPECT_EQ(creator.Check(CheckOf(0x1234, 4)), TransactionResolution::kCommit);
 }
 
+TEST_F(TransactionalCheckerTest, HalfOfAnEarlierAttemptAtTheOrderIsRolledBack) {
+  // The order was created again (--resume after a kill) with its own timeout message: a half
+  // the killed attempt left, with the old deadline, must not commit a second, early timeout.
+  ASSERT_TRUE(db_->CreateOrders({3}, 10'000, 5'000).ok());
+  auto row = db_->Status(3);
+  ASSERT_TRUE(row.ok()) << row.status();
+  const int64_t deadline = row->second;
+  TransactionalCreator creator(options_, config_, nullptr, clock_, &metrics_);
+  client::TransactionCheck current = CheckOf(0x1234, 3);
+  current.properties[kDeadlineProperty] = std::to_string(deadline);
+  EXPECT_EQ(creator.Check(current), TransactionResolution::kCommit);
+  client::TransactionCheck stale = CheckOf(0x1234, 3);
+  stale.properties[kDeadlineProperty] = std::to_string(deadline - 3'000);
+  EXPECT_EQ(creator.Check(stale), TransactionResolution::kRollback);
+  EXPECT_EQ(metrics_.checks_commit.load(), 1u);
+  EXPECT_EQ(metrics_.checks_rollback.load(), 1u);
+}
+
 TEST_F(TransactionalCheckerTest, AnotherRunsOrGarbledMessageIsUnknown) {
   TransactionalCreator creator(options_, config_, nullptr, clock_, &metrics_);
   EXPECT_EQ(creator.Check(CheckOf(0x9999, 3)), TransactionResolution::kUnknown);
