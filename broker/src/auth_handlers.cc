@@ -19,7 +19,12 @@ absl::Status Broker::OpenAuth() {
     user.access_key = spec.substr(0, colon);
     user.secret_key = spec.substr(colon + 1);
     TOKIMQ_ASSIGN_OR_RETURN(bool created, auth_->CreateInitialUser(user));
-    if (created) TOKIMQ_LOG_INFO("auth: created the initial super user '{}'", user.access_key);
+    if (created) {
+      TOKIMQ_LOG_INFO("auth: created the initial super user '{}'", user.access_key);
+    } else {
+      TOKIMQ_LOG_INFO("auth: --auth-init-user ignored: {} user(s) exist already",
+                      auth_->UserCount());
+    }
   }
   if (options_.auth && auth_->UserCount() == 0) {
     TOKIMQ_LOG_WARN(
