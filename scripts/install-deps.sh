@@ -13,7 +13,7 @@ pkgs=(
   libboost-dev libboost-system-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsqlite3-dev
-  libssl-dev
+  libssl-dev openssl
 )
 for arg in "$@"; do
   case "$arg" in
