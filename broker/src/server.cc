@@ -14,6 +14,7 @@
 
 #include "broker/auth/connection_auth.h"
 #include "broker/broker.h"
+#include "connection_stream.h"
 #include "tls_context.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -90,36 +91,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server::Impl* server, tcp::socket socket)
       : server_(server),
-        socket_(std::move(socket)),
+        stream_(std::move(socket)),
         auth_(server->broker_->auth_enabled() ? server->broker_->auth_store() : nullptr) {}
 
-  // Plaintext: reads at once. Enforcing: TLS handshake first. Permissive: peeks at the first
-  // byte; 0x16 (a TLS handshake record) starts TLS, anything else is the plaintext protocol.
+  // Reads requests once the stream carries the protocol (plaintext, or TLS by the server's
+  // mode: connection_stream.h).
   void Start() {
-    switch (server_->options_.tls_mode) {
-      case TlsMode::kDisabled:
-        return ReadHeader();
-      case TlsMode::kEnforcing:
-        return StartTls();
-      case TlsMode::kPermissive:
-        socket_.async_receive(asio::buffer(header_, 1), tcp::socket::message_peek,
-                              [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-                                if (ec || n == 0) return self->Close();
-                                if (self->header_[0] == 0x16) return self->StartTls();
-                                self->ReadHeader();
-                              });
-        return;
-    }
+    stream_.Open(server_->options_.tls_mode, server_->tls_ ? &*server_->tls_ : nullptr,
+                 [self = shared_from_this()](boost::system::error_code ec) {
+                   if (ec) {
+                     TOKIMQ_LOG_DEBUG("closing {}: TLS or first read: {}", self->peer(),
+                                      ec.message());
+                     return self->Close();
+                   }
+                   self->ReadHeader();
+                 });
   }
   void Close() {
     if (closed_) return;
     closed_ = true;
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    stream_.Close();
     server_->Forget(this);
   }
-  auto executor() { return socket_.get_executor(); }
+  auto executor() { return stream_.executor(); }
 
   // First step of a shutdown (Server::Stop): read no more requests, answer the ones in flight
   // (a long poll ended by Broker::StopLongPolls is answered on its worker), then close. Closing
@@ -127,37 +121,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Drain() {
     if (closed_) return;
     draining_ = true;
-    boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_receive, ec);  // a pending read ends (EOF)
+    stream_.ShutdownReceive();  // a pending read ends (EOF)
     CloseIfDrained();
   }
 
  private:
-  void StartTls() {
-    tls_ = std::make_unique<asio::ssl::stream<tcp::socket&>>(socket_, *server_->tls_);
-    tls_->async_handshake(asio::ssl::stream_base::server,
-                          [self = shared_from_this()](boost::system::error_code ec) {
-                            if (ec) {
-                              TOKIMQ_LOG_DEBUG("closing {}: TLS handshake: {}", self->peer(),
-                                               ec.message());
-                              return self->Close();
-                            }
-                            self->ReadHeader();
-                          });
-  }
-
-  // The connection's byte stream: the TLS stream once StartTls ran, else the socket.
-  template <typename Buffer, typename Handler>
-  void AsyncRead(const Buffer& buffer, Handler&& handler) {
-    if (tls_) return asio::async_read(*tls_, buffer, std::forward<Handler>(handler));
-    asio::async_read(socket_, buffer, std::forward<Handler>(handler));
-  }
-  template <typename Buffer, typename Handler>
-  void AsyncWrite(const Buffer& buffer, Handler&& handler) {
-    if (tls_) return asio::async_write(*tls_, buffer, std::forward<Handler>(handler));
-    asio::async_write(socket_, buffer, std::forward<Handler>(handler));
-  }
-
   void CloseIfDrained() {
     if (draining_ && in_flight_ == 0 && !writing_ && out_.empty()) Close();
   }
@@ -169,7 +137,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       paused_ = true;
       return;
     }
-    AsyncRead(asio::buffer(header_, sizeof(header_)),
+    stream_.AsyncRead(asio::buffer(header_, sizeof(header_)),
               [self = shared_from_this()](boost::system::error_code ec, size_t) {
                 self->OnHeader(ec);
               });
@@ -185,7 +153,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Bounded by the frame limit, checked above; not zero-filled (the read overwrites it all).
     body_ = std::make_unique_for_overwrite<char[]>(*len);
     body_len_ = *len;
-    AsyncRead(asio::buffer(body_.get(), body_len_),
+    stream_.AsyncRead(asio::buffer(body_.get(), body_len_),
               [self = shared_from_this()](boost::system::error_code ec, size_t) {
                 self->OnBody(ec);
               });
@@ -386,7 +354,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     writing_ = true;
-    AsyncWrite(asio::buffer(out_.front()),
+    stream_.AsyncWrite(asio::buffer(out_.front()),
                [self = shared_from_this()](boost::system::error_code ec, size_t) {
                  if (ec) return self->Close();
                  self->out_.pop_front();
@@ -394,15 +362,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
                });
   }
 
-  std::string peer() const {
-    boost::system::error_code ec;
-    auto ep = socket_.remote_endpoint(ec);
-    return ec ? std::string("client") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
-  }
+  std::string peer() const { return stream_.Peer(); }
 
   Server::Impl* server_;
-  tcp::socket socket_;
-  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls_;  // TLS connections; over socket_
+  ConnectionStream stream_;
   // Written on this I/O thread by the handshake and Authenticate, before any request that
   // reads it is handed to a worker (the post orders the two).
   auth::ConnectionAuth auth_;
