@@ -4,21 +4,13 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, execFile } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { promisify } = require('node:util');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
+const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
 
-const execFileP = promisify(execFile);
-const BIN = process.env.TOKIMQ_BIN_DIR;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const quietLogger = {
-  info() {}, debug() {}, warn() {},
-  error(...args) { if (process.env.RMQ_TEST_VERBOSE) console.error(...args); },
-};
 const TOPIC = 'rmq_auth';
 const GROUP = 'g_auth';
 const UNAUTHORIZED = 40100;
@@ -29,22 +21,9 @@ let dataDir;
 let nativeAddr;
 let endpoints;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 async function cli(...args) {
   const env = { ...process.env, TOKIMQ_ACCESS_KEY: 'root', TOKIMQ_SECRET_KEY: 'root-secret' };
-  const { stdout } = await execFileP(path.join(BIN, 'tokimq'), ['--broker', nativeAddr, ...args], { env });
-  return stdout;
+  return runCli(nativeAddr, args, { env });
 }
 
 // The code of a failed call: the client's own exception, or the cause of a failed startup().
@@ -179,8 +158,8 @@ describe('RocketMQ 5 clients against tokimq --tls-mode enforcing', () => {
       '--tls-cert', path.join(tlsDir, 'server.pem'), '--tls-key', path.join(tlsDir, 'server.key'),
       '--tls-mode', 'enforcing']);
     tlsBroker = b.proc;
-    await execFileP(path.join(BIN, 'tokimq'), ['--broker', b.nativeAddr, '--tls', '--tls-ca',
-      path.join(tlsDir, 'ca.pem'), 'topic', 'create', '--name', 'rmq_tls']);
+    await runCli(b.nativeAddr, ['--tls', '--tls-ca', path.join(tlsDir, 'ca.pem'), 'topic', 'create',
+      '--name', 'rmq_tls']);
     const producer = new Producer({ endpoints: b.endpoints, namespace: '', topics: ['rmq_tls'],
       sslEnabled: true, logger: quietLogger });
     await producer.startup();

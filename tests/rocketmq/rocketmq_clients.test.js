@@ -4,21 +4,12 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, execFile } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { promisify } = require('node:util');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-
-const execFileP = promisify(execFile);
-const BIN = process.env.TOKIMQ_BIN_DIR;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const quietLogger = {
-  info() {}, debug() {}, warn() {},
-  error(...args) { if (process.env.RMQ_TEST_VERBOSE) console.error(...args); },
-};
+const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
 
 const DELAY_TOPIC = 'rmq_delay';
 const PUSH_TOPIC = 'rmq_push';
@@ -41,22 +32,8 @@ let dataDir;
 let nativeAddr;
 let endpoints;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 async function cli(...args) {
-  const { stdout } = await execFileP(path.join(BIN, 'tokimq'), ['--broker', nativeAddr, ...args],
-    { maxBuffer: 64 << 20 });
-  return stdout;
+  return runCli(nativeAddr, args);
 }
 
 // Sends make(i) for i in [0, n) with `parallel` sends in flight; each message is built right
