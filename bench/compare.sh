@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Side-by-side comparison of tokimq with a Redis sorted-set delay queue and beanstalkd.
+# Side-by-side comparison of tokimq with a Redis sorted-set delay queue, beanstalkd and a
+# PostgreSQL jobs table (FOR UPDATE SKIP LOCKED, as pg-boss / River / Solid Queue).
 # Starts each system from its binary on a free loopback port with persistence on (tokimq's
-# default async flush, Redis AOF everysec, beanstalkd binlog), runs the same workloads with
+# default async flush, Redis AOF everysec, beanstalkd binlog, PostgreSQL's defaults:
+# synchronous_commit = on), runs the same workloads with
 # tokimq-bench, stops it, prints one table with tokimq/peer ratios and writes the table into
 # docs/performance.md (between the compare.sh markers; the hand-written notes are kept).
 #
-# Usage: bench/compare.sh [--smoke] [--bin DIR] [--systems "tokimq redis beanstalkd"] [--out FILE]
+# Usage: bench/compare.sh [--smoke] [--bin DIR] [--systems "tokimq redis beanstalkd postgresql"]
+#                         [--out FILE]
 #                         [--workloads abcdef]
 #   --smoke   seconds-long sizes (CI); writes to a temp file unless --out is given
 #   --bin     use tokimq-broker/tokimq-bench from DIR instead of building the release preset
@@ -18,12 +21,14 @@
 #   d  restart with c's messages pending: ms until the system serves again
 #   e  500k / 20k immediately-due messages: lease receive + ack rate
 #   f  a's delayed enqueue with every system in its fsync-before-ack mode (tokimq --flush sync,
-#      Redis appendfsync always, beanstalkd -f 0), single-message sends from 1, 16 and 128
+#      Redis appendfsync always, beanstalkd -f 0, PostgreSQL synchronous_commit = on), single-
+#      message sends from 1, 16 and 128
 #      producers, each with one send in flight: enqueue rate, and fsyncs per acknowledged
 #      message (tokimq's own count; for every system strace -c on a second, shorter run when
 #      strace can attach). Sizes per level: F1_N F16_N F128_N (full 2k / 40k / 200k,
 #      smoke 100 / 500 / 2k); F_STRACE_DIV: the strace run sends N / this (default 4).
-#      PostgreSQL (synchronous_commit = on) is issue 21 item 2: see "postgresql" below.
+# PostgreSQL runs as the unprivileged user postgres when started by root (it refuses root),
+# with max_connections = 300 (f opens 128 producer connections) and otherwise the defaults.
 # Sizes can be overridden: A_N B_N C_N E_N environment variables.
 # --workloads "abcde f" picks workloads (default all); f alone: --workloads f.
 set -euo pipefail
@@ -32,7 +37,7 @@ root="$PWD"
 
 smoke=0
 bin=""
-systems="tokimq redis beanstalkd"
+systems="tokimq redis beanstalkd postgresql"
 workloads="abcdef"
 out=""
 while [[ $# -gt 0 ]]; do
@@ -42,7 +47,7 @@ while [[ $# -gt 0 ]]; do
     --bin) bin="$2"; shift ;;
     --systems) systems="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -133,10 +138,25 @@ start() {
       addr="127.0.0.1:$port"
       ;;
     postgresql)
-      # Issue 21 item 2: a PostgreSQL driver in tokimq-bench (libpq) and the server started
-      # here in a temp dir (synchronous_commit = on for f). Not there yet.
-      echo "compare.sh: postgresql is not supported yet (issue 21 item 2)" >&2
-      return 1
+      port=${port:-$(free_port)}
+      local pgbin run_as=()
+      pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+      [[ -x "$pgbin/postgres" ]] || { echo "compare.sh: no PostgreSQL server (install-deps --peers)" >&2; return 1; }
+      if [[ $(id -u) -eq 0 ]]; then
+        chmod 711 "$work"
+        chown postgres: "$dir"
+        run_as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+      fi
+      if [[ ! -s "$dir/pgdata/PG_VERSION" ]]; then
+        "${run_as[@]}" "$pgbin/initdb" -D "$dir/pgdata" -U postgres --auth=trust -E UTF8 \
+          --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
+      fi
+      local pgsync=on  # PostgreSQL's default: a commit is flushed before it is acknowledged
+      "${run_as[@]}" "$pgbin/postgres" -D "$dir/pgdata" -p "$port" -k "$dir" \
+        -c listen_addresses=127.0.0.1 -c max_connections=300 -c synchronous_commit="$pgsync" \
+        -c logging_collector=off >"$dir/postgres.log" 2>&1 &
+      pid=$!
+      addr="127.0.0.1:$port"
       ;;
   esac
   "$bench" --system "$sys" --addr "$addr" --mode ping --max-run 120s >/dev/null
@@ -167,11 +187,13 @@ for sys in $systems; do
   wants a || wants b || wants c || wants d || wants e || continue
   dir="$work/$sys"
   start "$sys" "$dir"
-  wants a && run "$sys" a --queue wa --messages "$A_N" --delay "$A_DELAY" --pid "$pid"
-  wants b && run "$sys" b --queue wb --messages "$B_N" --delay "hot:$B_LEAD" --pid "$pid"
-  wants e && run "$sys" e --queue we --messages "$E_N" --delay now --mode lease --pid "$pid"
+  rpid=(--pid "$pid"); [[ $sys == postgresql ]] && rpid=()
+  wants a && run "$sys" a --queue wa --messages "$A_N" --delay "$A_DELAY" "${rpid[@]}"
+  wants b && run "$sys" b --queue wb --messages "$B_N" --delay "hot:$B_LEAD" "${rpid[@]}"
+  wants e && run "$sys" e --queue we --messages "$E_N" --delay now --mode lease "${rpid[@]}"
   if ! wants c && ! wants d; then stop; continue; fi
-  run "$sys" c --queue wc --messages "$C_N" --delay fixed:2h --mode enqueue --pid "$pid"
+  cpid=(--pid "$pid"); [[ $sys == postgresql ]] && cpid=()  # many processes: no RSS figure
+  run "$sys" c --queue wc --messages "$C_N" --delay fixed:2h --mode enqueue "${cpid[@]}"
   # d: restart with c's messages pending (graceful stop, then time until it serves).
   old_addr=$addr
   stop
@@ -185,13 +207,16 @@ for sys in $systems; do
 done
 
 # ---- f: fsync before every ack ----
-# fsync_count <pid> <outfile> <cmd...>: runs cmd while strace -c counts the fsync and fdatasync
-# calls of pid (all threads); prints their total, or nothing when strace cannot attach.
+# fsync_count "<pid>..." <outfile> <cmd...>: runs cmd while strace -c counts the fsync and
+# fdatasync calls of the pids (all threads, and processes they fork); prints their total, or
+# nothing when strace cannot attach.
 fsync_count() {
   local target=$1 outf=$2
   shift 2
   command -v strace >/dev/null || return 0
-  strace -c -f -e trace=fsync,fdatasync -o "$outf" -p "$target" 2>"$outf.log" &
+  local pids=() p
+  for p in $target; do pids+=(-p "$p"); done
+  strace -c -f -e trace=fsync,fdatasync -o "$outf" "${pids[@]}" 2>"$outf.log" &
   local spid=$!
   # Wait until strace has attached to the process's threads (it says so on stderr), bounded.
   for _ in $(seq 1 100); do
@@ -222,7 +247,11 @@ if wants f; then
       fargs=(--mode enqueue --delay "$A_DELAY" --batch 1 --producers "$n" --pipeline 1)
       run "$sys" "f$n" "${fargs[@]}" --queue "wf$n" --messages "$fn"
       sn=$(( fn / F_STRACE_DIV )); if [[ $sn -lt 10 ]]; then sn=10; fi
-      c=$(fsync_count "$pid" "$work/$sys.f$n.strace" "$bench" --system "$sys" --addr "$addr" \
+      targets="$pid"
+      # PostgreSQL: the postmaster and its children (WAL writer, checkpointer); the backends of
+      # the run's connections are forked after strace attaches and followed (-f).
+      [[ $sys == postgresql ]] && targets="$pid $(pgrep -P "$pid" | tr '\n' ' ')"
+      c=$(fsync_count "$targets" "$work/$sys.f$n.strace" "$bench" --system "$sys" --addr "$addr" \
             "${fargs[@]}" --queue "wfs$n" --messages "$sn" --max-run 300s)
       if [[ -n "$c" ]]; then
         echo "   strace: $c fsync+fdatasync for $sn messages"
@@ -265,16 +294,16 @@ rows=(
 )
 table="$work/table.md"
 {
-  echo "| metric | tokimq | redis | beanstalkd | tokimq/redis | tokimq/beanstalkd |"
-  echo "|---|---:|---:|---:|---:|---:|"
+  echo "| metric | tokimq | redis | beanstalkd | postgresql | tokimq/redis | tokimq/beanstalkd | tokimq/postgresql |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   for row in "${rows[@]}"; do
     IFS='|' read -r label key title <<<"$row"
     t=$(get tokimq "$label" "$key"); r=$(get redis "$label" "$key"); b=$(get beanstalkd "$label" "$key")
-    echo "| $title | ${t:--} | ${r:--} | ${b:--} | $(ratio "$t" "$r") | $(ratio "$t" "$b") |"
+    p=$(get postgresql "$label" "$key")
+    echo "| $title | ${t:--} | ${r:--} | ${b:--} | ${p:--} | $(ratio "$t" "$r") | $(ratio "$t" "$b") | $(ratio "$t" "$p") |"
   done
 } >"$table"
-# f: its own table (rates and fsyncs per acknowledged message per in-flight level; the
-# postgresql column waits for issue 21 item 2).
+# f: its own table (rates and fsyncs per acknowledged message per in-flight level).
 ftable="$work/ftable.md"
 best() {  # best <a> <b> ...: the largest non-empty value
   local m="" v
@@ -334,7 +363,9 @@ section="$work/section.md"
   echo
   echo "Machine: $(nproc) cores ($(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')),"
   echo "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, kernel $(uname -r);"
-  echo "redis-server $(redis-server --version | awk '{print $3}' | sed 's/v=//'), beanstalkd $(beanstalkd -v 2>&1 | awk '{print $2}')."
+  pgv=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  echo "redis-server $(redis-server --version | awk '{print $3}' | sed 's/v=//'), beanstalkd $(beanstalkd -v 2>&1 | awk '{print $2}'),"
+  echo "PostgreSQL $([[ -n "$pgv" ]] && "$pgv/postgres" --version | awk '{print $3}')."
   echo
   echo "Command: \`bench/compare.sh$( [[ $smoke -eq 1 ]] && echo ' --smoke')\` — sizes a=$A_N ($A_DELAY),"
   echo "b=$B_N (hot second, lead $B_LEAD), c=$C_N pending (2 h), e=$E_N; 2 producers, 4 consumers,"
@@ -355,11 +386,12 @@ section="$work/section.md"
   echo "b's last release: the first poll of the topic's message count (every 50 ms) that saw all of"
   echo "b or, when lower, b's last deliver time + the window's release max, or the consumers' last"
   echo "receive (a message is released before it is received)."
-  echo "Redis and beanstalkd move a message to the consumer in one step: no release figure ('-')."
+  echo "Redis, beanstalkd and PostgreSQL move a message to the consumer in one step: no release"
+  echo "figure ('-'). PostgreSQL: no RSS figure for c (a server of many processes)."
   if [[ -s "$ftable" ]]; then
     echo
     echo "Workload f (fsync before every ack: tokimq \`--flush sync\`, Redis \`appendfsync always\`,"
-    echo "beanstalkd \`-f 0\`): a's delays ($A_DELAY), single-message sends (batch 1) from 1, 16 and"
+    echo "beanstalkd \`-f 0\`, PostgreSQL \`synchronous_commit = on\`): a's delays ($A_DELAY), single-message sends (batch 1) from 1, 16 and"
     echo "128 producer connections with one send in flight each; sizes $F1_N / $F16_N / $F128_N."
     echo "Fsyncs per ack: tokimq's own count (Stats \`commitlog_syncs\` over the timed run) and, for"
     echo "every system, \`strace -c -f\` on a second run of 1/$F_STRACE_DIV the size (strace slows"

@@ -2,7 +2,7 @@
 # Installs, with apt-get, only the Debian 12 packages tokimq needs that are missing.
 # Idempotent: a second run installs nothing. Used by README.md and .ci/run.
 # Usage: scripts/install-deps.sh [--peers] [--fuzz]
-#   --peers adds redis-server and beanstalkd for bench/
+#   --peers adds redis-server, beanstalkd and postgresql (server) for bench/
 #   --fuzz adds clang-14 and its libFuzzer runtime (libclang-rt-14-dev) for scripts/fuzz.sh
 set -euo pipefail
 pkgs=(
@@ -12,12 +12,12 @@ pkgs=(
   libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libboost-dev libboost-system-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libsqlite3-dev
+  libsqlite3-dev libpq-dev
   libssl-dev openssl
 )
 for arg in "$@"; do
   case "$arg" in
-    --peers) pkgs+=(redis-server beanstalkd) ;;
+    --peers) pkgs+=(redis-server beanstalkd postgresql strace) ;;
     --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
   esac

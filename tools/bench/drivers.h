@@ -6,6 +6,8 @@
 //    members to the <prefix>:ready list; consumers pop with a Lua script that leases what it pops
 //    (ZADD <prefix>:inflight <lease deadline>) and ACK with ZREM <prefix>:inflight.
 //  - beanstalkd: put with a delay in whole seconds (rounded up: never early), reserve, delete.
+//  - postgresql: a jobs table claimed with FOR UPDATE SKIP LOCKED, the lease a locked_until
+//    column, ACK a DELETE (pg_driver.cc has the schema and statements).
 // Every message body starts with "<deliver ms>:<seq>:" so lateness is measured the same way.
 //
 // Thread-safety: a Driver is shared by all threads (Start/Stop from one); a Producer or Consumer
@@ -60,10 +62,10 @@ struct ReleaseSnapshot {
 };
 
 struct DriverOptions {
-  std::string system;       // tokimq | redis | beanstalkd
+  std::string system;       // tokimq | redis | beanstalkd | postgresql
   std::string addr;         // host:port
-  std::string queue;        // topic / key prefix / tube
-  int pipeline = 16;        // batches in flight per producer (tokimq, redis)
+  std::string queue;        // topic / key prefix / tube / table suffix
+  int pipeline = 16;        // batches in flight per producer (tokimq, redis, postgresql)
   int64_t lease_ms = 60'000;
   // tokimq with --auth (docs/security.md): credentials of a user allowed on the bench topic.
   std::string access_key;
@@ -99,6 +101,7 @@ class Driver {
 absl::StatusOr<std::unique_ptr<Driver>> NewTokimqDriver(const DriverOptions& o);
 absl::StatusOr<std::unique_ptr<Driver>> NewRedisDriver(const DriverOptions& o);
 absl::StatusOr<std::unique_ptr<Driver>> NewBeanstalkDriver(const DriverOptions& o);
+absl::StatusOr<std::unique_ptr<Driver>> NewPostgresDriver(const DriverOptions& o);
 
 // "<deliver ms>:<seq>:" followed by filler up to body_size bytes.
 std::string MakeBody(int64_t deliver_ms, uint64_t seq, size_t body_size);

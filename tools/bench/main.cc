@@ -1,10 +1,12 @@
-// tokimq-bench: drives tokimq, a Redis sorted-set delay queue or beanstalkd with one workload
+// tokimq-bench: drives tokimq, a Redis sorted-set delay queue, beanstalkd or a PostgreSQL jobs
+// table with one workload
 // and prints what it measured, ending with one machine-readable "RESULT k=v ..." line
 // that bench/compare.sh collects.
 //
 //   tokimq-bench --system tokimq --addr 127.0.0.1:10911 --messages 1000000 --delay uniform:1s-10s
 //   tokimq-bench --system redis --addr 127.0.0.1:6379 --mode enqueue --delay fixed:2h --pid P
 //   tokimq-bench --system beanstalkd --addr 127.0.0.1:11300 --mode ping --max-run 60s
+//   tokimq-bench --system postgresql --addr 127.0.0.1:5432 --mode lease --delay now
 //
 // Modes: e2e (send and consume concurrently: enqueue rate, lateness, early count; for tokimq
 // also the broker timer's release lateness over the run and, for hot:, when the hot second was
@@ -13,13 +15,13 @@
 // (wait until the system serves: restart time).
 // Lateness is measured at the consumer (receive time - deliver time: includes how fast the
 // consumers drain the topic); release lateness is the broker timer's (put into the topic -
-// deliver time), which redis and beanstalkd do not have.
+// deliver time), which redis, beanstalkd and postgresql do not have.
 // RESULT fields that were not measured are -1: hot_drain_ms outside hot:; release_p50_ms,
-// release_p99_ms, release_max_ms, released and released_topic for redis, beanstalkd, modes
+// release_p99_ms, release_max_ms, released and released_topic for the peers, modes
 // other than e2e and --delay now; hot_released_ms and hot_released_lo_ms also outside hot:;
+// anon_b_per_msg without --pid;
 // log_syncs and syncs_per_msg (the system's own count of its log fsyncs while the producers
-// ran, and that per acknowledged message) for systems that do not count them (redis,
-// beanstalkd).
+// ran, and that per acknowledged message) for systems that do not count them (the peers).
 // Exit code 0 when the run completed with no early message and no error.
 #include <CLI/CLI.hpp>
 
@@ -68,12 +70,12 @@ bool ParseDelay(const std::string& spec, tb::Workload* w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tokimq-bench: delay-queue load generator (tokimq, redis, beanstalkd)"};
+  CLI::App app{"tokimq-bench: delay-queue load generator (tokimq, redis, beanstalkd, postgresql)"};
   tb::DriverOptions d;
   tb::Workload w;
   std::string delay = "uniform:1s-10s", lease = "60s", max_run = "10m", label;
-  app.add_option("--system", d.system, "tokimq | redis | beanstalkd")
-      ->required()->check(CLI::IsMember({"tokimq", "redis", "beanstalkd"}));
+  app.add_option("--system", d.system, "tokimq | redis | beanstalkd | postgresql")
+      ->required()->check(CLI::IsMember({"tokimq", "redis", "beanstalkd", "postgresql"}));
   app.add_option("--addr", d.addr, "host:port of the system")->required();
   app.add_option("--queue", d.queue, "topic / key prefix / tube")->default_val("bench");
   app.add_option("--mode", w.mode, "e2e | enqueue | lease | ping")->default_val("e2e")
@@ -119,8 +121,9 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::unique_ptr<tb::Driver>> driver =
       d.system == "tokimq" ? tb::NewTokimqDriver(d)
-      : d.system == "redis" ? tb::NewRedisDriver(d)
-                            : tb::NewBeanstalkDriver(d);
+      : d.system == "redis"      ? tb::NewRedisDriver(d)
+      : d.system == "postgresql" ? tb::NewPostgresDriver(d)
+                                 : tb::NewBeanstalkDriver(d);
   if (!driver.ok()) {
     std::fprintf(stderr, "tokimq-bench: %s\n", driver.status().ToString().c_str());
     return 2;

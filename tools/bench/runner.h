@@ -46,7 +46,7 @@ struct Result {
   int64_t hot_released_ms = -1, hot_released_lo_ms = -1;
   std::string release_error;  // why release figures are missing, when they were attempted
   int64_t rss_anon_kb_before = 0, rss_anon_kb_max = 0, rss_file_kb_max = 0, rss_anon_kb_end = 0;
-  double anon_bytes_per_msg = 0;  // enqueue: (anon after - anon before) / messages
+  double anon_bytes_per_msg = -1;  // enqueue with --pid: (anon after - anon before) / messages
   // The system's own count of its log fsyncs during the producers' run (Driver::LogSyncs;
   // -1: not counted), and that per acknowledged message (sent).
   int64_t log_syncs = -1;
