@@ -9,7 +9,7 @@
 #
 # Usage: bench/compare.sh [--smoke] [--bin DIR] [--systems "tokimq redis beanstalkd postgresql"]
 #                         [--out FILE]
-#                         [--workloads abcdef]
+#                         [--workloads abcdefg]
 #   --smoke   seconds-long sizes (CI); writes to a temp file unless --out is given
 #   --bin     use tokimq-broker/tokimq-bench from DIR instead of building the release preset
 # Workloads (full / smoke):
@@ -29,6 +29,10 @@
 #      smoke 100 / 500 / 2k); F_STRACE_DIV: the strace run sends N / this (default 4).
 # PostgreSQL runs as the unprivileged user postgres when started by root (it refuses root),
 # with max_connections = 300 (f opens 128 producer connections) and otherwise the defaults.
+#   g  millisecond resolution (issue 21 item 5): 1,000 messages due one per millisecond of one
+#      second (sent 3 s ahead), alone (label g) and again while a second tokimq-bench sends
+#      G_BG_RATE msg/s (full 100k, smoke 5k) of 1 h-delayed messages to another queue (label gb):
+#      release lateness (tokimq) and consumer-side lateness; targets p99 <= 1 ms / <= 3 ms.
 # Sizes can be overridden: A_N B_N C_N E_N environment variables.
 # --workloads "abcde f" picks workloads (default all); f alone: --workloads f.
 set -euo pipefail
@@ -38,7 +42,7 @@ root="$PWD"
 smoke=0
 bin=""
 systems="tokimq redis beanstalkd postgresql"
-workloads="abcdef"
+workloads="abcdefg"
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -59,12 +63,14 @@ if [[ $smoke -eq 1 ]]; then
   C_N=${C_N:-50000}
   E_N=${E_N:-20000}
   F1_N=${F1_N:-100}; F16_N=${F16_N:-500}; F128_N=${F128_N:-2000}
+  G_BG_RATE=${G_BG_RATE:-5000}
 else
   A_N=${A_N:-1000000}; A_DELAY=${A_DELAY:-uniform:1s-10s}
   B_N=${B_N:-500000}; B_LEAD=${B_LEAD:-30s}
   C_N=${C_N:-10000000}
   E_N=${E_N:-500000}
   F1_N=${F1_N:-2000}; F16_N=${F16_N:-40000}; F128_N=${F128_N:-200000}
+  G_BG_RATE=${G_BG_RATE:-100000}
 fi
 F_STRACE_DIV=${F_STRACE_DIV:-4}
 wants() { [[ "$workloads" == *"$1"* ]]; }
@@ -184,13 +190,27 @@ run() {
 }
 
 for sys in $systems; do
-  wants a || wants b || wants c || wants d || wants e || continue
+  wants a || wants b || wants c || wants d || wants e || wants g || continue
   dir="$work/$sys"
   start "$sys" "$dir"
   rpid=(--pid "$pid"); [[ $sys == postgresql ]] && rpid=()
   wants a && run "$sys" a --queue wa --messages "$A_N" --delay "$A_DELAY" "${rpid[@]}"
   wants b && run "$sys" b --queue wb --messages "$B_N" --delay "hot:$B_LEAD" "${rpid[@]}"
   wants e && run "$sys" e --queue we --messages "$E_N" --delay now --mode lease "${rpid[@]}"
+  if wants g; then
+    gargs=(--messages 1000 --delay spread:3s --batch 1000 --producers 1 --consumers 4)
+    run "$sys" g --queue wg "${gargs[@]}"
+    # gb: the same while a paced background producer keeps the system busy (1 h delays: nothing
+    # of it comes due in the window, so the release figures are g's alone).
+    bg_n=$(( G_BG_RATE * 8 ))
+    "$bench" --system "$sys" --addr "$addr" --queue wgbg --mode enqueue --delay fixed:1h \
+      --messages "$bg_n" --rate "$G_BG_RATE" --max-run 30s >"$work/$sys.gbg.out" 2>&1 &
+    bgpid=$!
+    sleep 2
+    run "$sys" gb --queue wgb "${gargs[@]}"
+    wait "$bgpid" || echo "   (background sender exit $?)"
+    grep -E "enqueue " "$work/$sys.gbg.out" | sed 's/^/   background: /' || true
+  fi
   if ! wants c && ! wants d; then stop; continue; fi
   cpid=(--pid "$pid"); [[ $sys == postgresql ]] && cpid=()  # many processes: no RSS figure
   run "$sys" c --queue wc --messages "$C_N" --delay fixed:2h --mode enqueue "${cpid[@]}"
@@ -291,6 +311,10 @@ rows=(
   "c|enqueue_rate|c: enqueue, msg/s"
   "d|ready_ms|d: restart until serving, ms (target <= 5000)"
   "e|consume_rate|e: lease receive + ack, msg/s (target >= 200000)"
+  "g|release_p99_ms|g: 1 due per ms: release lateness p99, ms (target <= 1)"
+  "g|p99_ms|g: 1 due per ms: consumer lateness p99, ms (target <= 3)"
+  "gb|release_p99_ms|g + background sends: release lateness p99, ms (target <= 1)"
+  "gb|p99_ms|g + background sends: consumer lateness p99, ms (target <= 3)"
 )
 table="$work/table.md"
 {
@@ -339,7 +363,7 @@ cat "$table"
 
 # ---- docs/performance.md ----
 if [[ -z "$out" ]]; then
-  if [[ "$workloads" != "abcdef" && $smoke -eq 0 ]]; then
+  if [[ "$workloads" != "abcdefg" && $smoke -eq 0 ]]; then
     # A partial run must not overwrite the full table in docs/performance.md.
     mkdir -p "$root/build/bench"
     out="$root/build/bench/performance-partial.md"
@@ -369,7 +393,8 @@ section="$work/section.md"
   echo
   echo "Command: \`bench/compare.sh$( [[ $smoke -eq 1 ]] && echo ' --smoke')\` — sizes a=$A_N ($A_DELAY),"
   echo "b=$B_N (hot second, lead $B_LEAD), c=$C_N pending (2 h), e=$E_N; 2 producers, 4 consumers,"
-  echo "batch 128, pipeline 16, 100-byte bodies, all on loopback."
+  echo "batch 128, pipeline 16, 100-byte bodies, all on loopback; g: 1,000 messages one per ms of one"
+  echo "second, 4 consumers; gb: g while $G_BG_RATE msg/s of 1 h-delayed sends go to another queue."
   echo
   cat "$table"
   echo

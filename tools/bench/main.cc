@@ -12,7 +12,8 @@
 // also the broker timer's release lateness over the run and, for hot:, when the hot second was
 // fully released into the topic), enqueue (send only; with --pid: anonymous RSS per pending
 // message), lease (send immediately-due messages, then receive + ack them all: lease rate), ping
-// (wait until the system serves: restart time).
+// (wait until the system serves: restart time). --delay spread:<lead> is workload g: one message
+// due per millisecond of one second; --rate paces the sends (g's background load).
 // Lateness is measured at the consumer (receive time - deliver time: includes how fast the
 // consumers drain the topic); release lateness is the broker timer's (put into the topic -
 // deliver time), which redis, beanstalkd and postgresql do not have.
@@ -35,7 +36,7 @@ namespace tb = tokimq::bench;
 
 namespace {
 
-// "uniform:1s-10s" | "hot:20s" | "fixed:2h" | "now"
+// "uniform:1s-10s" | "hot:20s" | "spread:3s" | "fixed:2h" | "now"
 bool ParseDelay(const std::string& spec, tb::Workload* w) {
   auto dur = [](const std::string& s, int64_t* ms) {
     auto r = tokimq::wire::ParseDuration(s);
@@ -55,6 +56,10 @@ bool ParseDelay(const std::string& spec, tb::Workload* w) {
     w->delay = tb::DelayKind::kUniform;
     return dash != std::string::npos && dur(arg.substr(0, dash), &w->delay_lo_ms) &&
            dur(arg.substr(dash + 1), &w->delay_hi_ms) && w->delay_hi_ms >= w->delay_lo_ms;
+  }
+  if (kind == "spread") {
+    w->delay = tb::DelayKind::kSpread;
+    return dur(arg, &w->hot_lead_ms);
   }
   if (kind == "hot") {
     w->delay = tb::DelayKind::kHot;
@@ -83,7 +88,8 @@ int main(int argc, char** argv) {
   app.add_option("--messages,-n", w.messages, "messages")->default_val(100'000);
   app.add_option("--body-size", w.body_size, "body bytes")->default_val(100)
       ->check(CLI::Range(32, 1 << 20));
-  app.add_option("--delay", delay, "uniform:1s-10s | hot:<lead> | fixed:<delay> | now")
+  app.add_option("--delay", delay,
+                 "uniform:1s-10s | hot:<lead> | spread:<lead> | fixed:<delay> | now")
       ->default_val("uniform:1s-10s");
   app.add_option("--producers", w.producers, "producer connections")->default_val(2);
   app.add_option("--consumers", w.consumers, "consumer connections")->default_val(4);
@@ -94,6 +100,8 @@ int main(int argc, char** argv) {
   app.add_option("--receive-batch", w.receive_batch, "max messages per receive")
       ->default_val(32)->check(CLI::Range(1, 1024));
   app.add_option("--lease", lease, "invisible duration / TTR")->default_val("60s");
+  app.add_option("--rate", w.rate, "sends per second over all producers (0: unpaced)")
+      ->default_val(0)->check(CLI::NonNegativeNumber);
   app.add_option("--max-run", max_run, "stop after this long")->default_val("10m");
   app.add_option("--pid", w.rss_pid, "process id of the system, to sample its RSS");
   app.add_option("--label", label, "workload label printed in the RESULT line");

@@ -168,6 +168,10 @@ Result Run(Driver* driver, const Workload& w) {
     while (true) {
       uint64_t first = next.fetch_add(batch);
       if (first >= w.messages || clock.NowMs() > give_up) break;
+      if (w.rate > 0) {  // paced: batch `first` leaves at t0 + first / rate
+        const int64_t at = t0 + static_cast<int64_t>(static_cast<double>(first) * 1000.0 / w.rate);
+        if (at > clock.NowMs()) clock.WaitUntilMs(at, std::chrono::milliseconds(at - clock.NowMs()));
+      }
       uint64_t end = std::min(w.messages, first + batch);
       const int64_t now = clock.NowMs();
       std::vector<BenchMessage> msgs;
@@ -181,6 +185,9 @@ Result Run(Driver* driver, const Workload& w) {
             break;
           case DelayKind::kHot:
             d = hot_start + static_cast<int64_t>(rng() % 1000);
+            break;
+          case DelayKind::kSpread:
+            d = hot_start + static_cast<int64_t>(seq % 1000);
             break;
           case DelayKind::kFixed:
             d = now + w.delay_lo_ms;
@@ -303,7 +310,9 @@ Result Run(Driver* driver, const Workload& w) {
     double span_s = (last_recv.load() - span_start) / 1000.0;
     res.consume_rate = span_s > 0 ? res.received / span_s : 0;
   }
-  if (w.delay == DelayKind::kHot && res.received > 0) res.hot_drain_ms = last_recv.load() - hot_start;
+  if ((w.delay == DelayKind::kHot || w.delay == DelayKind::kSpread) && res.received > 0) {
+    res.hot_drain_ms = last_recv.load() - hot_start;
+  }
   if (poller && poller->released_ms() >= 0) {
     // The last release lies between the poll before and the first poll that saw every message.
     res.hot_released_ms = poller->released_ms();

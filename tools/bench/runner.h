@@ -9,7 +9,9 @@
 
 namespace tokimq::bench {
 
-enum class DelayKind { kUniform, kHot, kFixed, kNow };
+// kSpread: message seq is due at the spread second's start + (seq % 1000) ms: one message per
+// millisecond of one second (workload g, issue 21 item 5).
+enum class DelayKind { kUniform, kHot, kFixed, kNow, kSpread };
 
 struct Workload {
   std::string mode = "e2e";  // e2e | enqueue | lease
@@ -17,7 +19,8 @@ struct Workload {
   size_t body_size = 100;
   DelayKind delay = DelayKind::kUniform;
   int64_t delay_lo_ms = 1000, delay_hi_ms = 10'000;  // uniform; fixed uses lo
-  int64_t hot_lead_ms = 20'000;                      // hot: the second starts >= this after start
+  int64_t hot_lead_ms = 20'000;  // hot / spread: the second starts >= this after start
+  double rate = 0;                // sends per second over all producers; 0: as fast as possible
   int producers = 2;
   int consumers = 4;
   int batch = 128;
@@ -31,7 +34,7 @@ struct Result {
   double enqueue_s = 0, enqueue_rate = 0;
   double consume_rate = 0;       // lease: received / consume time; e2e: received / delivery span
   double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;  // lateness
-  int64_t hot_drain_ms = -1;     // hot: last receive - start of the hot second
+  int64_t hot_drain_ms = -1;     // hot, spread: last receive - start of the (hot) second
   // Broker-side release (tokimq, e2e with delays; -1: not measured): the broker timer's release
   // lateness (put into the topic - deliver time) over this run, from the difference of its
   // histogram before and after the run. Bucket upper bounds (within 6.25 %).
