@@ -134,9 +134,11 @@ absl::Status Broker::HandleListTopics(proto::Response* resp) {
   return absl::OkStatus();
 }
 
-absl::Status Broker::HandleChangeInvisibleDuration(
-    const proto::ChangeInvisibleDurationRequest& req, proto::Response* resp) {
-  if (req.invisible_ms() <= 0) return absl::InvalidArgumentError("invisible duration must be > 0 ms");
+absl::Status Broker::HandleChangeInvisibleDuration(const proto::ChangeInvisibleDurationRequest& req,
+                                                   proto::Response* resp) {
+  if (req.invisible_ms() <= 0) {
+    return absl::InvalidArgumentError("invisible duration must be > 0 ms");
+  }
   absl::StatusOr<std::string> handle =
       consumers_->ChangeInvisibleDuration(req.group(), req.receipt_handle(), req.invisible_ms());
   if (!handle.ok()) return handle.status();

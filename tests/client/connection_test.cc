@@ -1,5 +1,6 @@
-// client::Connection (client/src/connection.cc, connection_open.cc) against a fake broker: a loopback listener in
-// this process that speaks the native framing (proto/framing.h) and answers as each test says.
+// client::Connection (client/src/connection.cc, connection_open.cc) against a fake broker: a
+// loopback listener in this process that speaks the native framing (proto/framing.h) and
+// answers as each test says.
 #include "client/connection.h"
 
 #include <arpa/inet.h>
