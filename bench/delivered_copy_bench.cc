@@ -68,7 +68,7 @@ Corpus MakeCorpus(bool keys_and_tag) {
     record::Encode(m, &c.bytes[i]);
     if (!record::DecodeView(c.bytes[i], &c.views[i]).ok()) std::abort();
     ScheduledUnit& su = c.units[i];
-    su.pos = static_cast<int64_t>(i) * 72;
+    su.pos = TimerLogPosition(static_cast<int64_t>(i) * 72);
     su.unit.write_ms = kNow - 59'980;
     su.unit.deliver_ms = deliver;
     su.unit.physical_offset = m.physical_offset;

@@ -105,7 +105,7 @@ void Record() {
 void TimerUnits() {
   TimerUnit u;
   u.flags = kUnitRoll;
-  u.prev_pos = 144;
+  u.prev_pos = TimerLogPosition(144);
   u.write_ms = 1'700'000'000'000;
   u.deliver_ms = 1'700'000'009'000;
   u.slot_tick = 1'700'000'009;
@@ -125,7 +125,7 @@ void TimerUnits() {
 }
 
 void TimerWheelSeeds() {
-  TimerSlot s{1'700'000'009, 72, 216, 3};
+  TimerSlot s{1'700'000'009, TimerLogPosition(72), TimerLogPosition(216), 3};
   char buf[TimerWheel::kSlotSize];
   EncodeTimerSlot(s, buf);
   const std::string slot(buf, sizeof(buf));
@@ -133,7 +133,7 @@ void TimerWheelSeeds() {
   Put("timer_wheel", "slot_fixed", Mode(1, slot));
   Put("timer_wheel", "slot_empty", Mode(0, std::string(TimerWheel::kSlotSize, '\0')));
   // precision 100 ms (payload byte 99 + 1), 4 slots (3 + 1); slot of tick 9 lives at index 1.
-  TimerSlot live{9, 0, 72, 2};
+  TimerSlot live{9, TimerLogPosition(0), TimerLogPosition(72), 2};
   EncodeTimerSlot(live, buf);
   std::string slots(TimerWheel::kSlotSize, '\0');
   slots += std::string(buf, sizeof(buf));
@@ -146,8 +146,8 @@ void Checkpoint() {
   TimerCheckpointData c;
   c.precision_ms = 1000;
   c.read_tick = 1'700'000'000;
-  c.timerlog_flush_pos = 720;
-  c.timerlog_scan_from = 360;
+  c.timerlog_flush_pos = TimerLogPosition(720);
+  c.timerlog_scan_from = TimerLogPosition(360);
   c.enqueue_queue_offset = 10;
   c.last_enqueued_phys = 4096;
   c.commitlog_scan_from = 2048;

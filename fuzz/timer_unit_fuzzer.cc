@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* p = unit.data();
   TimerUnit f;
   f.flags = DecodeFixed32(p);
-  f.prev_pos = static_cast<int64_t>(DecodeFixed64(p + 4));
+  f.prev_pos = TimerLogPosition(static_cast<int64_t>(DecodeFixed64(p + 4)));
   f.write_ms = static_cast<int64_t>(DecodeFixed64(p + 12));
   f.deliver_ms = static_cast<int64_t>(DecodeFixed64(p + 20));
   f.slot_tick = static_cast<int64_t>(DecodeFixed64(p + 28));

@@ -50,8 +50,8 @@ void CheckSlot(std::string rec, bool fix_crc) {
   // Any field values (the record's bytes read as fields) survive encode + decode.
   TimerSlot f;
   f.tick = static_cast<int64_t>(DecodeFixed64(rec.data()));
-  f.first_pos = static_cast<int64_t>(DecodeFixed64(rec.data() + 8));
-  f.last_pos = static_cast<int64_t>(DecodeFixed64(rec.data() + 16));
+  f.first_pos = TimerLogPosition(static_cast<int64_t>(DecodeFixed64(rec.data() + 8)));
+  f.last_pos = TimerLogPosition(static_cast<int64_t>(DecodeFixed64(rec.data() + 16)));
   f.count = DecodeFixed32(rec.data() + 24);
   char enc[TimerWheel::kSlotSize];
   EncodeTimerSlot(f, enc);

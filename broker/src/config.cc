@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "common/duration.h"
 #include "common/message_limits.h"
+#include "common/status.h"
 
 namespace tokimq::broker {
 namespace {
@@ -84,116 +85,148 @@ absl::Status ApplyGroup(const std::string& group, const toml::table& t, GroupPol
   return absl::OkStatus();
 }
 
+// The Apply*Key steps: each knows the top-level keys of one area and returns std::nullopt for
+// any other key, else the result of applying `node` to *c.
+using KeyResult = std::optional<absl::Status>;
+
+absl::StatusOr<bool> GetBool(const toml::node& node, const std::string& key) {
+  auto v = node.value<bool>();
+  if (!v) return Bad(key, "expected true or false");
+  return *v;
+}
+
+// The network server: listening address, threads, frame limit, TLS.
+KeyResult ApplyServerKey(const std::string& key, const toml::node& node, BrokerConfig* c) {
+  ServerOptions& srv = c->server;
+  if (key == "bind") return GetString(node, key, &srv.bind_address);
+  if (key == "port") return GetInt(node, key, &srv.port, 0, 65535);
+  if (key == "port_file") return GetString(node, key, &c->port_file);
+  if (key == "io_threads") return GetInt(node, key, &srv.io_threads, 1, 64);
+  if (key == "worker_threads") return GetInt(node, key, &srv.worker_threads, 1, 1024);
+  if (key == "max_frame_bytes") {
+    return GetInt(node, key, &srv.max_frame_bytes, 1024, int64_t{1} << 30);
+  }
+  if (key == "tls_cert") return GetString(node, key, &srv.tls_cert_file);
+  if (key == "tls_key") return GetString(node, key, &srv.tls_key_file);
+  if (key == "tls_mode") return GetString(node, key, &c->tls_mode);
+  return std::nullopt;
+}
+
+KeyResult ApplyLogKey(const std::string& key, const toml::node& node, BrokerConfig* c) {
+  if (key == "log_level") return GetString(node, key, &c->log_level);
+  if (key == "log_file") return GetString(node, key, &c->log_file);
+  if (key == "log_format") {
+    std::string format;
+    TOKIMQ_RETURN_IF_ERROR(GetString(node, key, &format));
+    if (format != "text" && format != "json") return Bad(key, "expected \"text\" or \"json\"");
+    c->log_format = format;
+    return absl::OkStatus();
+  }
+  return std::nullopt;
+}
+
+// The CommitLog and the files under data_dir: flush policy, sizes, retention, disk watermark.
+KeyResult ApplyStorageKey(const std::string& key, const toml::node& node, BrokerOptions* b) {
+  if (key == "data_dir") return GetString(node, key, &b->data_dir);
+  if (key == "flush") {
+    std::string mode;
+    TOKIMQ_RETURN_IF_ERROR(GetString(node, key, &mode));
+    if (mode == "sync") {
+      b->flush_mode = FlushMode::kSync;
+    } else if (mode == "async") {
+      b->flush_mode = FlushMode::kAsync;
+    } else {
+      return Bad(key, "expected \"sync\" or \"async\"");
+    }
+    return absl::OkStatus();
+  }
+  if (key == "async_flush_interval") return GetDuration(node, key, &b->async_flush_interval_ms);
+  if (key == "segment_size") {
+    return GetInt(node, key, &b->commitlog_segment_size, 4096, int64_t{1} << 40);
+  }
+  if (key == "max_message_size") {
+    return GetInt(node, key, &b->max_message_size, 1, int64_t{64} << 20);
+  }
+  if (key == "retention") return GetDuration(node, key, &b->default_retention_ms);
+  if (key == "retention_interval") return GetDuration(node, key, &b->retention_interval_ms);
+  if (key == "max_open_files") return GetInt(node, key, &b->max_open_files, 0, int64_t{1} << 24);
+  if (key == "disk_min_free") {
+    return GetInt(node, key, &b->disk_min_free_bytes, 0, int64_t{1} << 50);
+  }
+  if (key == "disk_max_used_ratio") {
+    auto v = node.value<double>();
+    if (!v) return Bad(key, "expected a number (e.g. 0.9)");
+    if (!(*v > 0 && *v <= 1)) return Bad(key, "must be in (0, 1] (1 = off)");
+    b->disk_max_used_ratio = *v;
+    return absl::OkStatus();
+  }
+  if (key == "disk_check_interval") {
+    TOKIMQ_RETURN_IF_ERROR(GetDuration(node, key, &b->disk_check_interval_ms));
+    if (b->disk_check_interval_ms <= 0) return Bad(key, "must be > 0");
+    return absl::OkStatus();
+  }
+  return std::nullopt;
+}
+
+// The clock and the timer store.
+KeyResult ApplyTimerKey(const std::string& key, const toml::node& node, BrokerOptions* b) {
+  if (key == "manual_clock") {
+    TOKIMQ_ASSIGN_OR_RETURN(b->manual_clock, GetBool(node, key));
+    return absl::OkStatus();
+  }
+  if (key == "timer_precision") return GetDuration(node, key, &b->timer_precision_ms);
+  if (key == "timer_thread_nice") return GetInt(node, key, &b->timer_thread_nice, -20, 19);
+  if (key == "timer_window") return GetDuration(node, key, &b->timer_window_ms);
+  return std::nullopt;
+}
+
+// Consumers ([group.<name>] policies, long polling), transactions and auth.
+KeyResult ApplyServiceKey(const std::string& key, const toml::node& node, BrokerOptions* b) {
+  if (key == "max_long_poll") return GetDuration(node, key, &b->max_long_poll_ms);
+  if (key == "group") {
+    const toml::table* groups = node.as_table();
+    if (!groups) return Bad(key, "expected [group.<name>] tables");
+    for (const auto& [g, gnode] : *groups) {
+      const toml::table* gt = gnode.as_table();
+      if (!gt) return Bad("group." + std::string(g.str()), "expected a table");
+      TOKIMQ_RETURN_IF_ERROR(
+          ApplyGroup(std::string(g.str()), *gt, &b->group_policies[std::string(g.str())]));
+    }
+    return absl::OkStatus();
+  }
+  if (key == "transaction_immunity") {  // docs/transactions.md
+    TOKIMQ_RETURN_IF_ERROR(GetDuration(node, key, &b->transaction_immunity_ms));
+    if (b->transaction_immunity_ms < 1 || b->transaction_immunity_ms > 3'600'000) {
+      return Bad(key, "must be within 1ms..1h");
+    }
+    return absl::OkStatus();
+  }
+  if (key == "transaction_check_interval") {
+    TOKIMQ_RETURN_IF_ERROR(GetDuration(node, key, &b->transaction_check_interval_ms));
+    if (b->transaction_check_interval_ms <= 0) return Bad(key, "must be > 0");
+    return absl::OkStatus();
+  }
+  if (key == "transaction_max_checks") {
+    return GetInt(node, key, &b->transaction_max_checks, 1, 1000);
+  }
+  if (key == "auth") {
+    TOKIMQ_ASSIGN_OR_RETURN(b->auth, GetBool(node, key));
+    return absl::OkStatus();
+  }
+  if (key == "auth_init_user") return GetString(node, key, &b->auth_init_user);
+  return std::nullopt;
+}
+
 absl::Status Apply(const toml::table& root, BrokerConfig* c) {
   for (const auto& [k, node] : root) {
     const std::string key(k.str());
-    absl::Status s;
-    BrokerOptions& b = c->broker;
-    ServerOptions& srv = c->server;
-    if (key == "data_dir") {
-      s = GetString(node, key, &b.data_dir);
-    } else if (key == "bind") {
-      s = GetString(node, key, &srv.bind_address);
-    } else if (key == "port") {
-      s = GetInt(node, key, &srv.port, 0, 65535);
-    } else if (key == "port_file") {
-      s = GetString(node, key, &c->port_file);
-    } else if (key == "log_level") {
-      s = GetString(node, key, &c->log_level);
-    } else if (key == "log_file") {
-      s = GetString(node, key, &c->log_file);
-    } else if (key == "log_format") {
-      std::string format;
-      s = GetString(node, key, &format);
-      if (s.ok() && format != "text" && format != "json") {
-        return Bad(key, "expected \"text\" or \"json\"");
-      }
-      if (s.ok()) c->log_format = format;
-    } else if (key == "io_threads") {
-      s = GetInt(node, key, &srv.io_threads, 1, 64);
-    } else if (key == "worker_threads") {
-      s = GetInt(node, key, &srv.worker_threads, 1, 1024);
-    } else if (key == "max_frame_bytes") {
-      s = GetInt(node, key, &srv.max_frame_bytes, 1024, int64_t{1} << 30);
-    } else if (key == "auth") {
-      auto v = node.value<bool>();
-      if (!v) return Bad(key, "expected true or false");
-      b.auth = *v;
-    } else if (key == "tls_cert") {
-      s = GetString(node, key, &srv.tls_cert_file);
-    } else if (key == "tls_key") {
-      s = GetString(node, key, &srv.tls_key_file);
-    } else if (key == "tls_mode") {
-      s = GetString(node, key, &c->tls_mode);
-    } else if (key == "auth_init_user") {
-      s = GetString(node, key, &b.auth_init_user);
-    } else if (key == "manual_clock") {
-      auto v = node.value<bool>();
-      if (!v) return Bad(key, "expected true or false");
-      b.manual_clock = *v;
-    } else if (key == "flush") {
-      std::string mode;
-      s = GetString(node, key, &mode);
-      if (s.ok() && mode == "sync") {
-        b.flush_mode = FlushMode::kSync;
-      } else if (s.ok() && mode == "async") {
-        b.flush_mode = FlushMode::kAsync;
-      } else if (s.ok()) {
-        return Bad(key, "expected \"sync\" or \"async\"");
-      }
-    } else if (key == "async_flush_interval") {
-      s = GetDuration(node, key, &b.async_flush_interval_ms);
-    } else if (key == "segment_size") {
-      s = GetInt(node, key, &b.commitlog_segment_size, 4096, int64_t{1} << 40);
-    } else if (key == "max_message_size") {
-      s = GetInt(node, key, &b.max_message_size, 1, int64_t{64} << 20);
-    } else if (key == "timer_precision") {
-      s = GetDuration(node, key, &b.timer_precision_ms);
-    } else if (key == "timer_thread_nice") {
-      s = GetInt(node, key, &b.timer_thread_nice, -20, 19);
-    } else if (key == "timer_window") {
-      s = GetDuration(node, key, &b.timer_window_ms);
-    } else if (key == "retention") {
-      s = GetDuration(node, key, &b.default_retention_ms);
-    } else if (key == "retention_interval") {
-      s = GetDuration(node, key, &b.retention_interval_ms);
-    } else if (key == "max_open_files") {
-      s = GetInt(node, key, &b.max_open_files, 0, int64_t{1} << 24);
-    } else if (key == "max_long_poll") {
-      s = GetDuration(node, key, &b.max_long_poll_ms);
-    } else if (key == "disk_min_free") {
-      s = GetInt(node, key, &b.disk_min_free_bytes, 0, int64_t{1} << 50);
-    } else if (key == "disk_max_used_ratio") {
-      auto v = node.value<double>();
-      if (!v) return Bad(key, "expected a number (e.g. 0.9)");
-      if (!(*v > 0 && *v <= 1)) return Bad(key, "must be in (0, 1] (1 = off)");
-      b.disk_max_used_ratio = *v;
-    } else if (key == "disk_check_interval") {
-      s = GetDuration(node, key, &b.disk_check_interval_ms);
-      if (s.ok() && b.disk_check_interval_ms <= 0) return Bad(key, "must be > 0");
-    } else if (key == "transaction_immunity") {  // docs/transactions.md
-      s = GetDuration(node, key, &b.transaction_immunity_ms);
-      if (s.ok() && (b.transaction_immunity_ms < 1 || b.transaction_immunity_ms > 3'600'000)) {
-        return Bad(key, "must be within 1ms..1h");
-      }
-    } else if (key == "transaction_check_interval") {
-      s = GetDuration(node, key, &b.transaction_check_interval_ms);
-      if (s.ok() && b.transaction_check_interval_ms <= 0) return Bad(key, "must be > 0");
-    } else if (key == "transaction_max_checks") {
-      s = GetInt(node, key, &b.transaction_max_checks, 1, 1000);
-    } else if (key == "group") {
-      const toml::table* groups = node.as_table();
-      if (!groups) return Bad(key, "expected [group.<name>] tables");
-      for (const auto& [g, gnode] : *groups) {
-        const toml::table* gt = gnode.as_table();
-        if (!gt) return Bad("group." + std::string(g.str()), "expected a table");
-        s = ApplyGroup(std::string(g.str()), *gt, &b.group_policies[std::string(g.str())]);
-        if (!s.ok()) return s;
-      }
-    } else {
-      return Bad(key, "unknown key");
-    }
-    if (!s.ok()) return s;
+    KeyResult r = ApplyServerKey(key, node, c);
+    if (!r) r = ApplyLogKey(key, node, c);
+    if (!r) r = ApplyStorageKey(key, node, &c->broker);
+    if (!r) r = ApplyTimerKey(key, node, &c->broker);
+    if (!r) r = ApplyServiceKey(key, node, &c->broker);
+    if (!r) return Bad(key, "unknown key");
+    if (!r->ok()) return *r;
   }
   return absl::OkStatus();
 }

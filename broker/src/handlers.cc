@@ -45,121 +45,114 @@ absl::StatusOr<TopicConfig> FromProtoTopic(const proto::TopicConfig& p) {
   return c;
 }
 
+// Sets the empty body that says "done" when `s` is OK; returns `s`.
+absl::Status EmptyIfOk(absl::Status s, proto::Response* resp) {
+  if (s.ok()) resp->mutable_empty();
+  return s;
+}
+
 }  // namespace
 
 void Broker::Handle(const proto::Request& req, proto::Response* resp) {
   resp->set_id(req.id());
-  absl::Status s;
+  absl::Status s = Dispatch(req, resp);
+  if (!s.ok()) {
+    resp->clear_body();
+    wire::ToProto(s, resp->mutable_status());
+  }
+}
+
+absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) {
   switch (req.body_case()) {
-    case proto::Request::kHandshake: {
-      if (req.handshake().protocol_version() != wire::kProtocolVersion) {
-        s = absl::FailedPreconditionError(
-            fmt::format("protocol version {} not supported (broker speaks {})",
-                        req.handshake().protocol_version(), wire::kProtocolVersion));
-        break;
-      }
-      auto* h = resp->mutable_handshake();
-      h->set_protocol_version(wire::kProtocolVersion);
-      h->set_broker_version("tokimq " TOKIMQ_VERSION);
-      h->set_manual_clock(manual_clock());
-      h->set_now_ms(clock_->NowMs());
-      break;
-    }
+    case proto::Request::kHandshake:
+      return HandleHandshake(req.handshake(), resp);
     case proto::Request::kCreateTopic:
-      s = HandleCreateTopic(req.create_topic(), resp);
-      break;
+      return HandleCreateTopic(req.create_topic(), resp);
     case proto::Request::kUpdateTopic:
-      s = HandleUpdateTopic(req.update_topic(), resp);
-      break;
+      return HandleUpdateTopic(req.update_topic(), resp);
     case proto::Request::kDeleteTopic:
-      s = metadata_->DeleteTopic(req.delete_topic().name());
-      if (s.ok()) resp->mutable_empty();
-      break;
+      return EmptyIfOk(metadata_->DeleteTopic(req.delete_topic().name()), resp);
     case proto::Request::kListTopics:
-      for (const TopicConfig& t : metadata_->ListTopics()) {
-        ToProtoTopic(t, resp->mutable_list_topics()->add_topics());
-      }
-      resp->mutable_list_topics();
-      break;
+      return HandleListTopics(resp);
     case proto::Request::kDescribeTopic:
-      s = HandleDescribeTopic(req.describe_topic().name(), resp);
-      break;
+      return HandleDescribeTopic(req.describe_topic().name(), resp);
     case proto::Request::kSend:
-      s = HandleSend(req.send(), resp->mutable_send());
-      break;
+      return HandleSend(req.send(), resp->mutable_send());
     case proto::Request::kRecall:
-      s = timers_->Recall(req.recall().recall_handle());
-      if (s.ok()) resp->mutable_empty();
-      break;
+      return EmptyIfOk(timers_->Recall(req.recall().recall_handle()), resp);
     case proto::Request::kReceive:
-      s = HandleReceive(req.receive(), resp->mutable_receive());
-      break;
+      return HandleReceive(req.receive(), resp->mutable_receive());
     case proto::Request::kAck:
-      s = HandleAck(req.ack(), resp->mutable_ack());
-      break;
-    case proto::Request::kChangeInvisibleDuration: {
-      const auto& r = req.change_invisible_duration();
-      if (r.invisible_ms() <= 0) {
-        s = absl::InvalidArgumentError("invisible duration must be > 0 ms");
-        break;
-      }
-      absl::StatusOr<std::string> handle =
-          consumers_->ChangeInvisibleDuration(r.group(), r.receipt_handle(), r.invisible_ms());
-      s = handle.status();
-      if (s.ok()) resp->mutable_change_invisible_duration()->set_receipt_handle(*handle);
-      break;
-    }
-    case proto::Request::kNack: {
-      const auto& r = req.nack();
-      std::optional<int64_t> delay;
-      if (r.has_delay_ms()) {
-        if (r.delay_ms() < 0) {
-          s = absl::InvalidArgumentError("nack delay must be >= 0 ms");
-          break;
-        }
-        delay = r.delay_ms();
-      }
-      s = consumers_->Nack(r.group(), r.receipt_handle(), delay);
-      if (s.ok()) resp->mutable_empty();
-      break;
-    }
+      return HandleAck(req.ack(), resp->mutable_ack());
+    case proto::Request::kChangeInvisibleDuration:
+      return HandleChangeInvisibleDuration(req.change_invisible_duration(), resp);
+    case proto::Request::kNack:
+      return EmptyIfOk(HandleNack(req.nack()), resp);
     case proto::Request::kStats:
-      s = HandleStats(req.stats(), resp->mutable_stats());
-      break;
+      return HandleStats(req.stats(), resp->mutable_stats());
     case proto::Request::kAdvanceClock:
-      s = HandleAdvanceClock(req.advance_clock(), resp);
-      break;
+      return HandleAdvanceClock(req.advance_clock(), resp);
     case proto::Request::kTimerCheckpoint:
-      s = timers_->Checkpoint();
-      if (s.ok()) resp->mutable_empty();
-      break;
+      return EmptyIfOk(timers_->Checkpoint(), resp);
     case proto::Request::kEndTransaction:
-      s = HandleEndTransaction(req.end_transaction());
-      if (s.ok()) resp->mutable_empty();
-      break;
+      return EmptyIfOk(HandleEndTransaction(req.end_transaction()), resp);
     case proto::Request::kPollTransactionChecks:
-      s = HandlePollTransactionChecks(req.poll_transaction_checks(),
-                                      resp->mutable_transaction_checks());
-      break;
+      return HandlePollTransactionChecks(req.poll_transaction_checks(),
+                                         resp->mutable_transaction_checks());
     case proto::Request::kAuthenticate:
-      s = absl::FailedPreconditionError("authenticate is answered by the network server");
-      break;
+      return absl::FailedPreconditionError("authenticate is answered by the network server");
     case proto::Request::kCreateUser:
     case proto::Request::kDeleteUser:
     case proto::Request::kListUsers:
     case proto::Request::kGrantAcl:
     case proto::Request::kRevokeAcl:
     case proto::Request::kListAcl:
-      s = HandleAuthAdmin(req, resp);
-      break;
+      return HandleAuthAdmin(req, resp);
     case proto::Request::BODY_NOT_SET:
-      s = absl::UnimplementedError("unknown or empty request");
       break;
   }
-  if (!s.ok()) {
-    resp->clear_body();
-    wire::ToProto(s, resp->mutable_status());
+  return absl::UnimplementedError("unknown or empty request");
+}
+
+absl::Status Broker::HandleHandshake(const proto::HandshakeRequest& req, proto::Response* resp) {
+  if (req.protocol_version() != wire::kProtocolVersion) {
+    return absl::FailedPreconditionError(
+        fmt::format("protocol version {} not supported (broker speaks {})",
+                    req.protocol_version(), wire::kProtocolVersion));
   }
+  auto* h = resp->mutable_handshake();
+  h->set_protocol_version(wire::kProtocolVersion);
+  h->set_broker_version("tokimq " TOKIMQ_VERSION);
+  h->set_manual_clock(manual_clock());
+  h->set_now_ms(clock_->NowMs());
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleListTopics(proto::Response* resp) {
+  proto::ListTopicsResponse* out = resp->mutable_list_topics();
+  for (const TopicConfig& t : metadata_->ListTopics()) ToProtoTopic(t, out->add_topics());
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleChangeInvisibleDuration(const proto::ChangeInvisibleDurationRequest& req,
+                                                   proto::Response* resp) {
+  if (req.invisible_ms() <= 0) {
+    return absl::InvalidArgumentError("invisible duration must be > 0 ms");
+  }
+  absl::StatusOr<std::string> handle =
+      consumers_->ChangeInvisibleDuration(req.group(), req.receipt_handle(), req.invisible_ms());
+  if (!handle.ok()) return handle.status();
+  resp->mutable_change_invisible_duration()->set_receipt_handle(*handle);
+  return absl::OkStatus();
+}
+
+absl::Status Broker::HandleNack(const proto::NackRequest& req) {
+  std::optional<int64_t> delay;
+  if (req.has_delay_ms()) {
+    if (req.delay_ms() < 0) return absl::InvalidArgumentError("nack delay must be >= 0 ms");
+    delay = req.delay_ms();
+  }
+  return consumers_->Nack(req.group(), req.receipt_handle(), delay);
 }
 
 absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
@@ -221,6 +214,14 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
   }
   resp->set_now_ms(clock_->NowMs());
   FillTransactionStats(resp->mutable_transactions());
+  FillTopicStats(req, resp);
+  FillTimerStats(resp->mutable_timer());
+  FillGroupStats(req, resp);
+  FillStorageStats(resp);
+  return absl::OkStatus();
+}
+
+void Broker::FillTopicStats(const proto::StatsRequest& req, proto::StatsResponse* resp) const {
   size_t total = 0;
   bool more = false;
   const std::vector<TopicConfig> topics = metadata_->ListTopicsPage(
@@ -244,9 +245,11 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
     }
     ts->set_depth(depth);
   }
+}
+
+void Broker::FillTimerStats(proto::TimerStats* timer) const {
   timers_->RefreshGauges();  // pending by delay and the lags as of now, not the last checkpoint
   TimerMetrics& tm = timers_->metrics();
-  proto::TimerStats* timer = resp->mutable_timer();
   timer->set_pending(tm.pending.Value());
   for (const Gauge& g : tm.pending_by_bucket) timer->add_pending_by_bucket(g.Value());
   timer->set_enqueue_lag(tm.enqueue_lag.Value());
@@ -272,28 +275,32 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
     pb->set_count(b.count);
   }
   timer->set_lateness_count(lateness.count);
-  {
-    std::lock_guard<std::mutex> lock(subs_mu_);
-    resp->set_group_count(static_cast<int32_t>(subscriptions_.size()));
-    auto it = req.groups_after().empty() ? subscriptions_.begin()
-                                         : subscriptions_.upper_bound(req.groups_after());
-    for (int n = 0; it != subscriptions_.end(); ++it, ++n) {
-      if (req.group_limit() > 0 && n == req.group_limit()) {
-        resp->set_next_groups_after(std::prev(it)->first);
-        break;
-      }
-      const auto& [group, topics] = *it;
-      proto::GroupStats* gs = resp->add_groups();
-      gs->set_group(group);
-      gs->set_in_flight(consumers_->InFlight(group));
-      gs->set_dlq_depth(consumers_->DlqDepth(group));
-      gs->set_parked(consumers_->Parked(group));
-      if (req.omit_group_topics()) continue;
-      for (const std::string& t : topics) gs->add_topics(t);
+}
+
+void Broker::FillGroupStats(const proto::StatsRequest& req, proto::StatsResponse* resp) {
+  std::lock_guard<std::mutex> lock(subs_mu_);
+  resp->set_group_count(static_cast<int32_t>(subscriptions_.size()));
+  auto it = req.groups_after().empty() ? subscriptions_.begin()
+                                       : subscriptions_.upper_bound(req.groups_after());
+  for (int n = 0; it != subscriptions_.end(); ++it, ++n) {
+    if (req.group_limit() > 0 && n == req.group_limit()) {
+      resp->set_next_groups_after(std::prev(it)->first);
+      break;
     }
+    const auto& [group, topics] = *it;
+    proto::GroupStats* gs = resp->add_groups();
+    gs->set_group(group);
+    gs->set_in_flight(consumers_->InFlight(group));
+    gs->set_dlq_depth(consumers_->DlqDepth(group));
+    gs->set_parked(consumers_->Parked(group));
+    if (req.omit_group_topics()) continue;
+    for (const std::string& t : topics) gs->add_topics(t);
   }
+}
+
+void Broker::FillStorageStats(proto::StatsResponse* resp) const {
   resp->set_poison_depth(store_->MaxQueueOffset(kPoisonTopic, 0) -
-                        store_->MinQueueOffset(kPoisonTopic, 0));
+                         store_->MinQueueOffset(kPoisonTopic, 0));
   resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset());
   resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
   resp->set_commitlog_min_offset(store_->commit_log()->MinOffset());
@@ -314,7 +321,6 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
     resp->set_retention_last_run_ms(retention_->last_run_ms());
     resp->set_retention_deleted_segments(retention_->deleted_segments());
   }
-  return absl::OkStatus();
 }
 
 }  // namespace tokimq::broker

@@ -17,6 +17,20 @@
 #include "transaction/transaction_service.h"
 
 namespace tokimq::broker {
+namespace {
+
+// The CommitLog bytes the prepared messages will take, about (header, topic, body and
+// properties; the disk watermark's admission figure).
+uint64_t RecordBytesOf(const std::vector<PreparedSend>& prepared) {
+  uint64_t bytes = 0;
+  for (const PreparedSend& p : prepared) {
+    bytes += p.msg.body.size() + p.msg.topic.size() + record::kMinMessageSize;
+    for (const auto& [k, v] : p.msg.properties) bytes += k.size() + v.size() + 8;
+  }
+  return bytes;
+}
+
+}  // namespace
 
 absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
                                  std::vector<PreparedSend>* prepared) {
@@ -115,12 +129,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   // Producers are refused above the disk watermark, before anything is written: the space
   // left is the reserve for the broker's own writes (docs/operations.md "Disk full"). Both
   // APIs come through here (the gRPC SendMessage calls Handle).
-  uint64_t bytes = 0;
-  for (const Prepared& p : prepared) {
-    bytes += p.msg.body.size() + p.msg.topic.size() + record::kMinMessageSize;
-    for (const auto& [k, v] : p.msg.properties) bytes += k.size() + v.size() + 8;
-  }
-  TOKIMQ_RETURN_IF_ERROR(watermark_->AdmitProducer(bytes));
+  TOKIMQ_RETURN_IF_ERROR(watermark_->AdmitProducer(RecordBytesOf(prepared)));
   auto note_no_space = [this](const absl::Status& s) {
     if (absl::IsResourceExhausted(s)) watermark_->NoteNoSpace();
     return s;

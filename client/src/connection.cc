@@ -1,13 +1,9 @@
+// Connection's request pipeline: request ids, the read role (leader/follower), the background
+// thread, deadlines and response framing. Opening (dial, TLS, handshake, authentication):
+// connection_open.cc.
 #include "client/connection.h"
 
-#include "common/clock.h"
-#include "common/status.h"
-
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,11 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fcntl.h>
 #include <vector>
 
-#include "fmt/format.h"
-#include "proto/auth_proof.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "dial.h"
 #include "proto/framing.h"
 #include "proto/status.h"
 #include "tls_session.h"
@@ -28,73 +24,6 @@ namespace tokimq::client {
 namespace {
 
 constexpr int kPollMs = 50;
-
-absl::Status Unavailable(const std::string& what) {
-  return absl::UnavailableError(fmt::format("{}: {}", what, std::strerror(errno)));
-}
-
-absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(const std::string& broker) {
-  size_t colon = broker.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == broker.size()) {
-    return absl::InvalidArgumentError(fmt::format("broker address '{}' is not host:port", broker));
-  }
-  std::string host = broker.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::make_pair(host, broker.substr(colon + 1));
-}
-
-absl::StatusOr<int> ConnectTo(const std::string& broker, int64_t timeout_ms) {
-  auto hp = SplitHostPort(broker);
-  if (!hp.ok()) return hp.status();
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(hp->first.c_str(), hp->second.c_str(), &hints, &res);
-  if (rc != 0) {
-    return absl::UnavailableError(
-        fmt::format("cannot resolve {}: {}", broker, gai_strerror(rc)));
-  }
-  absl::Status last = absl::UnavailableError("no address for " + broker);
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last = Unavailable("socket");
-      continue;
-    }
-    int flags = fcntl(fd, F_GETFL, 0);
-    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-    rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      rc = ::poll(&p, 1, static_cast<int>(timeout_ms));
-      if (rc == 0) {
-        ::close(fd);
-        last = absl::DeadlineExceededError(fmt::format("connect to {} timed out", broker));
-        continue;
-      }
-      int err = 0;
-      socklen_t len = sizeof(err);
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      errno = err;
-      rc = err == 0 ? 0 : -1;
-    }
-    if (rc != 0) {
-      last = Unavailable("cannot connect to " + broker);
-      ::close(fd);
-      continue;
-    }
-    fcntl(fd, F_SETFL, flags);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    freeaddrinfo(res);
-    return fd;
-  }
-  freeaddrinfo(res);
-  return last;
-}
 
 }  // namespace
 
@@ -111,48 +40,6 @@ Connection::~Connection() {
   ::close(fd_);
   ::close(wake_fd_);
   FailAll(absl::CancelledError("connection closed"));
-}
-
-absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions& options) {
-  auto fd = ConnectTo(options.broker, options.connect_timeout_ms);
-  if (!fd.ok()) return fd.status();
-  std::unique_ptr<TlsSession> tls;
-  if (options.tls) {
-    auto session = TlsSession::Connect(*fd, SplitHostPort(options.broker)->first,
-                                       options.tls_ca_file, options.connect_timeout_ms);
-    if (!session.ok()) {
-      ::close(*fd);
-      return session.status();
-    }
-    tls = std::move(*session);
-  }
-  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd < 0) {
-    absl::Status s = Unavailable("eventfd");
-    ::close(*fd);
-    return s;
-  }
-  std::unique_ptr<Connection> conn(new Connection(*fd, wake_fd, options, std::move(tls)));
-  proto::Request req;
-  req.mutable_handshake()->set_protocol_version(wire::kProtocolVersion);
-  req.mutable_handshake()->set_client_id(options.client_id);
-  auto resp = conn->Call(std::move(req), options.connect_timeout_ms);
-  if (!resp.ok()) return resp.status();
-  conn->handshake_ = resp->handshake();
-  if (conn->handshake_.auth_required()) {
-    if (options.access_key.empty()) {
-      return absl::UnauthenticatedError(fmt::format(
-          "broker {} requires authentication: give an access key and a secret key",
-          options.broker));
-    }
-    proto::Request auth;
-    auth.mutable_authenticate()->set_access_key(options.access_key);
-    auth.mutable_authenticate()->set_signature(
-        wire::AuthProof(options.secret_key, conn->handshake_.auth_nonce(), options.client_id));
-    auto authed = conn->Call(std::move(auth), options.connect_timeout_ms);
-    if (!authed.ok()) return authed.status();
-  }
-  return conn;
 }
 
 void Connection::WakeBackground() {
@@ -194,7 +81,7 @@ absl::Status Connection::Start(proto::Request req, int64_t timeout_ms, Pending p
       ssize_t n = ::send(fd_, frame->data() + off, frame->size() - off, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        write_error = Unavailable("send to " + options_.broker);
+        write_error = ErrnoUnavailable("send to " + options_.broker);
         break;
       }
       off += static_cast<size_t>(n);
@@ -402,7 +289,7 @@ bool Connection::ReadSome(char* buf, size_t cap, size_t* got, absl::Status* erro
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       *error = n == 0 ? absl::UnavailableError("broker " + options_.broker + " closed the connection")
-                      : Unavailable("recv from " + options_.broker);
+                      : ErrnoUnavailable("recv from " + options_.broker);
       return false;
     }
     *got = static_cast<size_t>(n);
@@ -457,21 +344,6 @@ absl::Status Connection::PumpOnce() {
   if (!ReadSome(rbuf_.data() + rend_, rbuf_.size() - rend_, &got, &error)) return error;
   rend_ += got;
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<Connection>> ConnectionHolder::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (conn_ && !conn_->broken()) return conn_;
-  auto conn = Connection::Open(options_);
-  if (!conn.ok()) return conn.status();
-  conn_ = std::shared_ptr<Connection>(std::move(*conn));
-  return conn_;
-}
-
-absl::StatusOr<proto::Response> ConnectionHolder::Call(proto::Request req, int64_t extra_timeout_ms) {
-  auto conn = Get();
-  if (!conn.ok()) return conn.status();
-  return (*conn)->Call(std::move(req), options_.request_timeout_ms + extra_timeout_ms);
 }
 
 }  // namespace tokimq::client

@@ -7,13 +7,12 @@
 
 namespace tokimq::rocketmq {
 
-v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
-                                                  const proto::TopicConfig& topic, int64_t now,
-                                                  proto::SendEntry* out) const {
-  const v2::SystemProperties& sp = m.system_properties();
-  if (sp.message_id().empty()) {
-    return MakeStatus(v2::Code::ILLEGAL_MESSAGE_ID, "message id is empty");
-  }
+namespace {
+
+// The message's type against the topic's (lite and priority messages are refused; TRANSACTION
+// and FIFO must match the topic), copying the transaction and group fields into *out.
+v2::Status CheckMessageType(const v2::SystemProperties& sp, const proto::TopicConfig& topic,
+                            proto::SendEntry* out) {
   if (sp.message_type() == v2::MessageType::LITE || sp.has_lite_topic()) {
     return MakeStatus(v2::Code::UNSUPPORTED, "lite topics are not supported by tokimq");
   }
@@ -42,6 +41,20 @@ v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
   v2::Status group_status = CheckMessageGroup(sp, topic);
   if (group_status.code() != v2::Code::OK) return group_status;
   if (sp.has_message_group()) out->set_message_group(sp.message_group());
+  return OkStatus();
+}
+
+}  // namespace
+
+v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
+                                                  const proto::TopicConfig& topic, int64_t now,
+                                                  proto::SendEntry* out) const {
+  const v2::SystemProperties& sp = m.system_properties();
+  if (sp.message_id().empty()) {
+    return MakeStatus(v2::Code::ILLEGAL_MESSAGE_ID, "message id is empty");
+  }
+  v2::Status type_status = CheckMessageType(sp, topic, out);
+  if (type_status.code() != v2::Code::OK) return type_status;
   if (static_cast<int64_t>(m.body().size()) > options_.max_body_size) {
     return MakeStatus(v2::Code::MESSAGE_BODY_TOO_LARGE,
                       fmt::format("body of {} bytes exceeds the max body size of {} bytes",

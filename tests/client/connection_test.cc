@@ -1,5 +1,6 @@
-// client::Connection (client/src/connection.cc) against a fake broker: a loopback listener in
-// this process that speaks the native framing (proto/framing.h) and answers as each test says.
+// client::Connection (client/src/connection.cc, connection_open.cc) against a fake broker: a
+// loopback listener in this process that speaks the native framing (proto/framing.h) and
+// answers as each test says.
 #include "client/connection.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "proto/auth_proof.h"
 #include "proto/framing.h"
 #include "proto/status.h"
 
@@ -256,6 +258,114 @@ TEST(Connection, AResponseWithoutIdFailsTheConnectionWithItsStatus) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(), "garbage frame");
   EXPECT_TRUE(c->broken());
+}
+
+// Answers the handshake as a broker started with --auth, with `nonce`.
+void HandshakeAskingForAuth(FakeBroker& b, const std::string& nonce) {
+  b.Accept();
+  std::optional<proto::Request> req = b.Read();
+  ASSERT_TRUE(req.has_value());
+  proto::Response resp;
+  resp.set_id(req->id());
+  resp.mutable_handshake()->set_protocol_version(wire::kProtocolVersion);
+  resp.mutable_handshake()->set_auth_required(true);
+  resp.mutable_handshake()->set_auth_nonce(nonce);
+  b.Write(resp);
+}
+
+TEST(Connection, OpenAuthenticatesWithTheProofOverTheBrokersNonceWhenAsked) {
+  FakeBroker b;
+  const std::string nonce(wire::kAuthNonceBytes, 'n');
+  proto::Request seen;
+  std::thread server([&] {
+    HandshakeAskingForAuth(b, nonce);
+    std::optional<proto::Request> req = b.Read();
+    ASSERT_TRUE(req.has_value());
+    seen = *req;
+    proto::Response resp;
+    resp.set_id(req->id());
+    resp.mutable_authenticate()->set_access_key("alice");
+    b.Write(resp);
+  });
+  ClientOptions o = Options(b);
+  o.access_key = "alice";
+  o.secret_key = "alice-secret";
+  absl::StatusOr<std::unique_ptr<Connection>> c = Connection::Open(o);
+  server.join();
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(seen.has_authenticate());
+  EXPECT_EQ(seen.authenticate().access_key(), "alice");
+  // HMAC-SHA256 over this connection's nonce and the handshake's client id: 32 raw bytes.
+  EXPECT_EQ(seen.authenticate().signature(),
+            wire::AuthProof("alice-secret", nonce, "connection-test"));
+  EXPECT_EQ(seen.authenticate().signature().size(), 32u);
+  EXPECT_NE(seen.authenticate().signature(),
+            wire::AuthProof("alice-secret", std::string(32, 'm'), "connection-test"));
+  EXPECT_TRUE((*c)->handshake().auth_required());
+}
+
+TEST(Connection, ABrokerAskingForAuthWithoutCredentialsFailsOpenUnauthenticated) {
+  FakeBroker b;
+  std::optional<proto::Request> after_handshake = proto::Request();
+  std::thread server([&] {
+    HandshakeAskingForAuth(b, std::string(wire::kAuthNonceBytes, 'n'));
+    after_handshake = b.Read();  // nullopt: the client closed without sending anything
+  });
+  absl::StatusOr<std::unique_ptr<Connection>> c = Connection::Open(Options(b));
+  server.join();
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(c.status().message(),
+            "broker " + b.address() +
+                " requires authentication: give an access key and a secret key");
+  EXPECT_FALSE(after_handshake.has_value());
+}
+
+TEST(Connection, ARefusedProofFailsOpenWithTheBrokersStatus) {
+  FakeBroker b;
+  std::thread server([&] {
+    HandshakeAskingForAuth(b, std::string(wire::kAuthNonceBytes, 'n'));
+    std::optional<proto::Request> req = b.Read();
+    ASSERT_TRUE(req.has_value());
+    proto::Response resp;
+    resp.set_id(req->id());
+    wire::ToProto(absl::UnauthenticatedError("authentication failed"), resp.mutable_status());
+    b.Write(resp);
+  });
+  ClientOptions o = Options(b);
+  o.access_key = "alice";
+  o.secret_key = "wrong";
+  absl::StatusOr<std::unique_ptr<Connection>> c = Connection::Open(o);
+  server.join();
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(c.status().message(), "authentication failed");
+}
+
+TEST(ConnectionHolder, KeepsALiveConnectionAndOpensANewOneAfterItBroke) {
+  FakeBroker b;
+  ConnectionHolder holder(Options(b));
+  std::thread server([&] { b.Handshake(); });
+  absl::StatusOr<std::shared_ptr<Connection>> first = holder.Get();
+  server.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::shared_ptr<Connection>> again = holder.Get();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), first->get());  // no second handshake: the fake would not answer it
+
+  // A call fails on the broker's close and marks the connection broken; the next Get opens a
+  // new one (a second handshake on the same listener).
+  std::thread closer([&] {
+    ASSERT_TRUE(b.Read().has_value());
+    b.CloseClient();
+  });
+  EXPECT_EQ((*first)->Call(Stats(), 10'000).status().code(), absl::StatusCode::kUnavailable);
+  closer.join();
+  ASSERT_TRUE((*first)->broken());
+  server = std::thread([&] { b.Handshake(); });
+  absl::StatusOr<std::shared_ptr<Connection>> reopened = holder.Get();
+  server.join();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_NE(reopened->get(), first->get());
+  EXPECT_FALSE((*reopened)->broken());
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ Pairs Sorted(Pairs p) {
 
 ScheduledUnit Unit(uint32_t roll_count) {
   ScheduledUnit su;
-  su.pos = 7 * 72;
+  su.pos = TimerLogPosition(7 * 72);
   su.unit.write_ms = 1'700'000'000'001;
   su.unit.deliver_ms = kDeliverMs;
   su.unit.physical_offset = 123'456'789;

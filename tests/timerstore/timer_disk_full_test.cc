@@ -86,9 +86,9 @@ class TimerLogDiskFullTest : public ::testing::Test {
   }
   // Every unit 0..n-1 at its own position, and nothing after them.
   void ExpectUnits(const TimerLog& log, int n) {
-    EXPECT_EQ(log.WritePos(), static_cast<int64_t>(n * kTimerUnitSize));
+    EXPECT_EQ(log.WritePos(), TimerLogPosition(n * kTimerUnitSize));
     for (int i = 0; i < n; ++i) {
-      auto u = log.Read(static_cast<int64_t>(i * kTimerUnitSize));
+      auto u = log.Read(TimerLogPosition(i * kTimerUnitSize));
       ASSERT_TRUE(u.ok()) << i << ": " << u.status();
       ASSERT_EQ(u->physical_offset, i);
     }
@@ -106,7 +106,7 @@ TEST_F(TimerLogDiskFullTest, AppendKeepsUnitsWhoseWriteOutFailsAndWritesThemLate
   for (int i = 0; i < 1200; ++i) {
     auto pos = log->Append(Unit(i));
     ASSERT_TRUE(pos.ok()) << i << ": " << pos.status();
-    ASSERT_EQ(*pos, static_cast<int64_t>(i * kTimerUnitSize));
+    ASSERT_EQ(*pos, TimerLogPosition(i * kTimerUnitSize));
   }
   EXPECT_EQ(log->Flush().code(), absl::StatusCode::kResourceExhausted);
   ExpectUnits(*log, 1200);

@@ -21,10 +21,12 @@
 namespace tokimq {
 namespace {
 
+constexpr TimerLogPosition Pos(int64_t v) { return TimerLogPosition(v); }
+
 TimerUnit MakeUnit(int64_t i) {
   TimerUnit u;
   u.flags = kUnitNormal;
-  u.prev_pos = i == 0 ? -1 : (i - 1) * static_cast<int64_t>(kTimerUnitSize);
+  u.prev_pos = Pos(i == 0 ? -1 : (i - 1) * static_cast<int64_t>(kTimerUnitSize));
   u.write_ms = 1'700'000'000'000 + i;
   u.deliver_ms = 1'700'000'100'000 + i * 7;
   u.slot_tick = 1'700'000'100 + i;
@@ -54,7 +56,7 @@ class TimerLogTest : public ::testing::Test {
   std::string dir() const { return tmp_.Join("timerlog"); }
   // 4 units per segment.
   absl::StatusOr<std::unique_ptr<TimerLog>> OpenLog(int64_t validate_from = 0) {
-    return TimerLog::Open(FileSystem::Default(), dir(), 4 * kTimerUnitSize, validate_from);
+    return TimerLog::Open(FileSystem::Default(), dir(), 4 * kTimerUnitSize, Pos(validate_from));
   }
   void Fill(int n) {
     auto log = OpenLog();
@@ -105,15 +107,15 @@ TEST_F(TimerLogTest, AppendsAcrossSegmentsAndReadsBack) {
   Fill(10);
   auto log = OpenLog();
   ASSERT_TRUE(log.ok());
-  EXPECT_EQ((*log)->WritePos(), 10 * static_cast<int64_t>(kTimerUnitSize));
+  EXPECT_EQ((*log)->WritePos(), Pos(10 * static_cast<int64_t>(kTimerUnitSize)));
   for (int i = 0; i < 10; ++i) {
-    auto u = (*log)->Read(i * static_cast<int64_t>(kTimerUnitSize));
+    auto u = (*log)->Read(Pos(i * static_cast<int64_t>(kTimerUnitSize)));
     ASSERT_TRUE(u.ok()) << u.status();
     ExpectSameUnit(*u, MakeUnit(i));
   }
   EXPECT_TRUE(FileSystem::Default()->Exists(SegPath(8 * kTimerUnitSize)));
-  EXPECT_EQ((*log)->Read(10 * kTimerUnitSize).status().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ((*log)->Read(5).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*log)->Read(Pos(10 * kTimerUnitSize)).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ((*log)->Read(Pos(5)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(TimerLogTest, BufferedUnitsAreReadableBeforeFlush) {
@@ -121,7 +123,7 @@ TEST_F(TimerLogTest, BufferedUnitsAreReadableBeforeFlush) {
   ASSERT_TRUE(log.ok());
   auto pos = (*log)->Append(MakeUnit(0));
   ASSERT_TRUE(pos.ok());
-  EXPECT_EQ((*log)->FlushedPos(), 0);
+  EXPECT_EQ((*log)->FlushedPos(), Pos(0));
   ASSERT_TRUE((*log)->Read(*pos).ok());
 }
 
@@ -135,11 +137,12 @@ TEST_F(TimerLogTest, TruncatedTailAtEveryByteIsCutToLastWholeUnit) {
     auto log = OpenLog();
     ASSERT_TRUE(log.ok()) << log.status();
     int64_t whole = 4 + static_cast<int64_t>(seg1_size / kTimerUnitSize);
-    EXPECT_EQ((*log)->WritePos(), whole * static_cast<int64_t>(kTimerUnitSize)) << "cut " << cut;
+    EXPECT_EQ((*log)->WritePos(), Pos(whole * static_cast<int64_t>(kTimerUnitSize)))
+        << "cut " << cut;
     // Reopen for append: the next unit lands right after the last whole one.
     auto pos = (*log)->Append(MakeUnit(whole));
     ASSERT_TRUE(pos.ok());
-    EXPECT_EQ(*pos, whole * static_cast<int64_t>(kTimerUnitSize));
+    EXPECT_EQ(*pos, Pos(whole * static_cast<int64_t>(kTimerUnitSize)));
     ASSERT_TRUE((*log)->Flush().ok());
     log->reset();
     auto again = OpenLog();
@@ -156,7 +159,7 @@ TEST_F(TimerLogTest, CrcMismatchInLastUnitIsTruncated) {
   }
   auto log = OpenLog();
   ASSERT_TRUE(log.ok()) << log.status();
-  EXPECT_EQ((*log)->WritePos(), 5 * static_cast<int64_t>(kTimerUnitSize));
+  EXPECT_EQ((*log)->WritePos(), Pos(5 * static_cast<int64_t>(kTimerUnitSize)));
   EXPECT_EQ((*log)->truncated_bytes(), static_cast<int64_t>(kTimerUnitSize));
 }
 
@@ -173,7 +176,7 @@ TEST_F(TimerLogTest, BadUnitFollowedByGoodOneRefusesToOpenNamingFileAndOffset) {
   // Units before validate_from are trusted at open (checked on read instead).
   auto trusted = OpenLog(3 * kTimerUnitSize);
   ASSERT_TRUE(trusted.ok());
-  EXPECT_EQ((*trusted)->Read(2 * kTimerUnitSize).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ((*trusted)->Read(Pos(2 * kTimerUnitSize)).status().code(), absl::StatusCode::kDataLoss);
 }
 
 class TimerWheelTest : public ::testing::Test {
@@ -185,14 +188,14 @@ class TimerWheelTest : public ::testing::Test {
 TEST_F(TimerWheelTest, LinkBuildsChainAndOldLapReadsEmpty) {
   auto w = TimerWheel::Open(FileSystem::Default(), path(), 1000, 16);
   ASSERT_TRUE(w.ok()) << w.status();
-  EXPECT_EQ((*w)->Link(5, 0), -1);
-  EXPECT_EQ((*w)->Link(5, 72), 0);
+  EXPECT_EQ((*w)->Link(5, Pos(0)), Pos(-1));
+  EXPECT_EQ((*w)->Link(5, Pos(72)), Pos(0));
   TimerSlot s = (*w)->Get(5);
-  EXPECT_EQ(s.first_pos, 0);
-  EXPECT_EQ(s.last_pos, 72);
+  EXPECT_EQ(s.first_pos, Pos(0));
+  EXPECT_EQ(s.last_pos, Pos(72));
   EXPECT_EQ(s.count, 2u);
   EXPECT_EQ((*w)->Get(21).count, 0u);  // same index, other lap
-  EXPECT_EQ((*w)->Link(21, 144), -1);   // new lap replaces
+  EXPECT_EQ((*w)->Link(21, Pos(144)), Pos(-1));   // new lap replaces
   EXPECT_EQ((*w)->Get(5).count, 0u);
 }
 
@@ -200,16 +203,16 @@ TEST_F(TimerWheelTest, PersistsAndReloads) {
   {
     auto w = TimerWheel::Open(FileSystem::Default(), path(), 100, 64);
     ASSERT_TRUE(w.ok());
-    (*w)->Link(0, 0);
-    (*w)->Link(63, 72);
-    (*w)->Link(63, 144);
+    (*w)->Link(0, Pos(0));
+    (*w)->Link(63, Pos(72));
+    (*w)->Link(63, Pos(144));
     ASSERT_TRUE((*w)->Flush().ok());
   }
   auto w = TimerWheel::Open(FileSystem::Default(), path(), 100, 64);
   ASSERT_TRUE(w.ok());
-  EXPECT_EQ((*w)->Get(0).last_pos, 0);
+  EXPECT_EQ((*w)->Get(0).last_pos, Pos(0));
   EXPECT_EQ((*w)->Get(63).count, 2u);
-  EXPECT_EQ((*w)->Get(63).last_pos, 144);
+  EXPECT_EQ((*w)->Get(63).last_pos, Pos(144));
   EXPECT_EQ((*w)->corrupt_slots(), 0);
 }
 
@@ -224,7 +227,7 @@ TEST_F(TimerWheelTest, OtherPrecisionOrSizeIsRefused) {
 TEST_F(TimerWheelTest, BadSlotCrcIsCountedAndReadsEmpty) {
   {
     auto w = TimerWheel::Open(FileSystem::Default(), path(), 100, 8);
-    (*w)->Link(3, 72);
+    (*w)->Link(3, Pos(72));
     ASSERT_TRUE((*w)->Flush().ok());
   }
   {
@@ -241,14 +244,14 @@ TEST_F(TimerWheelTest, BadSlotCrcIsCountedAndReadsEmpty) {
 // whose stored tick is 2^63 overflowed when decoded (and tick INT64_MAX when encoded).
 TEST(TimerSlotTest, ExtremeFieldValuesRoundTripWithoutOverflow) {
   char rec[TimerWheel::kSlotSize];
-  const TimerSlot far{INT64_MAX, INT64_MAX, INT64_MIN, 7};
+  const TimerSlot far{INT64_MAX, Pos(INT64_MAX), Pos(INT64_MIN), 7};
   EncodeTimerSlot(far, rec);
   EXPECT_EQ(DecodeFixed64(rec), uint64_t{1} << 63);  // stored tick = tick + 1, wrapped
   TimerSlot back;
   ASSERT_TRUE(DecodeTimerSlot(rec, &back));
   EXPECT_EQ(back.tick, INT64_MAX);
-  EXPECT_EQ(back.first_pos, INT64_MAX);
-  EXPECT_EQ(back.last_pos, INT64_MIN);
+  EXPECT_EQ(back.first_pos, Pos(INT64_MAX));
+  EXPECT_EQ(back.last_pos, Pos(INT64_MIN));
   EXPECT_EQ(back.count, 7u);
 }
 
@@ -258,12 +261,12 @@ TEST(TimerSlotTest, OnlyTheDefaultSlotIsStoredAsZeros) {
   char rec[TimerWheel::kSlotSize];
   EncodeTimerSlot(TimerSlot{}, rec);
   EXPECT_TRUE(std::all_of(rec, rec + sizeof(rec), [](char c) { return c == 0; }));
-  const TimerSlot odd{-5, -1, -1, 0};
+  const TimerSlot odd{-5, Pos(-1), Pos(-1), 0};
   EncodeTimerSlot(odd, rec);
   TimerSlot back;
   ASSERT_TRUE(DecodeTimerSlot(rec, &back));
   EXPECT_EQ(back.tick, -5);
-  EXPECT_EQ(back.first_pos, -1);
+  EXPECT_EQ(back.first_pos, Pos(-1));
   EXPECT_EQ(back.count, 0u);
 }
 
@@ -281,8 +284,8 @@ TEST(TimerCheckpointTest, RoundTripsAndRejectsCorruption) {
   TimerCheckpointData c;
   c.precision_ms = 100;
   c.read_tick = 17'000'000'123;
-  c.timerlog_flush_pos = 7200;
-  c.timerlog_scan_from = 7128;
+  c.timerlog_flush_pos = Pos(7200);
+  c.timerlog_scan_from = Pos(7128);
   c.enqueue_queue_offset = 99;
   c.last_enqueued_phys = 123456;
   c.commitlog_scan_from = 4096;
@@ -338,7 +341,7 @@ TEST(FineSchedulerTest, ReleasesInDeliverOrderNeverEarly) {
   FineScheduler f;
   for (int i = 0; i < 10; ++i) {
     ScheduledUnit su;
-    su.pos = i * 72;
+    su.pos = Pos(i * 72);
     su.unit.deliver_ms = 1000 + (9 - i);
     su.unit.physical_offset = i;
     f.Add(su);
@@ -359,7 +362,7 @@ TEST(FineSchedulerTest, ReleasesInDeliverOrderNeverEarly) {
 TEST(FineSchedulerTest, RunsMergeWithSingleUnitsInOrder) {
   auto unit = [](int64_t pos, int64_t deliver) {
     ScheduledUnit su;
-    su.pos = pos;
+    su.pos = Pos(pos);
     su.unit.deliver_ms = deliver;
     su.unit.physical_offset = pos * 10;
     return su;
@@ -388,7 +391,7 @@ TEST(FineSchedulerTest, RunsMergeWithSingleUnitsInOrder) {
   EXPECT_EQ(f.size(), 0u);
   EXPECT_EQ(f.NextDueMs(), INT64_MAX);
   std::vector<std::pair<int64_t, int64_t>> got;
-  for (const ScheduledUnit& su : out) got.emplace_back(su.unit.deliver_ms, su.pos);
+  for (const ScheduledUnit& su : out) got.emplace_back(su.unit.deliver_ms, su.pos.value());
   const std::vector<std::pair<int64_t, int64_t>> want = {
       {999, 4}, {1000, 1}, {1001, 2}, {1002, 5}, {1002, 6}, {1002, 7}, {1002, 9}, {1010, 3}};
   EXPECT_EQ(got, want);

@@ -22,7 +22,7 @@ TimerUnit Unit(int i) {
 TEST(TimerLogDescriptorTest, FlushedSegmentsAreReadWithoutDescriptors) {
   testing::TempDir tmp;
   const std::string dir = tmp.Join("timerlog");
-  std::vector<int64_t> pos;
+  std::vector<TimerLogPosition> pos;
   {
     auto log = TimerLog::Open(FileSystem::Default(), dir, 4 * kTimerUnitSize);
     ASSERT_TRUE(log.ok()) << log.status();

@@ -13,7 +13,7 @@ absl::Status TimerStoreImpl::Checkpoint() {
   // its puts are durable.
   TOKIMQ_RETURN_IF_ERROR(store_->Flush());
   TimerCheckpointData c;
-  int64_t timerlog_end = 0;
+  TimerLogPosition timerlog_end;
   std::vector<TimerWheel::DirtyRun> wheel_runs;
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -71,7 +71,7 @@ std::optional<Message> DeliveredCopy(const record::RecordView& rec, const Schedu
   std::optional<Message> out(std::in_place);
   Message& m = *out;
   if (!CopyHeader(rec, su, &m)) return std::nullopt;
-  const Decimal enqueue_ms(su.unit.write_ms), dequeue_ms(now), unit_pos(su.pos),
+  const Decimal enqueue_ms(su.unit.write_ms), dequeue_ms(now), unit_pos(su.pos.value()),
       source_offset(su.unit.physical_offset), roll_count(su.unit.roll_count);
   record::PropertyEdit edits[7];
   size_t n = 0;
@@ -110,7 +110,7 @@ std::optional<Message> DeliveredCopyByMap(const record::RecordView& rec, const S
   }
   m.properties.insert_or_assign(timer_keys::EnqueueMs(), std::to_string(su.unit.write_ms));
   m.properties.insert_or_assign(timer_keys::DequeueMs(), std::to_string(now));
-  m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos));
+  m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos.value()));
   m.properties.insert_or_assign(timer_keys::SourceOffset(),
                                 std::to_string(su.unit.physical_offset));
   if (set_roll) {

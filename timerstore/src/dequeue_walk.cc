@@ -41,7 +41,7 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
     // Walk the chain outside mu_: units are immutable, and later units for this tick go to
     // the FineScheduler directly from LinkUnitLocked.
     l.unlock();
-    std::vector<std::pair<int64_t, TimerUnit>> rolls;
+    std::vector<std::pair<TimerLogPosition, TimerUnit>> rolls;
     std::vector<ScheduledUnit> run;
     ReadSlotChain(tick, slot, &rolls, &run);
     l.lock();
@@ -55,20 +55,20 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
 }
 
 void TimerStoreImpl::ReadSlotChain(int64_t tick, const TimerSlot& slot,
-                                   std::vector<std::pair<int64_t, TimerUnit>>* rolls,
+                                   std::vector<std::pair<TimerLogPosition, TimerUnit>>* rolls,
                                    std::vector<ScheduledUnit>* run) const {
-  std::vector<std::pair<int64_t, TimerUnit>> chain;
+  std::vector<std::pair<TimerLogPosition, TimerUnit>> chain;
   chain.reserve(slot.count);
-  int64_t pos = slot.last_pos;
+  TimerLogPosition pos = slot.last_pos;
   absl::Status walk_status;
-  while (pos >= 0) {
+  while (pos >= TimerLogPosition(0)) {
     auto u = timerlog_->Read(pos);
     if (!u.ok()) {
       walk_status = u.status();
       break;
     }
     if (u->slot_tick != tick || u->prev_pos >= pos) {
-      walk_status = absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos));
+      walk_status = absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos.value()));
       break;
     }
     chain.emplace_back(pos, *u);
@@ -93,7 +93,7 @@ void TimerStoreImpl::ReadSlotChain(int64_t tick, const TimerSlot& slot,
 }
 
 absl::Status TimerStoreImpl::ContinueRollsLocked(
-    int64_t tick, const std::vector<std::pair<int64_t, TimerUnit>>& rolls) {
+    int64_t tick, const std::vector<std::pair<TimerLogPosition, TimerUnit>>& rolls) {
   for (const auto& [upos, unit] : rolls) {
     ScheduledUnit su{upos, unit, tick};
     if (SupersededLocked(unit)) {  // moved by retention: the copy carries the message on
@@ -112,7 +112,7 @@ absl::Status TimerStoreImpl::ContinueRollsLocked(
     }
     SettleSeededLocked(su, /*recalled=*/false, /*stale_roll=*/false);
     TimerUnit next = unit;
-    next.ref = upos;
+    next.ref = upos.value();
     next.roll_count = unit.roll_count + 1;
     TOKIMQ_RETURN_IF_ERROR(LinkUnitLocked(next).status());
     metrics_.rolled.Add(1);
@@ -134,7 +134,7 @@ void TimerStoreImpl::HandOverRunLocked(int64_t tick, std::vector<ScheduledUnit> 
       if (SeededLocked(su)) pending_by_delay_.Sub(su.unit.slot_tick);
       continue;
     }
-    if (seed_end_pos_ >= 0) {
+    if (seed_end_pos_ >= TimerLogPosition(0)) {
       SettleSeededLocked(su, recalled_.contains(su.unit.physical_offset), /*stale_roll=*/false);
     }
     inflight.outstanding++;
@@ -155,8 +155,9 @@ void TimerStoreImpl::HandOverRunLocked(int64_t tick, std::vector<ScheduledUnit> 
 
 void TimerStoreImpl::FinishWalkStepLocked(size_t progressed) {
   MaybeCompleteTicksLocked();
-  if (seed_end_pos_ >= 0 && next_walk_tick_ >= seed_until_tick_) {
-    seed_end_pos_ = -1;  // every seeded slot walked: all counts are at deliver ticks now
+  if (seed_end_pos_ >= TimerLogPosition(0) && next_walk_tick_ >= seed_until_tick_) {
+    // Every seeded slot walked: all counts are at deliver ticks now.
+    seed_end_pos_ = TimerLogPosition::kNone();
     seed_recalled_.clear();
   }
   int64_t read_tick = ReadTickLocked();

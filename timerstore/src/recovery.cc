@@ -10,7 +10,8 @@
 
 namespace tokimq {
 
-absl::Status TimerStoreImpl::RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick) {
+absl::Status TimerStoreImpl::RelinkForRecovery(TimerLogPosition pos, const TimerUnit& u,
+                                               int64_t read_tick) {
   if (u.flags == kUnitDelete || u.slot_tick < read_tick) return absl::OkStatus();
   TimerSlot s = wheel_->Get(u.slot_tick);
   if (s.count > 0 && s.last_pos >= pos) return absl::OkStatus();  // wheel file already has it
@@ -78,9 +79,9 @@ absl::Status TimerStoreImpl::OpenTimerLogAndWheel(RecoveryScan* r) {
   TOKIMQ_ASSIGN_OR_RETURN(timerlog_, TimerLog::Open(fs_, dir + "/timerlog",
                                                     options_.timerlog_segment_size, r->scan_from));
   if (timerlog_->WritePos() < ckpt.timerlog_flush_pos) {
-    return absl::DataLossError(absl::StrCat("timerstore: TimerLog ends at ", timerlog_->WritePos(),
-                                            " before the checkpointed flush position ",
-                                            ckpt.timerlog_flush_pos));
+    return absl::DataLossError(absl::StrCat(
+        "timerstore: TimerLog ends at ", timerlog_->WritePos().value(),
+        " before the checkpointed flush position ", ckpt.timerlog_flush_pos.value()));
   }
   TOKIMQ_ASSIGN_OR_RETURN(wheel_, TimerWheel::Open(fs_, dir + "/timerwheel", options_.precision_ms,
                                                    static_cast<uint64_t>(2 * slots_total_)));
@@ -89,7 +90,7 @@ absl::Status TimerStoreImpl::OpenTimerLogAndWheel(RecoveryScan* r) {
   if (wheel_->corrupt_slots() > 0) {
     // Rebuild every live slot from the whole TimerLog (rare: torn wheel write).
     wheel_->Reset();
-    for (int64_t pos = timerlog_->MinPos(); pos < r->scan_from; pos += kTimerUnitSize) {
+    for (TimerLogPosition pos = timerlog_->MinPos(); pos < r->scan_from; pos += kTimerUnitSize) {
       TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
       TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, r->read_tick));
     }
@@ -100,7 +101,7 @@ absl::Status TimerStoreImpl::OpenTimerLogAndWheel(RecoveryScan* r) {
 absl::Status TimerStoreImpl::ReplayTimerLogTail(RecoveryScan* r) {
   const TimerCheckpointData& ckpt = r->ckpt;
   const int64_t read_tick = r->read_tick;
-  for (int64_t pos = r->scan_from; pos < r->end; pos += kTimerUnitSize) {
+  for (TimerLogPosition pos = r->scan_from; pos < r->end; pos += kTimerUnitSize) {
     TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
     TOKIMQ_RETURN_IF_ERROR(RelinkForRecovery(pos, u, read_tick));
     if (UnitKind(u.flags) == kUnitNormal && u.slot_tick >= read_tick &&
@@ -110,10 +111,10 @@ absl::Status TimerStoreImpl::ReplayTimerLogTail(RecoveryScan* r) {
       eager_walk_until_ = std::max(eager_walk_until_, u.slot_tick + 1);
     }
     if (u.ref >= 0 && u.flags != kUnitDelete) {
-      rolled_from_.insert(u.ref);
+      rolled_from_.insert(TimerLogPosition(u.ref));
       // Needed until the read tick passes the roll unit's own slot (walked before the crash),
       // not the continuation's (up to a window later).
-      auto src = timerlog_->Read(u.ref);
+      auto src = timerlog_->Read(TimerLogPosition(u.ref));
       r->max_tail_tick = std::max(r->max_tail_tick, src.ok() ? src->slot_tick : u.slot_tick);
     }
     if (pos < ckpt.timerlog_flush_pos) continue;  // already in the checkpointed counters
@@ -137,8 +138,9 @@ int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, int64_t phys, const 
   // for a unit handed over early (LinkUnitLocked).
   auto up = m.properties.find(prop::kTimerUnitPos);
   int64_t upos = -1;
-  if (up != m.properties.end() && ParseInt64(up->second, &upos) && upos >= 0 && upos < r.end) {
-    auto unit = timerlog_->Read(upos);
+  if (up != m.properties.end() && ParseInt64(up->second, &upos) && upos >= 0 &&
+      TimerLogPosition(upos) < r.end) {
+    auto unit = timerlog_->Read(TimerLogPosition(upos));
     if (unit.ok() && unit->physical_offset == phys) return unit->slot_tick;
   }
   auto d = m.properties.find(prop::kDeliverMs);

@@ -37,7 +37,8 @@ constexpr int64_t kDueMarginTicks = 2;
 }  // namespace
 
 absl::StatusOr<std::vector<TimerStoreImpl::MoveCandidate>> TimerStoreImpl::FindCandidates(
-    const std::vector<std::pair<int64_t, int64_t>>& slots, int64_t end, int64_t* read) const {
+    const std::vector<std::pair<int64_t, TimerLogPosition>>& slots, int64_t end,
+    int64_t* read) const {
   std::vector<MoveCandidate> out;
   int64_t frontier;
   {
@@ -45,11 +46,11 @@ absl::StatusOr<std::vector<TimerStoreImpl::MoveCandidate>> TimerStoreImpl::FindC
     frontier = moves_.frontier;
   }
   for (const auto& [tick, last_pos] : slots) {
-    for (int64_t pos = last_pos; pos >= 0;) {
+    for (TimerLogPosition pos = last_pos; pos >= TimerLogPosition(0);) {
       TOKIMQ_ASSIGN_OR_RETURN(TimerUnit u, timerlog_->Read(pos));
       ++*read;
       if (u.slot_tick != tick || u.prev_pos >= pos) {
-        return absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos));
+        return absl::DataLossError(absl::StrCat("timerlog: broken chain at ", pos.value()));
       }
       if (u.physical_offset >= frontier && u.physical_offset < end) out.push_back({pos, u});
       pos = u.prev_pos;
@@ -153,13 +154,13 @@ absl::Status TimerStoreImpl::AbandonMoveLocked(uint64_t epoch) {
   return StoreMoveState(fs_, options_.dir + "/moves", moves_);
 }
 
-std::vector<std::pair<int64_t, int64_t>> TimerStoreImpl::LiveSlotsLocked() const {
-  std::vector<std::pair<int64_t, int64_t>> slots;
+std::vector<std::pair<int64_t, TimerLogPosition>> TimerStoreImpl::LiveSlotsLocked() const {
+  std::vector<std::pair<int64_t, TimerLogPosition>> slots;
   const int64_t limit = next_walk_tick_ + slots_total_ + 1;
   for (int64_t t = wheel_->NextLiveTick(next_walk_tick_, limit); t < limit;
        t = wheel_->NextLiveTick(t + 1, limit)) {
     const TimerSlot s = wheel_->Get(t);
-    if (s.count > 0 && s.last_pos >= 0) slots.emplace_back(t, s.last_pos);
+    if (s.count > 0 && s.last_pos >= TimerLogPosition(0)) slots.emplace_back(t, s.last_pos);
   }
   return slots;
 }
@@ -201,7 +202,7 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
   std::lock_guard<std::mutex> ml(move_mu_);
   last_expired_end_.store(expired_end, std::memory_order_release);
   const auto started = RealTimeNow();
-  std::vector<std::pair<int64_t, int64_t>> slots;  // (tick, last_pos) of every live slot
+  std::vector<std::pair<int64_t, TimerLogPosition>> slots;  // (tick, last_pos) of every live slot
   {
     std::lock_guard<std::mutex> l(mu_);
     if (expired_end <= moves_.frontier) return absl::OkStatus();

@@ -20,7 +20,7 @@ std::string TimerCheckpointData::Encode() const {
   PutFixed32(&out, kCheckpointMagic);
   PutFixed32(&out, kCheckpointVersion);
   std::string body;
-  for (int64_t v : {precision_ms, read_tick, timerlog_flush_pos, timerlog_scan_from,
+  for (int64_t v : {precision_ms, read_tick, timerlog_flush_pos.value(), timerlog_scan_from.value(),
                     enqueue_queue_offset, last_enqueued_phys, commitlog_scan_from, pending}) {
     PutFixed64(&body, static_cast<uint64_t>(v));
   }
@@ -61,8 +61,8 @@ absl::StatusOr<TimerCheckpointData> TimerCheckpointData::Decode(std::string_view
   for (uint64_t& x : v) d.GetFixed64(&x);
   c.precision_ms = static_cast<int64_t>(v[0]);
   c.read_tick = static_cast<int64_t>(v[1]);
-  c.timerlog_flush_pos = static_cast<int64_t>(v[2]);
-  c.timerlog_scan_from = static_cast<int64_t>(v[3]);
+  c.timerlog_flush_pos = TimerLogPosition(static_cast<int64_t>(v[2]));
+  c.timerlog_scan_from = TimerLogPosition(static_cast<int64_t>(v[3]));
   c.enqueue_queue_offset = static_cast<int64_t>(v[4]);
   c.last_enqueued_phys = static_cast<int64_t>(v[5]);
   c.commitlog_scan_from = static_cast<int64_t>(v[6]);

@@ -41,7 +41,7 @@ bool ParseSegmentName(const std::string& name, int64_t* base) {
 void EncodeTimerUnit(const TimerUnit& u, char* dst) {
   EncodeFixed32(dst + 0, static_cast<uint32_t>(kTimerUnitSize));
   EncodeFixed32(dst + 4, u.flags);
-  EncodeFixed64(dst + 8, static_cast<uint64_t>(u.prev_pos));
+  EncodeFixed64(dst + 8, static_cast<uint64_t>(u.prev_pos.value()));
   EncodeFixed64(dst + 16, static_cast<uint64_t>(u.write_ms));
   EncodeFixed64(dst + 24, static_cast<uint64_t>(u.deliver_ms));
   EncodeFixed64(dst + 32, static_cast<uint64_t>(u.slot_tick));
@@ -61,7 +61,7 @@ absl::Status DecodeTimerUnit(const char* src, TimerUnit* u) {
     return absl::DataLossError("timer unit: CRC mismatch");
   }
   u->flags = DecodeFixed32(src + 4);
-  u->prev_pos = static_cast<int64_t>(DecodeFixed64(src + 8));
+  u->prev_pos = TimerLogPosition(static_cast<int64_t>(DecodeFixed64(src + 8)));
   u->write_ms = static_cast<int64_t>(DecodeFixed64(src + 16));
   u->deliver_ms = static_cast<int64_t>(DecodeFixed64(src + 24));
   u->slot_tick = static_cast<int64_t>(DecodeFixed64(src + 32));
@@ -75,7 +75,7 @@ absl::Status DecodeTimerUnit(const char* src, TimerUnit* u) {
 
 absl::StatusOr<std::unique_ptr<TimerLog>> TimerLog::Open(FileSystem* fs, std::string dir,
                                                          uint64_t segment_size,
-                                                         int64_t validate_from) {
+                                                         TimerLogPosition validate_from) {
   segment_size = std::max<uint64_t>(kTimerUnitSize, segment_size - segment_size % kTimerUnitSize);
   std::unique_ptr<TimerLog> log(new TimerLog(fs, std::move(dir), segment_size));
   TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(log->dir_));
@@ -87,7 +87,7 @@ TimerLog::~TimerLog() = default;
 
 std::string TimerLog::SegmentPath(int64_t base) const { return dir_ + "/" + SegmentName(base); }
 
-absl::Status TimerLog::Recover(int64_t validate_from) {
+absl::Status TimerLog::Recover(TimerLogPosition validate_from) {
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir_));
   for (const std::string& name : names) {
     int64_t base = 0;
@@ -103,13 +103,14 @@ absl::Status TimerLog::Recover(int64_t validate_from) {
   auto last = std::prev(segments_.end());
   int64_t end =
       last->first + static_cast<int64_t>(std::min<uint64_t>(last->second->Size(), segment_size_));
-  int64_t pos = std::max<int64_t>(validate_from, segments_.begin()->first);
+  int64_t pos = std::max<int64_t>(validate_from.value(), segments_.begin()->first);
   pos -= pos % static_cast<int64_t>(kTimerUnitSize);
-  written_pos_ = write_pos_ = end;  // so ReadRawLocked reads files, not the (empty) buffer
+  // So that ReadRawLocked reads files, not the (empty) buffer.
+  written_pos_ = write_pos_ = TimerLogPosition(end);
   char buf[kTimerUnitSize];
   int64_t bad_at = -1;
   for (; pos + static_cast<int64_t>(kTimerUnitSize) <= end; pos += kTimerUnitSize) {
-    absl::Status st = ReadRawLocked(pos, buf);
+    absl::Status st = ReadRawLocked(TimerLogPosition(pos), buf);
     TimerUnit u;
     if (st.ok()) st = DecodeTimerUnit(buf, &u);
     if (!st.ok()) {
@@ -146,7 +147,7 @@ absl::Status TimerLog::Recover(int64_t validate_from) {
                     valid_end);
     end = valid_end;
   }
-  write_pos_ = written_pos_ = flushed_pos_ = end;
+  write_pos_ = written_pos_ = flushed_pos_ = TimerLogPosition(end);
   return absl::OkStatus();
 }
 
@@ -161,13 +162,13 @@ absl::StatusOr<File*> TimerLog::SegmentLocked(int64_t base, bool create) {
   return raw;
 }
 
-absl::StatusOr<int64_t> TimerLog::Append(const TimerUnit& unit) {
+absl::StatusOr<TimerLogPosition> TimerLog::Append(const TimerUnit& unit) {
   std::lock_guard<std::mutex> l(mu_);
   // Refused before anything changes: the caller may retry the same unit later.
   if (buffer_.size() >= kMaxBufferWhileFailing) TOKIMQ_RETURN_IF_ERROR(WriteBufferLocked());
   char buf[kTimerUnitSize];
   EncodeTimerUnit(unit, buf);
-  int64_t pos = write_pos_;
+  const TimerLogPosition pos = write_pos_;
   buffer_.append(buf, kTimerUnitSize);
   write_pos_ += kTimerUnitSize;
   // The unit is appended (readable, and written out by a later call) whatever the write-out
@@ -180,7 +181,7 @@ absl::Status TimerLog::WriteBufferLocked() {
   size_t done = 0;
   absl::Status s;
   while (done < buffer_.size()) {
-    int64_t pos = written_pos_;
+    const int64_t pos = written_pos_.value();
     int64_t base = pos - pos % static_cast<int64_t>(segment_size_);
     size_t room = static_cast<size_t>(base + static_cast<int64_t>(segment_size_) - pos);
     size_t n = std::min(room, buffer_.size() - done);
@@ -211,17 +212,17 @@ absl::Status TimerLog::WriteBufferLocked() {
 }
 
 absl::Status TimerLog::Flush() {
-  TOKIMQ_ASSIGN_OR_RETURN(int64_t end, WriteOut());
+  TOKIMQ_ASSIGN_OR_RETURN(TimerLogPosition end, WriteOut());
   return SyncTo(end);
 }
 
-absl::StatusOr<int64_t> TimerLog::WriteOut() {
+absl::StatusOr<TimerLogPosition> TimerLog::WriteOut() {
   std::lock_guard<std::mutex> l(mu_);
   TOKIMQ_RETURN_IF_ERROR(WriteBufferLocked());
   return written_pos_;
 }
 
-absl::Status TimerLog::SyncTo(int64_t end) {
+absl::Status TimerLog::SyncTo(TimerLogPosition end) {
   std::vector<File*> to_sync;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -229,8 +230,10 @@ absl::Status TimerLog::SyncTo(int64_t end) {
     if (flushed_pos_ >= end) return absl::OkStatus();
     // Every segment touched since the last flush (usually one). Segments are never removed
     // while the log is open, so the pointers stay valid.
-    int64_t first_base = flushed_pos_ - flushed_pos_ % static_cast<int64_t>(segment_size_);
-    for (auto it = segments_.lower_bound(first_base); it != segments_.end() && it->first < end;
+    const int64_t flushed = flushed_pos_.value();
+    int64_t first_base = flushed - flushed % static_cast<int64_t>(segment_size_);
+    for (auto it = segments_.lower_bound(first_base);
+         it != segments_.end() && it->first < end.value();
          ++it) {
       to_sync.push_back(it->second.get());
     }
@@ -243,7 +246,7 @@ absl::Status TimerLog::SyncTo(int64_t end) {
   const int64_t last = segments_.empty() ? 0 : segments_.rbegin()->first;
   for (auto it = segments_.lower_bound(released_below_);
        it != segments_.end() && it->first < last &&
-       it->first + static_cast<int64_t>(segment_size_) <= end;
+       it->first + static_cast<int64_t>(segment_size_) <= end.value();
        ++it) {
     if (!it->second->ReleaseDescriptor(segment_size_)) break;  // cannot map: keep it
     released_below_ = it->first + static_cast<int64_t>(segment_size_);
@@ -251,13 +254,14 @@ absl::Status TimerLog::SyncTo(int64_t end) {
   return absl::OkStatus();
 }
 
-absl::Status TimerLog::ReadRawLocked(int64_t pos, char* buf) const {
-  if (pos >= written_pos_) {
-    size_t at = static_cast<size_t>(pos - written_pos_);
+absl::Status TimerLog::ReadRawLocked(TimerLogPosition position, char* buf) const {
+  if (position >= written_pos_) {
+    size_t at = static_cast<size_t>(position - written_pos_);
     if (at + kTimerUnitSize > buffer_.size()) return absl::OutOfRangeError("timerlog: past end");
     std::copy_n(buffer_.data() + at, kTimerUnitSize, buf);
     return absl::OkStatus();
   }
+  const int64_t pos = position.value();
   int64_t base = pos - pos % static_cast<int64_t>(segment_size_);
   auto it = segments_.find(base);
   if (it == segments_.end()) {
@@ -276,31 +280,32 @@ absl::Status TimerLog::ReadRawLocked(int64_t pos, char* buf) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TimerUnit> TimerLog::Read(int64_t pos) const {
+absl::StatusOr<TimerUnit> TimerLog::Read(TimerLogPosition position) const {
+  const int64_t pos = position.value();
   if (pos < 0 || pos % static_cast<int64_t>(kTimerUnitSize) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("timerlog: unaligned position ", pos));
   }
   std::lock_guard<std::mutex> l(mu_);
-  if (pos >= write_pos_) return absl::OutOfRangeError("timerlog: past end");
+  if (position >= write_pos_) return absl::OutOfRangeError("timerlog: past end");
   char buf[kTimerUnitSize];
-  TOKIMQ_RETURN_IF_ERROR(ReadRawLocked(pos, buf));
+  TOKIMQ_RETURN_IF_ERROR(ReadRawLocked(position, buf));
   TimerUnit u;
   absl::Status st = DecodeTimerUnit(buf, &u);
   if (!st.ok()) return absl::DataLossError(absl::StrCat(st.message(), " at position ", pos));
   return u;
 }
 
-int64_t TimerLog::WritePos() const {
+TimerLogPosition TimerLog::WritePos() const {
   std::lock_guard<std::mutex> l(mu_);
   return write_pos_;
 }
-int64_t TimerLog::FlushedPos() const {
+TimerLogPosition TimerLog::FlushedPos() const {
   std::lock_guard<std::mutex> l(mu_);
   return flushed_pos_;
 }
-int64_t TimerLog::MinPos() const {
+TimerLogPosition TimerLog::MinPos() const {
   std::lock_guard<std::mutex> l(mu_);
-  return segments_.empty() ? write_pos_ : segments_.begin()->first;
+  return segments_.empty() ? write_pos_ : TimerLogPosition(segments_.begin()->first);
 }
 
 }  // namespace tokimq

@@ -62,7 +62,7 @@ TimerStoreImpl::InflightTick& TimerStoreImpl::InflightLocked(int64_t tick) {
   return t;
 }
 
-absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
+absl::StatusOr<TimerLogPosition> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
   int64_t read_tick = ReadTickLocked();
   int64_t tick = TickOf(u.deliver_ms);
   int64_t slot;
@@ -86,7 +86,7 @@ absl::StatusOr<int64_t> TimerStoreImpl::LinkUnitLocked(TimerUnit u) {
                      !recalled_.contains(u.physical_offset);
   // Before the append, so the tick's TimerLog start (recovery's tail scan) covers the unit.
   if (early) InflightLocked(slot);
-  TOKIMQ_ASSIGN_OR_RETURN(int64_t pos, timerlog_->Append(u));
+  TOKIMQ_ASSIGN_OR_RETURN(TimerLogPosition pos, timerlog_->Append(u));
   wheel_->Link(slot, pos);
   if (slot < next_walk_tick_) {
     // The slot was already walked: hand the unit to the millisecond stage directly.

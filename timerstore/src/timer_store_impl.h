@@ -84,7 +84,7 @@ class TimerStoreImpl final : public TimerStore {
     int64_t outstanding = 0;                 // units loaded but not yet delivered/skipped
     int64_t done_pending = 0;                // pending decrements already applied for this tick
     int64_t commitlog_start = 0;             // CommitLog end before the first put of this tick
-    int64_t timerlog_start = 0;              // TimerLog end when the walk began
+    TimerLogPosition timerlog_start;         // TimerLog end when the walk began
     std::map<int64_t, int64_t> pin_release;  // bucket -> units finished
     // Lowest CommitLog offset of any unit handed to the FineScheduler for this tick (never
     // raised while the tick is in flight): the retention mover moves nothing at or above it.
@@ -112,7 +112,7 @@ class TimerStoreImpl final : public TimerStore {
   };
   // One pending unit the retention mover found below its end (retention_mover.cc).
   struct MoveCandidate {
-    int64_t pos = -1;
+    TimerLogPosition pos = TimerLogPosition::kNone();
     TimerUnit unit;
   };
 
@@ -123,10 +123,10 @@ class TimerStoreImpl final : public TimerStore {
   // before a crash, handed over early or moved by retention) and drops the walk's own count;
   // completes ticks and prunes the dedup and recall sets after a step.
   void ReadSlotChain(int64_t tick, const TimerSlot& slot,
-                     std::vector<std::pair<int64_t, TimerUnit>>* rolls,
+                     std::vector<std::pair<TimerLogPosition, TimerUnit>>* rolls,
                      std::vector<ScheduledUnit>* run) const;
-  absl::Status ContinueRollsLocked(int64_t tick,
-                                   const std::vector<std::pair<int64_t, TimerUnit>>& rolls);
+  absl::Status ContinueRollsLocked(
+      int64_t tick, const std::vector<std::pair<TimerLogPosition, TimerUnit>>& rolls);
   void HandOverRunLocked(int64_t tick, std::vector<ScheduledUnit> run);
   void FinishWalkStepLocked(size_t progressed);
 
@@ -174,7 +174,7 @@ class TimerStoreImpl final : public TimerStore {
   InflightTick& InflightLocked(int64_t tick);
   // Appends `u` to the TimerLog and links it (roll/normal decided here); units whose own tick
   // was already walked go straight to the FineScheduler (see handed_early_).
-  absl::StatusOr<int64_t> LinkUnitLocked(TimerUnit u);
+  absl::StatusOr<TimerLogPosition> LinkUnitLocked(TimerUnit u);
   // A unit reached its end (delivered, dropped, deduplicated, recalled).
   void FinishUnitLocked(const ScheduledUnit& su, bool pending_decrement);
   void MaybeCompleteTicksLocked();
@@ -210,7 +210,8 @@ class TimerStoreImpl final : public TimerStore {
   // Reads the chains of every slot not yet walked; returns the units with a record in
   // [frontier, end) (outside mu_: units are immutable), and how many units it read.
   absl::StatusOr<std::vector<MoveCandidate>> FindCandidates(
-      const std::vector<std::pair<int64_t, int64_t>>& slots, int64_t end, int64_t* read) const;
+      const std::vector<std::pair<int64_t, TimerLogPosition>>& slots, int64_t end,
+      int64_t* read) const;
   // Under mu_: the end the move may reach (below every unit it cannot move now) and the
   // survivors to copy below it; *seen gets every candidate below that end (for the pins).
   // `timer_queue_end`: the timer topic's MaxQueueOffset, read before mu_ was taken.
@@ -222,7 +223,7 @@ class TimerStoreImpl final : public TimerStore {
   absl::Status WriteCopies(const std::vector<MoveCandidate>& survivors, uint64_t epoch,
                            const MoveState& state, int64_t* copied, int64_t* copied_bytes);
   // (tick, last_pos) of every live wheel slot from the next walk tick on, a window ahead.
-  std::vector<std::pair<int64_t, int64_t>> LiveSlotsLocked() const;
+  std::vector<std::pair<int64_t, TimerLogPosition>> LiveSlotsLocked() const;
   // Under mu_, once move `epoch` (0: nothing copied) wrote its copies and a checkpoint: false
   // (abandoned) when a survivor's slot was walked meanwhile; else stores the committed state
   // with the frontier at `end` and releases the pins of `seen`, and returns true.
@@ -236,7 +237,7 @@ class TimerStoreImpl final : public TimerStore {
   // Sets pinned_bytes (unless expired_end < 0) and oldest_pending_segment_age_ms as of now
   // (reads the CommitLog; call without mu_).
   void RefreshRetentionGauges(int64_t expired_end);
-  absl::Status RelinkForRecovery(int64_t pos, const TimerUnit& u, int64_t read_tick);
+  absl::Status RelinkForRecovery(TimerLogPosition pos, const TimerUnit& u, int64_t read_tick);
   // Recovery's steps (recovery.cc), in order: load the checkpoint (or start empty, removing an
   // unaccounted TimerLog and wheel); open the TimerLog and the wheel (rebuilding a torn wheel);
   // replay the TimerLog tail past the checkpoint into the wheel, counters and dedup sets; scan
@@ -245,8 +246,8 @@ class TimerStoreImpl final : public TimerStore {
     TimerCheckpointData ckpt;
     bool had_checkpoint = false;
     int64_t read_tick = 0;
-    int64_t scan_from = 0;       // TimerLog position the replay starts at
-    int64_t end = 0;             // TimerLog end
+    TimerLogPosition scan_from;  // where the TimerLog replay starts
+    TimerLogPosition end;        // TimerLog end
     int64_t pending = 0;         // pending messages, from the checkpoint plus the replay
     int64_t max_tail_tick = -1;  // last slot tick a move or roll before the crash concerns
     int64_t scanned = 0;         // CommitLog records scanned
@@ -278,7 +279,7 @@ class TimerStoreImpl final : public TimerStore {
   TimerMetrics metrics_;
   PendingByDelay pending_by_delay_;  // guarded by mu_
   // Seed bookkeeping (SeedPendingByDelayLocked); -1 / empty when nothing seeded is left.
-  int64_t seed_end_pos_ = -1;                   // TimerLog end when seeded
+  TimerLogPosition seed_end_pos_ = TimerLogPosition::kNone();  // TimerLog end when seeded
   int64_t seed_from_tick_ = 0;                  // first seeded slot tick
   int64_t seed_until_tick_ = -1;                // past the last seeded slot tick
   absl::flat_hash_set<int64_t> seed_recalled_;  // recalled (phys) when seeded
@@ -297,8 +298,8 @@ class TimerStoreImpl final : public TimerStore {
   std::map<int64_t, int64_t> pins_;
   absl::flat_hash_map<int64_t, int64_t> recalled_;  // phys offset -> deliver ms
   absl::flat_hash_set<int64_t> delivered_phys_;     // recovery dedup (CommitLog tail scan)
-  absl::flat_hash_set<int64_t> rolled_from_;        // recovery dedup (roll continuations)
-  absl::flat_hash_set<int64_t> handed_early_;       // TimerLog pos: in fine_ already, walk skips it
+  absl::flat_hash_set<TimerLogPosition> rolled_from_;  // recovery dedup (roll continuations)
+  absl::flat_hash_set<TimerLogPosition> handed_early_;  // in fine_ already: the walk skips them
   int64_t eager_walk_until_ = 0;  // recovery: slots below it are walked now, not one tick early
   // Recovery's dedup window: while dedup_until_tick_ >= 0 (read tick not yet past it), the
   // knowledge in delivered_phys_ / rolled_from_ came from scanning the CommitLog from
@@ -309,7 +310,7 @@ class TimerStoreImpl final : public TimerStore {
   // crash, and the second recovery moved them again).
   int64_t dedup_until_tick_ = -1;
   int64_t dedup_commitlog_from_ = 0;
-  int64_t dedup_timerlog_from_ = 0;
+  TimerLogPosition dedup_timerlog_from_;
   std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
   // After a transient read or put error (I/O, disk full) the units go back to the

@@ -34,13 +34,14 @@ void EncodeTimerSlot(const TimerSlot& s, char* dst) {
   // uint64_t (wrapping, defined for every value: INT64_MAX + 1 was signed overflow; found by
   // fuzz/timer_wheel on a slot record whose stored tick is 2^63).
   EncodeFixed64(dst, static_cast<uint64_t>(s.tick) + 1);
-  EncodeFixed64(dst + 8, static_cast<uint64_t>(s.first_pos) + 1);
-  EncodeFixed64(dst + 16, static_cast<uint64_t>(s.last_pos) + 1);
+  EncodeFixed64(dst + 8, static_cast<uint64_t>(s.first_pos.value()) + 1);
+  EncodeFixed64(dst + 16, static_cast<uint64_t>(s.last_pos.value()) + 1);
   EncodeFixed32(dst + 24, s.count);
   // Only the default slot {-1, -1, -1, 0} is stored as all zero bytes (CRC 0 included); any
   // other slot gets its CRC. Before, every slot with negative fields and count 0 was written
   // with CRC 0 over non-zero bytes, which then failed its CRC when read (fuzz/timer_wheel).
-  bool empty = s.tick == -1 && s.first_pos == -1 && s.last_pos == -1 && s.count == 0;
+  bool empty = s.tick == -1 && s.first_pos == TimerLogPosition::kNone() &&
+               s.last_pos == TimerLogPosition::kNone() && s.count == 0;
   EncodeFixed32(dst + 28, empty ? 0 : crc32c::Value(dst, 28));
 }
 
@@ -53,8 +54,8 @@ bool DecodeTimerSlot(const char* src, TimerSlot* s) {
   }
   if (crc != crc32c::Value(src, 28)) return false;
   s->tick = static_cast<int64_t>(DecodeFixed64(src) - 1);
-  s->first_pos = static_cast<int64_t>(DecodeFixed64(src + 8) - 1);
-  s->last_pos = static_cast<int64_t>(DecodeFixed64(src + 16) - 1);
+  s->first_pos = TimerLogPosition(static_cast<int64_t>(DecodeFixed64(src + 8) - 1));
+  s->last_pos = TimerLogPosition(static_cast<int64_t>(DecodeFixed64(src + 16) - 1));
   s->count = DecodeFixed32(src + 24);
   return true;
 }
@@ -134,14 +135,16 @@ absl::Status TimerWheel::Load() {
 TimerSlot TimerWheel::Get(int64_t tick) const {
   const TimerSlot& s = slots_[Index(tick)];
   // calloc'ed memory: an untouched slot is all zero, i.e. count 0 -> empty.
-  if (s.count == 0 || s.tick != tick) return TimerSlot{tick, -1, -1, 0};
+  if (s.count == 0 || s.tick != tick) {
+    return TimerSlot{tick, TimerLogPosition::kNone(), TimerLogPosition::kNone(), 0};
+  }
   return s;
 }
 
-int64_t TimerWheel::Link(int64_t tick, int64_t pos) {
+TimerLogPosition TimerWheel::Link(int64_t tick, TimerLogPosition pos) {
   size_t i = Index(tick);
   TimerSlot& s = slots_[i];
-  int64_t prev = -1;
+  TimerLogPosition prev = TimerLogPosition::kNone();
   if (s.count == 0 || s.tick != tick) {
     s = TimerSlot{tick, pos, pos, 1};
   } else {
@@ -174,7 +177,7 @@ int64_t TimerWheel::NextLiveTick(int64_t from, int64_t limit) const {
 void TimerWheel::Reset() {
   for (uint64_t i = 0; i < slot_count_; ++i) {
     if (slots_[i].count != 0 || slots_[i].tick != 0) {
-      slots_[i] = TimerSlot{0, 0, 0, 0};
+      slots_[i] = TimerSlot{0, TimerLogPosition(0), TimerLogPosition(0), 0};
       MarkDirty(i);
     }
   }

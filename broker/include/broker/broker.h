@@ -209,7 +209,11 @@ class Broker {
   absl::Status OpenTimerStore();
   absl::Status OpenConsumerService();
 
+  // Handle's switch: the handler of req's kind; its status goes in the response.
+  absl::Status Dispatch(const proto::Request& req, proto::Response* resp);
   // One handler per request; each returns the status put in the response.
+  absl::Status HandleHandshake(const proto::HandshakeRequest& req, proto::Response* resp);
+  absl::Status HandleListTopics(proto::Response* resp);
   absl::Status HandleCreateTopic(const proto::CreateTopicRequest& req, proto::Response* resp);
   absl::Status HandleUpdateTopic(const proto::UpdateTopicRequest& req, proto::Response* resp);
   absl::Status HandleDescribeTopic(const std::string& name, proto::Response* resp);
@@ -226,7 +230,17 @@ class Broker {
   // Validates a receive request and takes its messages (raw records, leased).
   absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
+  absl::Status HandleChangeInvisibleDuration(const proto::ChangeInvisibleDurationRequest& req,
+                                             proto::Response* resp);
+  absl::Status HandleNack(const proto::NackRequest& req);
+  // Stats in steps, each filling its part of *resp: topics and queues (paged by req), the timer
+  // store's gauges and lateness histogram, consumer groups (paged by req), and storage
+  // (CommitLog offsets and syncs, disk watermark, retention).
   absl::Status HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
+  void FillTopicStats(const proto::StatsRequest& req, proto::StatsResponse* resp) const;
+  void FillTimerStats(proto::TimerStats* timer) const;
+  void FillGroupStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
+  void FillStorageStats(proto::StatsResponse* resp) const;
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
   // Transactions (broker/src/transaction/transaction_handlers.cc).
   absl::Status OpenTransactions();

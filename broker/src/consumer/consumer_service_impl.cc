@@ -222,60 +222,76 @@ absl::Status ConsumerServiceImpl::Ack(const std::string& group, const std::strin
 
 std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
     const std::string& group, const std::vector<std::string_view>& handles) {
-  std::vector<absl::Status> out(handles.size());
+  AckBatchState st;
+  st.out.resize(handles.size());
   if (absl::Status name = ValidateGroupName(group); !name.ok()) {
-    for (absl::Status& o : out) o = name;
-    return out;
+    for (absl::Status& o : st.out) o = name;
+    return std::move(st.out);
   }
-  std::vector<Receipt> receipts(handles.size());
+  DecodeAckHandles(group, handles, &st);
   // Progress objects touched, locked in address order: nothing else ever holds two Progress
   // mutexes, so this cannot deadlock.
   std::map<Progress*, std::unique_lock<std::mutex>> locks;
-  std::vector<Progress*> owner(handles.size(), nullptr);
+  for (Progress* p : st.owner) {
+    if (p) locks.emplace(p, std::unique_lock<std::mutex>());
+  }
+  for (auto& [p, lock] : locks) lock = std::unique_lock<std::mutex>(p->mu);
+  MatchLiveLeases(&st);
+  if (!st.acked.empty()) CommitAcks(group, &st);
+  return std::move(st.out);
+}
+
+void ConsumerServiceImpl::DecodeAckHandles(const std::string& group,
+                                           const std::vector<std::string_view>& handles,
+                                           AckBatchState* st) const {
+  st->receipts.resize(handles.size());
+  st->owner.assign(handles.size(), nullptr);
   for (size_t i = 0; i < handles.size(); ++i) {
     absl::StatusOr<Receipt> r = DecodeReceipt(handles[i], secret_);
     if (!r.ok()) {
-      out[i] = r.status();
+      st->out[i] = r.status();
     } else if (r->queue.group != group) {
-      out[i] = absl::InvalidArgumentError("receipt handle belongs to another consumer group");
+      st->out[i] = absl::InvalidArgumentError("receipt handle belongs to another consumer group");
     } else {
-      receipts[i] = std::move(*r);
+      st->receipts[i] = std::move(*r);
       // Handles of one batch usually name one queue: skip the map lookup for repeats.
-      owner[i] = i > 0 && owner[i - 1] && receipts[i].queue == receipts[i - 1].queue
-                     ? owner[i - 1]
-                     : FindProgress(receipts[i].queue);
-      if (owner[i]) locks.emplace(owner[i], std::unique_lock<std::mutex>());
+      st->owner[i] = i > 0 && st->owner[i - 1] && st->receipts[i].queue == st->receipts[i - 1].queue
+                         ? st->owner[i - 1]
+                         : FindProgress(st->receipts[i].queue);
     }
   }
-  for (auto& [p, lock] : locks) lock = std::unique_lock<std::mutex>(p->mu);
-  std::vector<size_t> acked;
-  std::map<Progress*, std::vector<int64_t>> drops;
-  for (size_t i = 0; i < handles.size(); ++i) {
-    if (!out[i].ok()) continue;
-    Progress* p = owner[i];
+}
+
+void ConsumerServiceImpl::MatchLiveLeases(AckBatchState* st) {
+  for (size_t i = 0; i < st->out.size(); ++i) {
+    if (!st->out[i].ok()) continue;
+    Progress* p = st->owner[i];
+    const int64_t offset = st->receipts[i].queue_offset;
     bool live = false;
     if (p) {
-      auto it = p->leases.find(receipts[i].queue_offset);
-      live = it != p->leases.end() && it->second.epoch == receipts[i].epoch &&
+      auto it = p->leases.find(offset);
+      live = it != p->leases.end() && it->second.epoch == st->receipts[i].epoch &&
              !it->second.parked;
       if (live) {
-        std::vector<int64_t>& d = drops[p];
+        std::vector<int64_t>& d = st->drops[p];
         // A handle repeated in the batch is OK once.
-        live = std::find(d.begin(), d.end(), receipts[i].queue_offset) == d.end();
-        if (live) d.push_back(receipts[i].queue_offset);
+        live = std::find(d.begin(), d.end(), offset) == d.end();
+        if (live) d.push_back(offset);
       }
     }
     if (!live) {
-      out[i] = absl::FailedPreconditionError(
+      st->out[i] = absl::FailedPreconditionError(
           "receipt handle is stale: the delivery was already acked, nacked, renewed, or its "
           "lease expired");
       continue;
     }
-    acked.push_back(i);
+    st->acked.push_back(i);
   }
-  if (acked.empty()) return out;
+}
+
+void ConsumerServiceImpl::CommitAcks(const std::string& group, AckBatchState* st) {
   rocksdb::WriteBatch batch;
-  for (auto& [p, d] : drops) {
+  for (auto& [p, d] : st->drops) {
     std::sort(d.begin(), d.end());
     StageLeases(p, d, {}, &batch);
   }
@@ -283,24 +299,19 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
   // power loss is a duplicate delivery, which at-least-once allows.
   absl::Status s = WriteState(&batch);
   GroupState* g = GetGroup(group);
-  for (size_t i : acked) {
-    if (!s.ok()) {
-      out[i] = s;
-      continue;
-    }
-    owner[i]->EraseLease(receipts[i].queue_offset);
+  if (!s.ok()) {
+    for (size_t i : st->acked) st->out[i] = s;
+    return;
   }
-  if (s.ok()) {
-    g->in_flight.fetch_sub(static_cast<int64_t>(acked.size()));
-    // An ack in a FIFO queue unblocks the next message of the acked group.
-    for (auto& [p, d] : drops) {
-      if (p->fifo) {
-        WakeReceivers(p->key.topic);
-        break;
-      }
+  for (size_t i : st->acked) st->owner[i]->EraseLease(st->receipts[i].queue_offset);
+  g->in_flight.fetch_sub(static_cast<int64_t>(st->acked.size()));
+  // An ack in a FIFO queue unblocks the next message of the acked group.
+  for (auto& [p, d] : st->drops) {
+    if (p->fifo) {
+      WakeReceivers(p->key.topic);
+      break;
     }
   }
-  return out;
 }
 
 absl::StatusOr<std::string> ConsumerServiceImpl::ChangeInvisibleDuration(

@@ -144,6 +144,17 @@ class ConsumerServiceImpl final : public ConsumerService {
     std::atomic<uint32_t> next_queue{0};  // round-robin start for Receive
   };
 
+  // One AckBatch's handles: each one's result so far, its decoded receipt and the Progress it
+  // names (nullptr: none); then, per Progress, the queue offsets whose leases end, and the
+  // indexes of the handles that end them.
+  struct AckBatchState {
+    std::vector<absl::Status> out;
+    std::vector<Receipt> receipts;
+    std::vector<Progress*> owner;
+    std::map<Progress*, std::vector<int64_t>> drops;
+    std::vector<size_t> acked;
+  };
+
   explicit ConsumerServiceImpl(ConsumerServiceDeps deps);
   // Consumer-state recovery on open (consumer_state_recovery.cc): LoadHandleSecret,
   // LoadGroupState, ReconcileWithStore, then IndexLiveLeases.
@@ -159,6 +170,16 @@ class ConsumerServiceImpl final : public ConsumerService {
   Progress* GetProgress(const QueueKey& key);
   Progress* FindProgress(const QueueKey& key) const;
   GroupState* GetGroup(const std::string& group);
+
+  // AckBatch's steps. DecodeAckHandles: decodes each handle, checks its group, finds its
+  // Progress (no lock held). MatchLiveLeases (every owner's mu held): a handle naming a live,
+  // unparked lease of its epoch ends it (once per batch); any other is stale. CommitAcks (the
+  // same locks held): writes the drops in one batch, then erases the leases and wakes FIFO
+  // receivers; a failed write is every acked handle's result.
+  void DecodeAckHandles(const std::string& group, const std::vector<std::string_view>& handles,
+                        AckBatchState* st) const;
+  static void MatchLiveLeases(AckBatchState* st);
+  void CommitAcks(const std::string& group, AckBatchState* st);
   GroupPolicy PolicyOf(const std::string& group);
 
   // Receive helpers (receive.cc; the scans of one queue in receive_scan.cc).

@@ -21,7 +21,7 @@
 namespace tokimq {
 
 struct ScheduledUnit {
-  int64_t pos = -1;  // TimerLog position
+  TimerLogPosition pos = TimerLogPosition::kNone();
   TimerUnit unit;
   int64_t accounted_tick = 0;  // tick whose completion this unit holds back
 };

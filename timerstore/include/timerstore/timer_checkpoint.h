@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/file.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
@@ -22,8 +23,8 @@ struct RecalledEntry {
 struct TimerCheckpointData {
   int64_t precision_ms = 0;
   int64_t read_tick = 0;             // every tick below this is fully delivered and durable
-  int64_t timerlog_flush_pos = 0;    // TimerLog prefix reflected in the counters below
-  int64_t timerlog_scan_from = 0;    // TimerLog position where read_tick's walk began
+  TimerLogPosition timerlog_flush_pos;  // TimerLog prefix reflected in the counters below
+  TimerLogPosition timerlog_scan_from;  // where read_tick's walk began
   int64_t enqueue_queue_offset = 0;  // next timer-topic queue offset for enqueue
   int64_t last_enqueued_phys = -1;   // highest timer-topic physical offset in the TimerLog
   int64_t commitlog_scan_from = 0;   // CommitLog offset before the first put of read_tick

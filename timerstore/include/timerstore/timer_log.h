@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/file.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
@@ -44,12 +45,14 @@ inline uint32_t UnitKind(uint32_t flags) { return flags & kUnitKindMask; }
 
 struct TimerUnit {
   uint32_t flags = kUnitNormal;
-  int64_t prev_pos = -1;     // previous unit of the same slot, -1 for none
+  TimerLogPosition prev_pos = TimerLogPosition::kNone();  // previous unit of the same slot
   int64_t write_ms = 0;      // when this unit was appended (ms since epoch)
   int64_t deliver_ms = 0;    // real deliver time (ms since epoch)
   int64_t slot_tick = 0;     // wheel tick this unit is linked under (-1: not linked)
   int64_t physical_offset = -1;  // CommitLog offset of the timer-topic record
-  int64_t ref = -1;          // roll continuation: position of the unit it continues; delete: target
+  // Roll continuation: the TimerLogPosition of the unit it continues; delete: the recalled
+  // record's PhysicalOffset (a plain integer: which one depends on the flags).
+  int64_t ref = -1;
   uint32_t msg_size = 0;     // bytes of that CommitLog record
   uint32_t topic_hash = 0;   // CRC32C of the real topic name
   uint32_t roll_count = 0;   // how many times this message has rolled so far
@@ -67,38 +70,38 @@ class TimerLog {
   // `segment_size` is rounded down to a multiple of kTimerUnitSize (at least one unit).
   static absl::StatusOr<std::unique_ptr<TimerLog>> Open(FileSystem* fs, std::string dir,
                                                         uint64_t segment_size,
-                                                        int64_t validate_from = 0);
+                                                        TimerLogPosition validate_from = {});
   ~TimerLog();
 
   // Appends a unit; returns its position. The unit is buffered and written out later: a failed
   // write-out (e.g. disk full) keeps it buffered and is retried by later calls, and is reported
   // by Flush/WriteOut, not here. Errors (nothing appended): the buffer holds 16 MiB that still
   // cannot be written.
-  absl::StatusOr<int64_t> Append(const TimerUnit& unit);
+  absl::StatusOr<TimerLogPosition> Append(const TimerUnit& unit);
   // Reads the unit at `pos` (appended or flushed). kOutOfRange past the end, kNotFound below
   // the first stored segment, kDataLoss on CRC mismatch, kInvalidArgument if not unit-aligned.
-  absl::StatusOr<TimerUnit> Read(int64_t pos) const;
+  absl::StatusOr<TimerUnit> Read(TimerLogPosition pos) const;
   // Writes buffered units and fsyncs them.
   absl::Status Flush();
   // Flush in two steps: WriteOut hands the buffered units to the OS and returns the end of
   // what is written; SyncTo(end) fsyncs up to `end` without holding the log's lock during the
   // fsync (Append and Read proceed meanwhile).
-  absl::StatusOr<int64_t> WriteOut();
-  absl::Status SyncTo(int64_t end);
+  absl::StatusOr<TimerLogPosition> WriteOut();
+  absl::Status SyncTo(TimerLogPosition end);
 
-  int64_t WritePos() const;    // end of appended units
-  int64_t FlushedPos() const;  // end of the fsynced prefix
-  int64_t MinPos() const;      // first position still stored
+  TimerLogPosition WritePos() const;    // end of appended units
+  TimerLogPosition FlushedPos() const;  // end of the fsynced prefix
+  TimerLogPosition MinPos() const;      // first position still stored
   uint64_t segment_size() const { return segment_size_; }
   int64_t truncated_bytes() const { return truncated_bytes_; }
 
  private:
   TimerLog(FileSystem* fs, std::string dir, uint64_t segment_size)
       : fs_(fs), dir_(std::move(dir)), segment_size_(segment_size) {}
-  absl::Status Recover(int64_t validate_from);
+  absl::Status Recover(TimerLogPosition validate_from);
   absl::Status WriteBufferLocked();
   absl::StatusOr<File*> SegmentLocked(int64_t base, bool create);
-  absl::Status ReadRawLocked(int64_t pos, char* buf) const;
+  absl::Status ReadRawLocked(TimerLogPosition pos, char* buf) const;
   std::string SegmentPath(int64_t base) const;
 
   FileSystem* fs_;
@@ -107,9 +110,9 @@ class TimerLog {
   mutable std::mutex mu_;
   std::map<int64_t, std::unique_ptr<File>> segments_;  // base -> file
   std::string buffer_;       // appended, not yet written: positions [written_pos_, write_pos_)
-  int64_t written_pos_ = 0;  // handed to the OS
-  int64_t write_pos_ = 0;
-  int64_t flushed_pos_ = 0;
+  TimerLogPosition written_pos_;  // handed to the OS
+  TimerLogPosition write_pos_;
+  TimerLogPosition flushed_pos_;
   int64_t truncated_bytes_ = 0;
   bool write_failing_ = false;  // the last write-out failed (logged once per state change)
   int64_t released_below_ = 0;  // segments below this base have released their descriptor; mu_

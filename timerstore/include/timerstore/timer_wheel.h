@@ -19,13 +19,14 @@
 
 #include "absl/status/statusor.h"
 #include "common/file.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
 struct TimerSlot {
   int64_t tick = -1;
-  int64_t first_pos = -1;
-  int64_t last_pos = -1;
+  TimerLogPosition first_pos = TimerLogPosition::kNone();
+  TimerLogPosition last_pos = TimerLogPosition::kNone();
   uint32_t count = 0;
 };
 
@@ -47,7 +48,7 @@ class TimerWheel {
   // The slot of `tick`; empty {tick, -1, -1, 0} if the stored slot is of another lap.
   TimerSlot Get(int64_t tick) const;
   // Links the unit at `pos` as the newest of `tick`'s slot; returns the previous last_pos (-1).
-  int64_t Link(int64_t tick, int64_t pos);
+  TimerLogPosition Link(int64_t tick, TimerLogPosition pos);
   // First tick in [from, limit) whose slot may hold that tick (limit if none). Skips whole
   // blocks of slots with a per-block maximum linked tick, so walking a long idle stretch (days
   // of downtime) costs about one check per kBlock ticks.
