@@ -141,6 +141,20 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       } else if (s.ok()) {
         return Bad(key, "expected \"sync\" or \"async\"");
       }
+    } else if (key == "broker_id") {
+      s = GetInt(node, key, &b.broker_id, 0, 1 << 20);
+    } else if (key == "replicate_from") {
+      s = GetString(node, key, &b.replicate_from);
+    } else if (key == "replication") {
+      std::string mode;
+      s = GetString(node, key, &mode);
+      if (s.ok() && (mode == "sync" || mode == "async")) {
+        b.replication_sync = mode == "sync";
+      } else if (s.ok()) {
+        return Bad(key, "expected \"sync\" or \"async\"");
+      }
+    } else if (key == "replication_ack_timeout") {
+      s = GetDuration(node, key, &b.replication_ack_timeout_ms);
     } else if (key == "async_flush_interval") {
       s = GetDuration(node, key, &b.async_flush_interval_ms);
     } else if (key == "segment_size") {

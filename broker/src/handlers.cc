@@ -17,6 +17,7 @@
 #include "proto/framing.h"
 #include "proto/status.h"
 #include "receive_encoder.h"
+#include "replication/replication_service.h"
 #include "retention_task.h"
 #include "timerstore/timer_store.h"
 
@@ -45,12 +46,44 @@ absl::StatusOr<TopicConfig> FromProtoTopic(const proto::TopicConfig& p) {
   return c;
 }
 
+// Requests a follower refuses: they write to the CommitLog or to consumer state, which only the
+// leader of the group changes (docs/replication.md).
+bool RefusedOnFollower(proto::Request::BodyCase c) {
+  switch (c) {
+    case proto::Request::kSend:
+    case proto::Request::kRecall:
+    case proto::Request::kReceive:
+    case proto::Request::kAck:
+    case proto::Request::kChangeInvisibleDuration:
+    case proto::Request::kNack:
+    case proto::Request::kTimerCheckpoint:
+    case proto::Request::kEndTransaction:
+    case proto::Request::kPollTransactionChecks:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void Broker::Handle(const proto::Request& req, proto::Response* resp) {
   resp->set_id(req.id());
   absl::Status s;
+  if (RefusedOnFollower(req.body_case())) {
+    s = replication_->CheckWritable();
+    if (!s.ok()) {
+      wire::ToProto(s, resp->mutable_status());
+      return;
+    }
+  }
   switch (req.body_case()) {
+    case proto::Request::kReplicatePull:
+      s = replication_->HandlePull(req.replicate_pull(), resp->mutable_replicate_pull());
+      break;
+    case proto::Request::kReplicationRole:
+      s = replication_->HandleRole(req.replication_role(), resp->mutable_replication_role());
+      break;
     case proto::Request::kHandshake: {
       if (req.handshake().protocol_version() != wire::kProtocolVersion) {
         s = absl::FailedPreconditionError(
