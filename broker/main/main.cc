@@ -67,6 +67,17 @@ int main(int argc, char** argv) {
   app.add_option("--flush", flush, "commit log flush: async (default) or sync")
       ->check(CLI::IsMember({"sync", "async"}));
   app.add_option("--timer-precision", precision, "timer wheel tick, e.g. 100ms or 1s");
+  int broker_id = -1;
+  std::string replicate_from, replication;
+  app.add_option("--broker-id", broker_id,
+                 "id in the broker group: 0 leads by configuration, others follow "
+                 "--replicate-from (docs/replication.md)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--replicate-from", replicate_from, "HOST:PORT of the group's leader (followers)");
+  app.add_option("--replication", replication,
+                 "async (default): sends answered after the leader's write; sync: after a "
+                 "follower has them too")
+      ->check(CLI::IsMember({"sync", "async"}));
   int64_t disk_min_free = -1;
   double disk_max_used_ratio = -1;
   std::string disk_check_interval;
@@ -113,6 +124,9 @@ int main(int argc, char** argv) {
   if (!port_file.empty()) config.port_file = port_file;
   if (manual_clock) config.broker.manual_clock = true;
   if (manual_start_ms > 0) config.broker.manual_clock_start_ms = manual_start_ms;
+  if (broker_id >= 0) config.broker.broker_id = broker_id;
+  if (!replicate_from.empty()) config.broker.replicate_from = replicate_from;
+  if (!replication.empty()) config.broker.replication_sync = replication == "sync";
   if (flush == "sync") config.broker.flush_mode = tokimq::FlushMode::kSync;
   if (flush == "async") config.broker.flush_mode = tokimq::FlushMode::kAsync;
   if (!precision.empty()) {

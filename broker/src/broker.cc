@@ -19,6 +19,7 @@
 #include "disk_watermark.h"
 #include "fmt/format.h"
 #include "queue_of_key.h"
+#include "replication/replication_service.h"
 #include "retention_task.h"
 #include "rocksdb_logger.h"
 #include "timerstore/timer_store.h"
@@ -70,6 +71,21 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
   TOKIMQ_RETURN_IF_ERROR(OpenAuth());
   TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
+  ReplicationOptions repl;
+  repl.broker_id = options_.broker_id;
+  repl.replicate_from = options_.replicate_from;
+  repl.sync = options_.replication_sync;
+  repl.ack_timeout_ms = options_.replication_ack_timeout_ms;
+  repl.segment_size = options_.commitlog_segment_size;
+  replication_ = std::make_unique<ReplicationService>(std::move(repl), store_.get(),
+                                                      [this] { return StartServing(); });
+  TOKIMQ_RETURN_IF_ERROR(replication_->Start());  // a leader: StartServing now
+  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
+                  metadata_->ListTopics().size(), subscriptions_.size());
+  return absl::OkStatus();
+}
+
+absl::Status Broker::StartServing() {
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
   TOKIMQ_RETURN_IF_ERROR(OpenTransactions());  // after the timers: commits schedule into them
@@ -78,8 +94,6 @@ absl::Status Broker::OpenStores() {
   retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
                                                [this] { return EffectiveRetentionMs(); });
   retention_->Start();
-  TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
-                  metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
 }
 
@@ -254,6 +268,7 @@ absl::Status Broker::Close() {
       if (first.ok()) first = s;
     }
   };
+  if (replication_) replication_->Stop();  // no promotion starts services from here on
   if (retention_) retention_->Stop();
   retention_.reset();
   transactions_.reset();  // stops its check thread, before the stores it writes to

@@ -125,6 +125,23 @@ KeyResult ApplyLogKey(const std::string& key, const toml::node& node, BrokerConf
   return std::nullopt;
 }
 
+// Broker group membership and replication (docs/replication.md).
+KeyResult ApplyReplicationKey(const std::string& key, const toml::node& node, BrokerOptions* b) {
+  if (key == "broker_id") return GetInt(node, key, &b->broker_id, 0, 1 << 20);
+  if (key == "replicate_from") return GetString(node, key, &b->replicate_from);
+  if (key == "replication") {
+    std::string mode;
+    TOKIMQ_RETURN_IF_ERROR(GetString(node, key, &mode));
+    if (mode != "sync" && mode != "async") return Bad(key, "expected \"sync\" or \"async\"");
+    b->replication_sync = mode == "sync";
+    return absl::OkStatus();
+  }
+  if (key == "replication_ack_timeout") {
+    return GetDuration(node, key, &b->replication_ack_timeout_ms);
+  }
+  return std::nullopt;
+}
+
 // The CommitLog and the files under data_dir: flush policy, sizes, retention, disk watermark.
 KeyResult ApplyStorageKey(const std::string& key, const toml::node& node, BrokerOptions* b) {
   if (key == "data_dir") return GetString(node, key, &b->data_dir);
@@ -223,6 +240,7 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
     KeyResult r = ApplyServerKey(key, node, c);
     if (!r) r = ApplyLogKey(key, node, c);
     if (!r) r = ApplyStorageKey(key, node, &c->broker);
+    if (!r) r = ApplyReplicationKey(key, node, &c->broker);
     if (!r) r = ApplyTimerKey(key, node, &c->broker);
     if (!r) r = ApplyServiceKey(key, node, &c->broker);
     if (!r) return Bad(key, "unknown key");

@@ -17,6 +17,7 @@
 #include "proto/framing.h"
 #include "proto/status.h"
 #include "receive_encoder.h"
+#include "replication/replication_service.h"
 #include "retention_task.h"
 #include "timerstore/timer_store.h"
 
@@ -51,11 +52,32 @@ absl::Status EmptyIfOk(absl::Status s, proto::Response* resp) {
   return s;
 }
 
+// Requests a follower refuses: they write to the CommitLog or to consumer state, which only the
+// leader of the group changes (docs/replication.md).
+bool RefusedOnFollower(proto::Request::BodyCase c) {
+  switch (c) {
+    case proto::Request::kSend:
+    case proto::Request::kRecall:
+    case proto::Request::kReceive:
+    case proto::Request::kAck:
+    case proto::Request::kChangeInvisibleDuration:
+    case proto::Request::kNack:
+    case proto::Request::kTimerCheckpoint:
+    case proto::Request::kEndTransaction:
+    case proto::Request::kPollTransactionChecks:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void Broker::Handle(const proto::Request& req, proto::Response* resp) {
   resp->set_id(req.id());
-  absl::Status s = Dispatch(req, resp);
+  absl::Status s;
+  if (RefusedOnFollower(req.body_case())) s = replication_->CheckWritable();
+  if (s.ok()) s = Dispatch(req, resp);
   if (!s.ok()) {
     resp->clear_body();
     wire::ToProto(s, resp->mutable_status());
@@ -64,6 +86,10 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
 
 absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) {
   switch (req.body_case()) {
+    case proto::Request::kReplicatePull:
+      return replication_->HandlePull(req.replicate_pull(), resp->mutable_replicate_pull());
+    case proto::Request::kReplicationRole:
+      return replication_->HandleRole(req.replication_role(), resp->mutable_replication_role());
     case proto::Request::kHandshake:
       return HandleHandshake(req.handshake(), resp);
     case proto::Request::kCreateTopic:

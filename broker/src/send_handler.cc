@@ -11,6 +11,7 @@
 #include "disk_watermark.h"
 #include "fmt/format.h"
 #include "proto/status.h"
+#include "replication/replication_service.h"
 #include "send_validation.h"
 #include "timerstore/timer_store.h"
 #include "transaction/transaction_send.h"
@@ -89,12 +90,17 @@ absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
 
 void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
                           absl::AnyInvocable<void() &&> done) {
-  if (req.body_case() != proto::Request::kSend || options_.flush_mode != FlushMode::kSync) {
+  if (req.body_case() != proto::Request::kSend || !SendsAnsweredByGroupCommit()) {
     Handle(req, resp);
     std::move(done)();
     return;
   }
   resp->set_id(req.id());
+  if (absl::Status w = replication_->CheckWritable(); !w.ok()) {
+    wire::ToProto(w, resp->mutable_status());
+    std::move(done)();
+    return;
+  }
   int64_t end = 0;
   absl::Status s = HandleSend(req.send(), resp->mutable_send(), /*wait_durable=*/false, &end);
   if (!s.ok() || end <= 0) {
@@ -108,13 +114,25 @@ void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
   // Answered from the group commit's sync thread once the fsync covering `end` returned: this
   // thread is free for the next request meanwhile, so every send in flight, from any
   // connection, can share that fsync.
-  store_->commit_log()->WhenDurable(end, [resp, done = std::move(done)](absl::Status st) mutable {
+  // replication = "sync": then answered once a follower acknowledged `end` (AckTracker, on the
+  // pulling follower's request thread or the expiry thread); in that order, so an OK answer
+  // means durable here per the flush policy and held by a follower.
+  auto answer = [resp, done = std::move(done)](absl::Status st) mutable {
     if (!st.ok()) {
       resp->clear_body();
       wire::ToProto(st, resp->mutable_status());
     }
     std::move(done)();
-  });
+  };
+  if (options_.flush_mode != FlushMode::kSync) {
+    replication_->WhenReplicated(end, std::move(answer));
+    return;
+  }
+  store_->commit_log()->WhenDurable(
+      end, [this, end, answer = std::move(answer)](absl::Status st) mutable {
+        if (!st.ok()) return answer(st);
+        replication_->WhenReplicated(end, std::move(answer));
+      });
 }
 
 absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,

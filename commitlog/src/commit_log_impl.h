@@ -57,6 +57,9 @@ class CommitLogImpl final : public CommitLog {
   absl::StatusOr<int64_t> ExpiredEnd(int64_t retention_ms) const override;
   absl::StatusOr<int64_t> SegmentStoreMs(int64_t physical_offset) const override;
   absl::Status Close() override;
+  // commit_log_replica.cc
+  absl::StatusOr<ReplicaChunk> ReadChunk(int64_t from, size_t max_bytes) const override;
+  absl::StatusOr<int64_t> AppendChunk(const ReplicaChunk& chunk) override;
 
   // Reads `len` bytes at `physical_offset` (all inside one segment and below MaxOffset) into
   // `out`. Used by MessageStore to read runs of adjacent records with one pread.

@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,7 @@ class MessageStoreImpl final : public MessageStore {
   absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) override;
   absl::StatusOr<std::vector<PutResult>> PutBatchNoWait(std::vector<Message> msgs) override;
 
+  absl::StatusOr<int64_t> AppendReplicated(const ReplicaChunk& chunk) override;
   absl::StatusOr<Message> Read(int64_t physical_offset) const override {
     return log_->Read(physical_offset);
   }
@@ -137,7 +139,11 @@ class MessageStoreImpl final : public MessageStore {
   // message_store_recovery.cc
   absl::Status RecoverQueues();
   absl::Status DropSuspectTail(ConsumeQueue* cq, int64_t start);
-  absl::StatusOr<int64_t> Redispatch(int64_t start);
+  // Dispatches the indexed records starting in [start, limit) (limit -1: the CommitLog end);
+  // returns how many. When `touched` is set it receives each record's queue and queue offset.
+  absl::StatusOr<int64_t> Redispatch(
+      int64_t start, int64_t limit = -1,
+      std::vector<std::tuple<std::string, int32_t, int64_t>>* touched = nullptr);
 
   absl::Status Checkpoint();
   void CheckpointLoop();

@@ -53,8 +53,9 @@ absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, int64_t start) 
 }
 
 // Re-dispatches every indexed record from `start` to the CommitLog end; returns how many.
-absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(int64_t start) {
-  const int64_t log_max = log_->MaxOffset();
+absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(
+    int64_t start, int64_t limit, std::vector<std::tuple<std::string, int32_t, int64_t>>* touched) {
+  const int64_t log_max = limit >= 0 ? limit : log_->MaxOffset();
   int64_t off = start, redispatched = 0;
   while (off < log_max) {
     TOKIMQ_ASSIGN_OR_RETURN(auto rec, log_->ReadNext(off));
@@ -71,10 +72,31 @@ absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(int64_t start) {
           cq->Append({m.physical_offset, static_cast<uint32_t>(rec.second - m.physical_offset),
                       TagHashOf(m)}));
       ++redispatched;
+      if (touched != nullptr) touched->emplace_back(m.topic, m.queue_id, m.queue_offset);
     }
     off = rec.second;
   }
   return redispatched;
+}
+
+absl::StatusOr<int64_t> MessageStoreImpl::AppendReplicated(const ReplicaChunk& chunk) {
+  std::vector<std::tuple<std::string, int32_t, int64_t>> touched;
+  int64_t end = 0;
+  {
+    std::lock_guard<std::mutex> l(put_mu_);
+    if (closed_) return absl::FailedPreconditionError("message store is closed");
+    const int64_t start = log_->MaxOffset();
+    TOKIMQ_ASSIGN_OR_RETURN(end, log_->AppendChunk(chunk));
+    // A chunk ending with a blank record moves the end to the next segment; nothing starts
+    // after the blank.
+    int64_t records_end = chunk.offset + static_cast<int64_t>(chunk.bytes.size());
+    if (end != records_end) records_end -= static_cast<int64_t>(record::kBlankSize);
+    TOKIMQ_RETURN_IF_ERROR(Redispatch(start, records_end, &touched).status());
+  }
+  if (listener_) {
+    for (const auto& [topic, queue_id, queue_offset] : touched) listener_(topic, queue_id, queue_offset);
+  }
+  return end;
 }
 
 absl::Status MessageStoreImpl::RecoverQueues() {

@@ -60,6 +60,7 @@ class AuthStore;
 class CheckMailbox;
 class DiskWatermark;
 class RetentionTask;
+class ReplicationService;
 class TransactionService;
 struct PreparedSend;
 
@@ -88,6 +89,14 @@ struct BrokerOptions {
   int64_t manual_clock_start_ms = 0;  // 0: the system time at first start
   FlushMode flush_mode = FlushMode::kAsync;
   int64_t async_flush_interval_ms = 200;
+  // Replication inside a broker group (issue 20, docs/replication.md): broker id 0 leads term 0
+  // by configuration; any other id follows replicate_from (host:port of the leader) until an
+  // admin ReplicationRole request (later the etcd election) promotes it. replication_sync:
+  // sends are answered only once a follower holds them (replication = "sync"; else "async").
+  int broker_id = 0;
+  std::string replicate_from;
+  bool replication_sync = false;
+  int64_t replication_ack_timeout_ms = 3000;
   uint64_t commitlog_segment_size = uint64_t{1} << 30;
   uint32_t max_message_size = 4u << 20;         // bytes of body
   // The wire frame limit (ServerOptions::max_frame_bytes; main copies it here): a receive never
@@ -157,7 +166,9 @@ class Broker {
   // True when HandleNoWait answers sends from the group commit (flush = "sync"): a send then
   // never waits for an fsync on the calling thread (it may still wait for the store's locks,
   // and rarely for a file creation: a new CommitLog segment or ConsumeQueue file).
-  bool SendsAnsweredByGroupCommit() const { return options_.flush_mode == FlushMode::kSync; }
+  bool SendsAnsweredByGroupCommit() const {
+    return options_.flush_mode == FlushMode::kSync || options_.replication_sync;
+  }
 
   // Native-protocol fast path for a Receive request that asks for encoded properties (what
   // the C++ client sends): the whole response frame, each message written once from its stored
@@ -208,6 +219,9 @@ class Broker {
   absl::Status OpenMessageStore();
   absl::Status OpenTimerStore();
   absl::Status OpenConsumerService();
+  // Starts the services that write to the CommitLog on their own (timers, consumers,
+  // transactions, retention): at open on a leader, at promotion on a follower.
+  absl::Status StartServing();
 
   // Handle's switch: the handler of req's kind; its status goes in the response.
   absl::Status Dispatch(const proto::Request& req, proto::Response* resp);
@@ -275,6 +289,7 @@ class Broker {
   std::unique_ptr<auth::AuthStore> auth_;
   std::unique_ptr<ConsumerService> consumers_;
   std::unique_ptr<RetentionTask> retention_;
+  std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<DiskWatermark> watermark_;
   std::unique_ptr<TransactionService> transactions_;
   std::unique_ptr<CheckMailbox> check_mailbox_;

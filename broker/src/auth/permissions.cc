@@ -77,6 +77,10 @@ std::vector<Requirement> RequirementsOf(const proto::Request& req) {
     case R::kGrantAcl:
     case R::kRevokeAcl:
     case R::kListAcl:
+    // Replication (docs/replication.md): a follower pulls the whole CommitLog, and the role
+    // request is the election's: both are cluster administration.
+    case R::kReplicatePull:
+    case R::kReplicationRole:
       return {Cluster(kAdmin)};
   }
   return {Cluster(kAdmin)};  // a request this table does not know yet: admins only

@@ -69,6 +69,15 @@ struct CommitLogSyncStats {
   int64_t durable_waits = 0;  // kSync: WaitDurable / WhenDurable calls answered OK
 };
 
+// A run of whole records of a CommitLog, byte for byte, as replication ships it from a leader
+// to a follower (issue 20, docs/replication.md): `bytes` is the log's content at
+// [offset, offset + bytes.size()), inside one segment. A chunk that ends with a blank record
+// closes its segment: the next chunk starts at the next segment's base offset.
+struct ReplicaChunk {
+  int64_t offset = 0;
+  std::string bytes;
+};
+
 struct CommitLogRecoveryInfo {
   bool clean_shutdown = false;
   int64_t truncated_bytes = 0;  // torn tail removed
@@ -136,6 +145,27 @@ class CommitLog {
   // the age of the data at that offset, to a segment. kNotFound below MinOffset or at/after
   // MaxOffset.
   virtual absl::StatusOr<int64_t> SegmentStoreMs(int64_t physical_offset) const = 0;
+
+  // Replication (issue 20, docs/replication.md). The default implementations return
+  // kUnimplemented.
+  //
+  // Leader side: whole records from `from` on, at most `max_bytes` of them unless the first
+  // record alone is larger (then exactly that record), never past the end of from's segment or
+  // MaxOffset. `from` must be a record boundary of this log (the end offset a follower reports).
+  // A `from` with less than a blank record of room left in its segment reads from the next
+  // segment. Empty chunk (offset = from) when nothing is there yet. Errors: kNotFound below
+  // MinOffset (deleted by retention), kOutOfRange above MaxOffset (the follower holds bytes
+  // this log does not: it diverged), kDataLoss / kInvalidArgument when no valid record starts
+  // at `from`. Thread-safe; runs concurrently with appends.
+  virtual absl::StatusOr<ReplicaChunk> ReadChunk(int64_t from, size_t max_bytes) const;
+  // Follower side: appends a chunk read from the leader's log, byte for byte, after checking
+  // every record (CRC32C, the physical offset stored in each record equals its position, no
+  // record crosses its segment, a blank record covers exactly the rest of its segment and ends
+  // the chunk). chunk.offset must be MaxOffset(), or the next segment's base when less than a
+  // blank record of room is left. Nothing is written when a check fails: kDataLoss (bad record)
+  // or kFailedPrecondition (wrong offset). Write errors as Append. Serialised with Append.
+  // Returns the new MaxOffset (the next segment's base after a blank record).
+  virtual absl::StatusOr<int64_t> AppendChunk(const ReplicaChunk& chunk);
 
   // Flushes, writes the clean-shutdown marker and stops the flusher. Idempotent.
   virtual absl::Status Close() = 0;

@@ -107,6 +107,16 @@ class MessageStore {
     return PutBatch(std::move(msgs));
   }
 
+  // Replication follower (issue 20, docs/replication.md): CommitLog::AppendChunk, then
+  // dispatches the chunk's indexed records into their ConsumeQueues exactly as recovery does
+  // (so a follower's queues are those of its leader) and calls the dispatch listener for each
+  // queue it extended. Serialised with Put. Errors as AppendChunk; kDataLoss when a record's
+  // queue offset does not continue its ConsumeQueue. Returns the new CommitLog end.
+  // The default implementation returns kUnimplemented.
+  virtual absl::StatusOr<int64_t> AppendReplicated(const ReplicaChunk& chunk) {
+    (void)chunk;
+    return absl::UnimplementedError("this store does not replicate");
+  }
   // Reads by physical offset (see CommitLog::Read for errors).
   virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;
   // Reads several records; result i answers reqs[i] exactly as Read(reqs[i].physical_offset)

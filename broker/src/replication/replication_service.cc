@@ -1,0 +1,214 @@
+#include "replication_service.h"
+
+#include <chrono>
+
+#include "client/connection.h"
+#include "common/logging.h"
+#include "fmt/format.h"
+
+namespace tokimq::broker {
+
+using replication::Role;
+
+struct ReplicationService::PullState {
+  std::string leader;  // the address `conn` is connected to
+  std::unique_ptr<client::Connection> conn;
+  bool logged_error = false;  // one warning per episode of failed pulls
+};
+
+ReplicationService::ReplicationService(ReplicationOptions options, MessageStore* store,
+                                       std::function<absl::Status()> start_serving)
+    : options_(std::move(options)),
+      store_(store),
+      start_serving_(std::move(start_serving)),
+      leadership_(options_.broker_id == 0 ? Role::kLeader : Role::kFollower, 0,
+                  options_.broker_id == 0 ? "" : options_.replicate_from),
+      acks_(SystemClock::Default()),
+      pull_(std::make_unique<PullState>()) {}
+
+ReplicationService::~ReplicationService() { Stop(); }
+
+absl::Status ReplicationService::Start() {
+  if (options_.broker_id != 0 && options_.replicate_from.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "broker id {} is a follower: it needs replicate_from (--replicate-from HOST:PORT)",
+        options_.broker_id));
+  }
+  leadership_.Subscribe([this](const replication::LeadershipView& v) { OnViewChange(v); });
+  if (options_.broker_id == 0) OnViewChange(leadership_.Current());
+  puller_ = std::thread([this] { PullLoop(); });
+  expirer_ = std::thread([this] { ExpiryLoop(); });
+  return absl::OkStatus();
+}
+
+void ReplicationService::Stop() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (puller_.joinable()) puller_.join();
+  if (expirer_.joinable()) expirer_.join();
+  acks_.Fail(absl::UnavailableError("broker shutting down"));
+}
+
+void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
+  if (view.role != Role::kLeader) {
+    acks_.Fail(absl::UnavailableError(
+        fmt::format("this broker no longer leads its group (term {})", view.term)));
+    TOKIMQ_LOG_WARN("replication: follower of {} in term {}", view.leader_address, view.term);
+    return;
+  }
+  acks_.Reset(0);
+  TOKIMQ_LOG_INFO("replication: leader of term {} at CommitLog offset {}", view.term,
+                  store_->commit_log()->MaxOffset());
+  std::lock_guard<std::mutex> l(serving_mu_);
+  if (serving_) return;
+  serving_ = true;
+  absl::Status s = start_serving_();
+  if (!s.ok()) TOKIMQ_LOG_ERROR("replication: starting the leader's services: {}", s.ToString());
+}
+
+absl::Status ReplicationService::CheckWritable() const {
+  replication::LeadershipView v = leadership_.Current();
+  if (v.role == Role::kLeader) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      fmt::format("this broker is a follower in term {} (leader: {}); send to the leader",
+                  v.term, v.leader_address.empty() ? "unknown" : v.leader_address));
+}
+
+void ReplicationService::WhenReplicated(int64_t end, replication::AckTracker::Done done) {
+  if (!options_.sync) return std::move(done)(absl::OkStatus());
+  acks_.WhenReplicated(end, options_.ack_timeout_ms, std::move(done));
+}
+
+absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& req,
+                                            proto::ReplicatePullResponse* resp) {
+  if (!leadership_.ObserveTerm(req.term())) {
+    // Our term is newer: the follower learns it from the response and its next pull carries it.
+  }
+  replication::LeadershipView v = leadership_.Current();
+  resp->set_term(v.term);
+  if (v.role != Role::kLeader) {
+    return absl::FailedPreconditionError(
+        fmt::format("not the leader (term {}, leader {})", v.term, v.leader_address));
+  }
+  CommitLog* log = store_->commit_log();
+  if (req.segment_size() != static_cast<int64_t>(options_.segment_size)) {
+    return absl::FailedPreconditionError(
+        fmt::format("follower segment size {} differs from the leader's {}", req.segment_size(),
+                    options_.segment_size));
+  }
+  const int64_t max = log->MaxOffset();
+  absl::StatusOr<ReplicaChunk> chunk = log->ReadChunk(req.from_offset(), req.max_bytes());
+  if (!chunk.ok()) return chunk.status();
+  // The follower holds every byte below from_offset (a follower of this term, behind our end).
+  if (req.term() == v.term) acks_.OnFollowerAck(req.from_offset());
+  resp->set_offset(chunk->offset);
+  resp->set_data(std::move(chunk->bytes));
+  resp->set_leader_max_offset(max);
+  return absl::OkStatus();
+}
+
+absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest& req,
+                                            proto::ReplicationRoleResponse* resp) {
+  absl::Status s;
+  if (req.promote()) {
+    s = leadership_.Promote(req.term());
+  } else if (!req.leader_address().empty()) {
+    s = leadership_.Demote(req.term(), req.leader_address());
+  }
+  replication::LeadershipView v = leadership_.Current();
+  resp->set_role(replication::RoleName(v.role));
+  resp->set_term(v.term);
+  resp->set_leader_address(v.leader_address);
+  resp->set_max_offset(store_->commit_log()->MaxOffset());
+  resp->set_follower_acked_offset(acks_.acked_offset());
+  resp->set_replication(options_.sync ? "sync" : "async");
+  return s;
+}
+
+void ReplicationService::Pause(int64_t ms) {
+  std::unique_lock<std::mutex> l(stop_mu_);
+  stop_cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
+}
+
+void ReplicationService::PullLoop() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      if (stop_) break;
+    }
+    replication::LeadershipView v = leadership_.Current();
+    if (v.role == Role::kLeader || v.leader_address.empty()) {
+      pull_->conn.reset();
+      Pause(50);
+      continue;
+    }
+    if (!PullOnce(v.leader_address)) Pause(options_.idle_pull_interval_ms);
+  }
+  pull_->conn.reset();
+}
+
+bool ReplicationService::PullOnce(const std::string& leader) {
+  PullState& p = *pull_;
+  auto fail = [&p](const absl::Status& s, int64_t pause_ms, ReplicationService* self) {
+    if (!p.logged_error) {
+      TOKIMQ_LOG_WARN("replication: pulling from {}: {}", p.leader, s.ToString());
+      p.logged_error = true;
+    }
+    p.conn.reset();
+    self->Pause(pause_ms);
+    return true;
+  };
+  if (p.conn == nullptr || p.conn->broken() || p.leader != leader) {
+    p.leader = leader;
+    client::ClientOptions o;
+    o.broker = leader;
+    o.connect_timeout_ms = 1000;
+    o.client_id = fmt::format("tokimq-follower-{}", options_.broker_id);
+    auto conn = client::Connection::Open(o);
+    if (!conn.ok()) return fail(conn.status(), 100, this);
+    p.conn = std::move(*conn);
+  }
+  const int64_t from = store_->commit_log()->MaxOffset();
+  proto::Request req;
+  auto* pull = req.mutable_replicate_pull();
+  pull->set_term(leadership_.Current().term);
+  pull->set_from_offset(from);
+  pull->set_max_bytes(options_.pull_bytes);
+  pull->set_segment_size(static_cast<int64_t>(options_.segment_size));
+  pull->set_follower(std::to_string(options_.broker_id));
+  absl::StatusOr<proto::Response> resp = p.conn->Call(std::move(req), 5000);
+  if (!resp.ok()) return fail(resp.status(), 100, this);
+  const proto::ReplicatePullResponse& r = resp->replicate_pull();
+  if (!leadership_.ObserveTerm(r.term())) {
+    return fail(absl::FailedPreconditionError(fmt::format(
+                    "refused data of term {}: term {} was seen (fenced)", r.term(),
+                    leadership_.Current().term)),
+                100, this);
+  }
+  if (r.data().empty()) return false;
+  ReplicaChunk chunk{r.offset(), r.data()};
+  absl::StatusOr<int64_t> end = store_->AppendReplicated(chunk);
+  if (!end.ok()) return fail(end.status(), 100, this);
+  if (p.logged_error) {
+    TOKIMQ_LOG_INFO("replication: pulling from {} again at offset {}", p.leader, from);
+    p.logged_error = false;
+  }
+  return true;
+}
+
+void ReplicationService::ExpiryLoop() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> l(stop_mu_);
+      if (stop_) return;
+    }
+    acks_.ExpireWaits();
+    Pause(10);
+  }
+}
+
+}  // namespace tokimq::broker

@@ -1,0 +1,99 @@
+// ReplicationService: a broker's part in its broker group (issue 20, docs/replication.md).
+//
+// Leader: answers followers' pulls with chunks of its CommitLog (CommitLog::ReadChunk), takes
+// each pull's from_offset as that follower's acknowledgement, and, with replication = sync,
+// holds a send's answer until a follower acknowledged its bytes (AckTracker). A pull carrying a
+// newer term deposes it: waits fail, writes are refused from then on.
+// Follower: one thread pulls from the leader named by Leadership and appends each chunk with
+// MessageStore::AppendReplicated (checked record by record, ConsumeQueues rebuilt). It refuses a
+// chunk from an older term than it has seen. A follower does not serve clients' writes and does
+// not run the timer, consumer, transaction or retention services (they write to the CommitLog);
+// promotion starts them (start_serving).
+//
+// Owned by the Broker; Start after the stores opened, Stop before they close. Thread-safety:
+// every public method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "commitlog/message_store.h"
+#include "common/clock.h"
+#include "proto/tokimq.pb.h"
+#include "replication/ack_tracker.h"
+#include "replication/leadership.h"
+
+namespace tokimq::broker {
+
+struct ReplicationOptions {
+  int broker_id = 0;            // 0: leader of term 0 by configuration
+  std::string replicate_from;   // host:port of the leader; required when broker_id != 0
+  bool sync = false;            // replication = "sync"
+  int64_t ack_timeout_ms = 3000;  // sync: a send fails kUnavailable when no follower acked by then
+  uint32_t pull_bytes = 1u << 20;  // chunk size a follower asks for
+  int64_t idle_pull_interval_ms = 1;  // a follower's pause after an empty chunk
+  uint64_t segment_size = 0;         // this broker's CommitLog segment size (must match)
+};
+
+class ReplicationService {
+ public:
+  // start_serving starts the services a leader runs (called once: at Start for a leader, at
+  // promotion for a follower). It must not call back into this object.
+  ReplicationService(ReplicationOptions options, MessageStore* store,
+                     std::function<absl::Status()> start_serving);
+  ~ReplicationService();
+
+  absl::Status Start();
+  void Stop();
+
+  // OK when this broker leads its group; else kFailedPrecondition naming the leader (clients
+  // retry there; the cluster routes of issue 19 point at it).
+  absl::Status CheckWritable() const;
+  bool sync() const { return options_.sync; }
+
+  // The end of a sync send: done(OK) once a follower holds every byte below `end`, error per
+  // AckTracker::WhenReplicated. Async: done(OK) at once.
+  void WhenReplicated(int64_t end, replication::AckTracker::Done done);
+
+  absl::Status HandlePull(const proto::ReplicatePullRequest& req,
+                          proto::ReplicatePullResponse* resp);
+  absl::Status HandleRole(const proto::ReplicationRoleRequest& req,
+                          proto::ReplicationRoleResponse* resp);
+
+  replication::Leadership* leadership() { return &leadership_; }
+
+ private:
+  void OnViewChange(const replication::LeadershipView& view);
+  void PullLoop();
+  // One pull from `leader`; returns false when the follower should pause before the next.
+  bool PullOnce(const std::string& leader);
+  void ExpiryLoop();
+  // Waits up to ms (real time) or until Stop.
+  void Pause(int64_t ms);
+
+  ReplicationOptions options_;
+  MessageStore* store_;
+  std::function<absl::Status()> start_serving_;
+  replication::Leadership leadership_;
+  replication::AckTracker acks_;
+
+  std::mutex serving_mu_;
+  bool serving_ = false;  // guarded by serving_mu_
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;  // guarded by stop_mu_
+  std::thread puller_;
+  std::thread expirer_;
+  struct PullState;
+  std::unique_ptr<PullState> pull_;  // puller thread only
+};
+
+}  // namespace tokimq::broker

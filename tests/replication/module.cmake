@@ -1,0 +1,1 @@
+tokimq_test_module(replication DEPS tokimq::replication)
