@@ -196,6 +196,11 @@ class Broker {
   // Users and ACL rules (always open; consulted by the endpoints only when auth_enabled()).
   auth::AuthStore* auth_store() const { return auth_.get(); }
   bool auth_enabled() const { return options_.auth; }
+  // The stores, for the web console's reads (DLQ browser, message lookup, the timer's due
+  // counts; broker/src/console/). Owned by the Broker, set from Open to Close. Thread-safe as
+  // their own classes say.
+  const MessageStore* message_store() const { return store_.get(); }
+  const TimerStore* timer_store() const { return timers_.get(); }
 
  private:
   explicit Broker(BrokerOptions options);
