@@ -14,6 +14,7 @@ pkgs=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsqlite3-dev
   libssl-dev openssl
+  nlohmann-json3-dev chromium
 )
 for arg in "$@"; do
   case "$arg" in
