@@ -47,7 +47,7 @@ function bars(el, values, label, labelEvery, cls) {
 function drawOverview(o) {
   $('version').textContent = o.version + (o.manual_clock ? ' (manual clock)' : '');
   $('ov-uptime').textContent = duration(o.uptime_ms);
-  $('ov-appended').textContent = rate(o.rates.appended_per_s);
+  $('ov-sent').textContent = rate(o.rates.sent_per_s);
   $('ov-released').textContent = rate(o.rates.released_per_s);
   $('ov-pending').textContent = num(o.timer.pending);
   $('ov-inflight').textContent = num(o.in_flight);
@@ -59,13 +59,16 @@ function drawOverview(o) {
 function drawTopics(t) {
   $('topic-count').textContent = `(${t.topic_count})`;
   $('topic-rows').innerHTML = t.topics.map((x) => `<tr data-topic="${esc(x.name)}"><td>${esc(x.name)}</td><td>${x.type}</td>` +
-    `<td class="n depth">${num(x.depth)}</td><td class="n">${rate(x.rate_per_s)}</td></tr>`).join('');
+    `<td class="n depth">${num(x.depth)}</td><td class="n sent">${num(x.sent)}</td><td class="n">${rate(x.rate_per_s)}</td></tr>`).join('');
 }
 let dlqGroups = [];
 function drawGroups(g) {
   $('group-count').textContent = `(${g.group_count})`;
-  $('group-rows').innerHTML = g.groups.map((x) => `<tr data-group="${esc(x.group)}"><td>${esc(x.group)}</td><td>${esc(x.topics.join(', '))}</td>` +
-    `<td class="n inflight">${num(x.in_flight)}</td><td class="n parked">${num(x.parked)}</td><td class="n dlq">${num(x.dlq_depth)}</td></tr>`).join('');
+  $('group-rows').innerHTML = g.groups.map((x) => `<tr data-group="${esc(x.group)}"><td>${esc(x.group)}</td>` +
+    `<td>${esc(x.topic_stats.map((t) => `${t.topic} (lag ${num(t.lag)})`).join(', ') || x.topics.join(', '))}</td>` +
+    `<td class="n lag">${num(x.lag)}</td><td class="n inflight">${num(x.in_flight)}</td>` +
+    `<td class="n age" data-ms="${x.oldest_unacked_age_ms}">${x.oldest_unacked_age_ms ? duration(x.oldest_unacked_age_ms) : '–'}</td>` +
+    `<td class="n parked">${num(x.parked)}</td><td class="n dlq">${num(x.dlq_depth)}</td><td class="n">${num(x.acked)}</td></tr>`).join('');
   const names = g.groups.map((x) => x.group);
   if (names.join() !== dlqGroups.join()) {
     const cur = $('dlq-group').value;

@@ -22,6 +22,7 @@
 #include "retention_task.h"
 #include "rocksdb_logger.h"
 #include "timerstore/timer_store.h"
+#include "topic_send_counters.h"
 #include "transaction/check_mailbox.h"
 #include "transaction/transaction_service.h"
 
@@ -78,6 +79,7 @@ absl::Status Broker::OpenStores() {
   retention_ = std::make_unique<RetentionTask>(clock_, store_.get(), options_.retention_interval_ms,
                                                [this] { return EffectiveRetentionMs(); });
   retention_->Start();
+  started_ms_ = clock_->NowMs();
   TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
                   metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
@@ -223,7 +225,8 @@ absl::Status Broker::OpenConsumerService() {
   return absl::OkStatus();
 }
 
-Broker::Broker(BrokerOptions options) : options_(std::move(options)) {}
+Broker::Broker(BrokerOptions options)
+    : options_(std::move(options)), sent_(std::make_unique<TopicSendCounters>()) {}
 
 Broker::~Broker() {
   absl::Status s = Close();

@@ -96,6 +96,8 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       s = GetString(node, key, &srv.bind_address);
     } else if (key == "port") {
       s = GetInt(node, key, &srv.port, 0, 65535);
+    } else if (key == "http_port") {
+      s = GetInt(node, key, &c->http_port, 0, 65535);
     } else if (key == "port_file") {
       s = GetString(node, key, &c->port_file);
     } else if (key == "log_level") {

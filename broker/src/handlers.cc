@@ -272,6 +272,7 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
     pb->set_count(b.count);
   }
   timer->set_lateness_count(lateness.count);
+  timer->set_lateness_sum_ms(tm.lateness_ms.Sum());
   {
     std::lock_guard<std::mutex> lock(subs_mu_);
     resp->set_group_count(static_cast<int32_t>(subscriptions_.size()));
@@ -314,6 +315,7 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
     resp->set_retention_last_run_ms(retention_->last_run_ms());
     resp->set_retention_deleted_segments(retention_->deleted_segments());
   }
+  FillCounterStats(req, resp);
   return absl::OkStatus();
 }
 

@@ -137,6 +137,7 @@ TEST_F(ConsoleApiTest, TopicsGroupsAndOverviewEqualTheStatsAnswer) {
   EXPECT_EQ(topics["topics"][0]["name"], "orders");
   EXPECT_EQ(topics["topics"][0]["depth"], 5);
   EXPECT_EQ(topics["topics"][0]["type"], "normal");
+  EXPECT_EQ(topics["topics"][0]["sent"], 5);
   EXPECT_EQ(topics["topics"][1]["type"], "delay");
 
   json groups = Get("/api/groups");
@@ -147,6 +148,12 @@ TEST_F(ConsoleApiTest, TopicsGroupsAndOverviewEqualTheStatsAnswer) {
   EXPECT_EQ(groups["groups"][0]["in_flight"].get<int64_t>(), st.groups(0).in_flight());
   EXPECT_EQ(groups["groups"][0]["dlq_depth"].get<int64_t>(), st.groups(0).dlq_depth());
   EXPECT_EQ(groups["groups"][0]["topics"], json::array({"orders"}));
+  // 5 sent, 3 handed out: a lag of 2; the oldest un-acked one became visible at the start.
+  EXPECT_EQ(groups["groups"][0]["lag"], 2);
+  EXPECT_EQ(groups["groups"][0]["topic_stats"][0]["lag"], 2);
+  EXPECT_EQ(groups["groups"][0]["topic_stats"][0]["received"], 3);
+  EXPECT_EQ(groups["groups"][0]["oldest_unacked_age_ms"].get<int64_t>(),
+            st.groups(0).oldest_unacked_age_ms());
 
   console_clock_.AdvanceMs(90'000);
   json o = Get("/api/overview");
@@ -163,7 +170,7 @@ TEST_F(ConsoleApiTest, TopicsGroupsAndOverviewEqualTheStatsAnswer) {
   EXPECT_EQ(o["commitlog"]["max_offset"].get<int64_t>(), Stats().commitlog_max_offset());
 }
 
-TEST_F(ConsoleApiTest, SendRatesCountAppendsOverTheConsoleClock) {
+TEST_F(ConsoleApiTest, SendRatesCountSendsOverTheConsoleClock) {
   CreateTopic("orders", proto::NORMAL, 2);
   Get("/api/topics");  // first sample
   for (int i = 0; i < 20; ++i) Send("orders", "m", "k" + std::to_string(i));
@@ -171,7 +178,7 @@ TEST_F(ConsoleApiTest, SendRatesCountAppendsOverTheConsoleClock) {
   json topics = Get("/api/topics");
   EXPECT_DOUBLE_EQ(topics["topics"][0]["rate_per_s"].get<double>(), 5.0);  // 20 in 4 s
   json o = Get("/api/overview");
-  EXPECT_DOUBLE_EQ(o["rates"]["appended_per_s"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(o["rates"]["sent_per_s"].get<double>(), 5.0);
 }
 
 TEST_F(ConsoleApiTest, TimerViewHasAnHourOfMinutesAndAWeekOfHours) {

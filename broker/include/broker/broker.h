@@ -60,6 +60,7 @@ class AuthStore;
 class CheckMailbox;
 class DiskWatermark;
 class RetentionTask;
+class TopicSendCounters;
 class TransactionService;
 struct PreparedSend;
 
@@ -239,6 +240,11 @@ class Broker {
   absl::Status HandlePollTransactionChecks(const proto::PollTransactionChecksRequest& req,
                                            proto::TransactionChecksResponse* resp);
   void FillTransactionStats(proto::TransactionStats* out) const;
+  // The figures /metrics needs beyond the store's (stats_counters.cc): per-topic sends,
+  // per-group acks, expiries, backlog and oldest un-acked age, the version and start time.
+  void FillCounterStats(const proto::StatsRequest& req, proto::StatsResponse* resp) const;
+  // Adds the stored results of a send to the per-topic counters.
+  void CountSent(const proto::SendResponse& resp);
   // Stores the transactional entries of `prepared` (moved out) as halves, filling their results.
   absl::Status StoreHalves(std::vector<PreparedSend>* prepared, const std::vector<int>& index,
                            int64_t now, proto::SendResponse* resp);
@@ -269,6 +275,8 @@ class Broker {
   std::unique_ptr<DiskWatermark> watermark_;
   std::unique_ptr<TransactionService> transactions_;
   std::unique_ptr<CheckMailbox> check_mailbox_;
+  std::unique_ptr<TopicSendCounters> sent_;
+  int64_t started_ms_ = 0;  // clock_ when the stores were open
   std::mutex check_sink_mu_;
   ExternalCheckSink external_check_sink_;  // check_sink_mu_
   bool closed_ = false;

@@ -90,25 +90,13 @@ struct Console {
     return std::move(*resp.mutable_stats());
   }
 
-  // Appended-per-second of each topic (sum of its queues' max offsets) and of all together.
+  // Sends per second of each topic (TopicStats.messages_sent, counted at send: a delayed
+  // message counts when sent, not when released).
   std::map<std::string, double> TopicRates(const proto::StatsResponse& st) {
     std::map<std::string, int64_t> counts;
-    const MessageStore* store = broker->message_store();
-    for (const proto::TopicStats& t : st.topics()) {
-      int64_t n = 0;
-      // Max offsets, not depth: retention lowers the depth, never the appends.
-      for (int32_t q = 0; q < QueuesOf(t.name()); ++q) n += store->MaxQueueOffset(t.name(), q);
-      counts[t.name()] = n;
-    }
+    for (const proto::TopicStats& t : st.topics()) counts[t.name()] = t.messages_sent();
     std::lock_guard<std::mutex> l(mu);
     return topic_rates.Update(clock->NowMs(), counts);
-  }
-  int32_t QueuesOf(const std::string& topic) const {
-    proto::Request req;
-    req.mutable_describe_topic()->set_name(topic);
-    proto::Response resp;
-    broker->Handle(req, &resp);
-    return resp.has_topic() ? resp.topic().topic().queues() : 0;
   }
   double ReleaseRate(const proto::StatsResponse& st) {
     std::lock_guard<std::mutex> l(mu);
@@ -167,7 +155,7 @@ void AddApiReads(http::Router& router, const std::shared_ptr<Console>& c) {
     x.version = "tokimq " TOKIMQ_VERSION;
     x.uptime_ms = c->clock->NowMs() - c->start_ms;
     x.manual_clock = c->broker->manual_clock();
-    for (const auto& [topic, rate] : c->TopicRates(*st)) x.appended_per_s += rate;
+    for (const auto& [topic, rate] : c->TopicRates(*st)) x.sent_per_s += rate;
     x.released_per_s = c->ReleaseRate(*st);
     return JsonResponse(OverviewJson(*st, x));
   });

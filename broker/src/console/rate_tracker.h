@@ -1,12 +1,12 @@
 // RateTracker: per-name rates (per second) from successive samples of counts that only grow
-// (a topic's max queue offsets, the timer's delivered counter), for the console's send and
+// (a topic's messages_sent, the timer's delivered counter), for the console's send and
 // release rates.
 //
 // A sample is kept at most once a second (calls in between are answered, not kept); the rate of a name is (count now - count in the
 // oldest kept sample) / the seconds between them, where the oldest kept sample is the newest
 // one at least window_ms old (so, once warmed up, rates are averages over window_ms to
-// window_ms + 1 s). A name absent from that sample counts from 0 there only if it appeared
-// after it (a new topic); a count that went down (a topic deleted and created again) rates 0.
+// window_ms + 1 s). A name absent from that sample counts from 0 there (a new topic); a count
+// that went down (the broker restarted: the counters are in memory) rates 0.
 // Memory: one map of counts per kept sample (window_ms / 1 s + 2 samples at most).
 // Thread-safety: none; the console guards it with a mutex.
 #pragma once

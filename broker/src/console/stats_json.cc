@@ -45,7 +45,7 @@ json OverviewJson(const proto::StatsResponse& st, const OverviewExtras& extras) 
       {"in_flight", in_flight},
       {"dlq_total", dlq_total},
       {"poison_depth", st.poison_depth()},
-      {"rates", {{"appended_per_s", extras.appended_per_s},
+      {"rates", {{"sent_per_s", extras.sent_per_s},
                  {"released_per_s", extras.released_per_s}}},
       {"timer", {{"pending", tm.pending()},
                  {"delivered", tm.delivered()},
@@ -69,6 +69,7 @@ json TopicsJson(const proto::StatsResponse& st, const std::map<std::string, doub
     topics.push_back({{"name", t.name()},
                       {"type", TopicTypeJsonName(t.type())},
                       {"depth", t.depth()},
+                      {"sent", t.messages_sent()},
                       {"rate_per_s", it == rates.end() ? 0.0 : it->second}});
   }
   return json{{"topic_count", st.topic_count()}, {"topics", std::move(topics)}};
@@ -77,11 +78,22 @@ json TopicsJson(const proto::StatsResponse& st, const std::map<std::string, doub
 json GroupsJson(const proto::StatsResponse& st) {
   json groups = json::array();
   for (const proto::GroupStats& g : st.groups()) {
+    int64_t lag = 0;
+    json per_topic = json::array();
+    for (const proto::GroupTopicStats& t : g.topic_stats()) {
+      lag += t.lag();
+      per_topic.push_back({{"topic", t.topic()}, {"lag", t.lag()}, {"received", t.received()}});
+    }
     groups.push_back({{"group", g.group()},
                       {"topics", json(std::vector<std::string>(g.topics().begin(), g.topics().end()))},
+                      {"lag", lag},
                       {"in_flight", g.in_flight()},
+                      {"oldest_unacked_age_ms", g.oldest_unacked_age_ms()},
                       {"dlq_depth", g.dlq_depth()},
-                      {"parked", g.parked()}});
+                      {"parked", g.parked()},
+                      {"acked", g.acked()},
+                      {"lease_expired", g.lease_expired()},
+                      {"topic_stats", std::move(per_topic)}});
   }
   return json{{"group_count", st.group_count()}, {"groups", std::move(groups)}};
 }

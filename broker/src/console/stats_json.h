@@ -18,12 +18,12 @@ struct OverviewExtras {
   std::string version;   // "tokimq X.Y.Z"
   int64_t uptime_ms = 0;
   bool manual_clock = false;
-  double appended_per_s = 0;  // messages appended to user topics (all topics' rates)
+  double sent_per_s = 0;      // messages sent to user topics (all topics' send rates)
   double released_per_s = 0;  // timer releases (delivered counter)
 };
 
 nlohmann::json OverviewJson(const proto::StatsResponse& st, const OverviewExtras& extras);
-// rates: topic name -> messages appended per second (absent: 0).
+// rates: topic name -> messages sent per second (absent: 0).
 nlohmann::json TopicsJson(const proto::StatsResponse& st, const std::map<std::string, double>& rates);
 nlohmann::json GroupsJson(const proto::StatsResponse& st);
 // minutes / hours: TimerStore::PendingByDueTime(60 s, 60) and (1 h, 168).

@@ -292,6 +292,7 @@ std::vector<absl::Status> ConsumerServiceImpl::AckBatch(
   }
   if (s.ok()) {
     g->in_flight.fetch_sub(static_cast<int64_t>(acked.size()));
+    g->acked.fetch_add(static_cast<int64_t>(acked.size()));
     // An ack in a FIFO queue unblocks the next message of the acked group.
     for (auto& [p, d] : drops) {
       if (p->fifo) {
