@@ -29,7 +29,7 @@ before(async () => {
   fs.writeFileSync(config, '[group.billing]\nmax_attempts = 1\n');  // a nack dead-letters at once
   broker = spawn(path.join(BIN, 'tokimq-broker'), [
     '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--http-port', String(httpPort), '--log-file', path.join(dataDir, 'broker.log'),
+    '--grpc-port', '0', '--http-port', String(httpPort), '--log-file', path.join(dataDir, 'broker.log'),
   ], { stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise((resolve) => broker.once('exit', resolve));
   for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
@@ -101,6 +101,8 @@ test('the console shows the broker\'s figures and resends a DLQ message', { time
         orders: cell('tr[data-topic="orders"] .depth'),
         reminders: cell('tr[data-topic="reminders"] .depth'),
         inFlight: cell('tr[data-group="billing"] .inflight'),
+        lag: cell('tr[data-group="billing"] .lag'),
+        sent: cell('tr[data-topic="orders"] .sent'),
         dlq: cell('tr[data-group="billing"] .dlq'),
         pending: cell('#tm-pending'),
         ovPending: cell('#ov-pending'),
@@ -118,6 +120,13 @@ test('the console shows the broker\'s figures and resends a DLQ message', { time
     assert.equal(shown.ovDlq, String(st.groups.billing.dlq));
     // And the figures are the known traffic, not only equal.
     assert.deepEqual([st.depth.orders, st.groups.billing.inFlight, st.groups.billing.dlq, st.pending], [12, 1, 1, 7]);
+    // Lag is not printed by `tokimq stats`: against /metrics, which reads the same Stats answer.
+    const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    const lag = metrics.match(/^tokimq_consumer_lag_messages\{group="billing",topic="orders"\} (\d+)/m);
+    assert.ok(lag, metrics);
+    assert.equal(shown.lag, lag[1]);
+    assert.equal(shown.lag, '10');  // 12 sent, 2 handed out
+    assert.equal(shown.sent, '12');
     assert.equal(shown.minute1, '4');
     assert.equal(shown.hour2, '3');
 
