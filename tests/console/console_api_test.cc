@@ -38,8 +38,8 @@ class ConsoleApiTest : public ::testing::Test {
     auto b = Broker::Open(o);
     ASSERT_TRUE(b.ok()) << b.status();
     broker_ = std::move(*b);
-    router_ = http::Router();
-    AddRoutes(router_, *broker_, ConsoleOptions{&console_clock_});
+    router_ = std::make_unique<http::Router>();
+    AddRoutes(*router_, *broker_, ConsoleOptions{&console_clock_});
   }
 
   proto::Response Call(const proto::Request& req) {
@@ -92,7 +92,7 @@ class ConsoleApiTest : public ::testing::Test {
                           std::map<std::string, std::string> query = {}, std::string body = "",
                           std::string authorization = "") {
     http::Request req{method, path, std::move(query), std::move(body), std::move(authorization)};
-    return router_.Dispatch(req);
+    return router_->Dispatch(req);
   }
   json Get(const std::string& path, std::map<std::string, std::string> query = {}) {
     http::Response r = Dispatch("GET", path, std::move(query));
@@ -119,7 +119,7 @@ class ConsoleApiTest : public ::testing::Test {
   testing::TempDir dir_;
   ManualClock console_clock_{kStartMs};
   std::unique_ptr<Broker> broker_;
-  http::Router router_;
+  std::unique_ptr<http::Router> router_;
   std::vector<proto::ReceivedMessage> dead_;
 };
 
