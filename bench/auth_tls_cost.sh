@@ -26,7 +26,7 @@ start() {  # start <name> <broker args...>
   local name=$1
   shift
   rm -f "$work/port"
-  "$bin/tokimq-broker" --data-dir "$work/$name" --port 0 --port-file "$work/port" --grpc-port 0 \
+  "$bin/tokimq-broker" --data-dir "$work/$name" --port 0 --port-file "$work/port" --grpc-port 0 --http-port 0 \
     --log-file "$work/$name.log" "$@" &
   pid=$!
   for _ in $(seq 200); do [[ -s "$work/port" ]] && break; sleep 0.05; done

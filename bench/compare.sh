@@ -123,7 +123,7 @@ start() {
     tokimq)
       rm -f "$dir/port"
       "$bin/tokimq-broker" --data-dir "$dir/data" --bind 127.0.0.1 --port "${port:-0}" \
-        --grpc-port 0 --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn \
+        --grpc-port 0 --http-port 0 --port-file "$dir/port" --log-file "$dir/broker.log" --log-level warn \
         --flush "$tflush" &
       pid=$!
       for _ in $(seq 1 600); do [[ -s "$dir/port" ]] && break; sleep 0.05; done

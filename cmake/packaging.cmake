@@ -13,6 +13,9 @@ include(GNUInstallDirs)
 install(TARGETS tokimq_broker_main tokimq_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/tokimq.toml DESTINATION ${CMAKE_INSTALL_DATADIR}/tokimq)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Prometheus scrape config + alert rules and the Grafana dashboard (docs/metrics.md).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/prometheus ${PROJECT_SOURCE_DIR}/deploy/grafana
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/tokimq)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
         FILES_MATCHING PATTERN "*.md")
 

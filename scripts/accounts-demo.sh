@@ -62,7 +62,7 @@ dir="$work/data"
 # What a killed consumer held comes back 1 s after its leases end (default backoff: 10 s, 30 s..).
 printf '[group.accounts-projection]\nbackoff = ["1s"]\n' >"$work/broker.toml"
 "$broker_bin" --data-dir "$dir" --bind 127.0.0.1 --port 0 --port-file "$dir.port" \
-  --log-file "$dir.log" --log-level warn --grpc-port 0 --config "$work/broker.toml" &
+  --log-file "$dir.log" --log-level warn --grpc-port 0 --http-port 0 --config "$work/broker.toml" &
 broker_pid=$!
 for _ in $(seq 1 300); do
   if [[ -s "$dir.port" ]]; then

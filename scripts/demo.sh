@@ -39,6 +39,7 @@ TOML
 
 echo "demo: starting tokimq-broker (data dir $work/data, log $work/broker.log)"
 "$bin/tokimq-broker" -c "$work/broker.toml" --data-dir "$work/data" --bind 127.0.0.1 --port 0 \
+  --http-port 0 \
   --port-file "$work/port" --log-file "$work/broker.log" &
 broker_pid=$!
 

@@ -14,6 +14,12 @@ pkgs=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsqlite3-dev libpq-dev
   libssl-dev openssl
+  # The /metrics text format (prometheus-cpp core only); promtool, which the metrics and deploy
+  # tests run, ships only in Debian's prometheus package (on a machine with systemd it also
+  # enables a Prometheus server on :9090; `systemctl disable --now prometheus` if unwanted).
+  prometheus-cpp-dev prometheus
+  # The web console: its JSON (nlohmann), its browser test (chromium, driven by puppeteer-core).
+  nlohmann-json3-dev chromium
 )
 for arg in "$@"; do
   case "$arg" in

@@ -36,7 +36,7 @@ sample() {  # label
 start() {
   rm -f "$dir/port"
   local t0=$(date +%s.%N)
-  "$broker" --data-dir "$dir/data" --port 0 --port-file "$dir/port" --grpc-port 0 \
+  "$broker" --data-dir "$dir/data" --port 0 --port-file "$dir/port" --grpc-port 0 --http-port 0 \
     --manual-clock "${extra[@]}" --log-file "$dir/broker.log" &
   pid=$!
   while [ ! -s "$dir/port" ]; do sleep 0.01; done

@@ -17,6 +17,8 @@
 #include "broker/server.h"
 #include "common/duration.h"
 #include "common/json_log_formatter.h"
+#include "console/console.h"
+#include "http/http_endpoint.h"
 #if TOKIMQ_WITH_ROCKETMQ
 #include "rocketmq/grpc_endpoint.h"
 #endif
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
       precision;
   int port = -1;
   int grpc_port = 8081;
+  int http_port = -1;
   bool manual_clock = false;
   int64_t manual_start_ms = 0;
   int64_t max_open_files = -1;
@@ -58,6 +61,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   CLI::Option* grpc_port_opt = app.add_option("--grpc-port", grpc_port,
                  "RocketMQ 5 gRPC endpoint port (default 8081; 0 = off), docs/rocketmq-compat.md")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--http-port", http_port,
+                 "HTTP port: /metrics, /healthz, /readyz, the console (default 9464; 0 = off), "
+                 "docs/metrics.md")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
   app.add_flag("--manual-clock", manual_clock,
@@ -122,6 +129,7 @@ int main(int argc, char** argv) {
   if (!bind.empty()) config.server.bind_address = bind;
   if (port >= 0) config.server.port = static_cast<uint16_t>(port);
   if (!port_file.empty()) config.port_file = port_file;
+  if (http_port >= 0) config.http_port = http_port;
   if (manual_clock) config.broker.manual_clock = true;
   if (manual_start_ms > 0) config.broker.manual_clock_start_ms = manual_start_ms;
   if (broker_id >= 0) config.broker.broker_id = broker_id;
@@ -201,11 +209,37 @@ int main(int argc, char** argv) {
   // Files the broker creates (the metadata RocksDB holding secret keys, messages, logs) are
   // readable by its own user only: 0600 / 0700 (issue 17, docs/security.md).
   ::umask(077);
+  // The HTTP port first, so /healthz answers (and /readyz says 503) while recovery runs.
+  std::unique_ptr<tokimq::http::HttpEndpoint> http;
+  if (config.http_port != 0) {
+    tokimq::http::HttpServerOptions http_options;
+    http_options.bind_address = config.server.bind_address;
+    http_options.port = static_cast<uint16_t>(config.http_port < 0 ? 9464 : config.http_port);
+    http = std::make_unique<tokimq::http::HttpEndpoint>(http_options);
+    absl::Status s = http->Start();
+    if (!s.ok() && config.http_port > 0) return Fail(s.ToString());  // asked for explicitly
+    if (!s.ok()) {  // the default port is taken (e.g. another broker): carry on without it
+      spdlog::error("HTTP port not started: {}", s.ToString());
+      http.reset();
+    } else {
+      spdlog::info("HTTP port {}:{} (/metrics, /healthz, /readyz)", config.server.bind_address,
+                   http->port());
+    }
+  }
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
+  if (http) {
+    http->SetBroker(broker->get());
+    // Routes of other components go here, once the Broker is open (issue 18 items 4-5: the
+    // web console registers its pages and JSON API on http->router()).
+    // ---- HTTP route hook: begin ----
+    tokimq::broker::console::AddRoutes(http->router(), **broker);  // docs/console.md
+    // ---- HTTP route hook: end ----
+  }
   tokimq::broker::Server server(broker->get(), config.server);
   absl::Status started = server.Start();
   if (!started.ok()) {
+    if (http) http->Stop();
     (void)(*broker)->Close();
     return Fail(started.ToString());
   }
@@ -225,6 +259,7 @@ int main(int argc, char** argv) {
       grpc_endpoint = std::move(*endpoint);
     } else if (grpc_port_opt->count() > 0) {  // asked for explicitly: refuse to run without it
       server.Stop();
+      if (http) http->Stop();
       (void)(*broker)->Close();
       return Fail(endpoint.status().ToString());
     } else {  // the default port is taken (e.g. another broker): carry on without it
@@ -246,10 +281,12 @@ int main(int argc, char** argv) {
     }
     if (!written || std::rename(tmp.c_str(), config.port_file.c_str()) != 0) {
       server.Stop();
+      if (http) http->Stop();
       (void)(*broker)->Close();
       return Fail("cannot write --port-file " + config.port_file);
     }
   }
+  if (http) http->SetReady(true);
   spdlog::info("tokimq-broker ready on {}:{} data dir {}{}", config.server.bind_address,
                server.port(), config.broker.data_dir,
                config.broker.manual_clock ? " (manual clock)" : "");
@@ -257,11 +294,13 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  if (http) http->SetReady(false);
   (*broker)->StopLongPolls();  // else the servers wait for open long polls (up to 20 s)
 #if TOKIMQ_WITH_ROCKETMQ
   if (grpc_endpoint) grpc_endpoint->Shutdown();
 #endif
   server.Stop();
+  if (http) http->Stop();  // its handlers call the Broker
   absl::Status closed = (*broker)->Close();
   if (!closed.ok()) return Fail("shutdown: " + closed.ToString());
   spdlog::info("bye");

@@ -23,6 +23,7 @@
 #include "retention_task.h"
 #include "rocksdb_logger.h"
 #include "timerstore/timer_store.h"
+#include "topic_send_counters.h"
 #include "transaction/check_mailbox.h"
 #include "transaction/transaction_service.h"
 
@@ -71,6 +72,7 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
   TOKIMQ_RETURN_IF_ERROR(OpenAuth());
   TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
+  started_ms_ = clock_->NowMs();
   ReplicationOptions repl;
   repl.broker_id = options_.broker_id;
   repl.replicate_from = options_.replicate_from;
@@ -237,7 +239,8 @@ absl::Status Broker::OpenConsumerService() {
   return absl::OkStatus();
 }
 
-Broker::Broker(BrokerOptions options) : options_(std::move(options)) {}
+Broker::Broker(BrokerOptions options)
+    : options_(std::move(options)), sent_(std::make_unique<TopicSendCounters>()) {}
 
 Broker::~Broker() {
   absl::Status s = Close();

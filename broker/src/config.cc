@@ -100,6 +100,7 @@ KeyResult ApplyServerKey(const std::string& key, const toml::node& node, BrokerC
   ServerOptions& srv = c->server;
   if (key == "bind") return GetString(node, key, &srv.bind_address);
   if (key == "port") return GetInt(node, key, &srv.port, 0, 65535);
+  if (key == "http_port") return GetInt(node, key, &c->http_port, 0, 65535);
   if (key == "port_file") return GetString(node, key, &c->port_file);
   if (key == "io_threads") return GetInt(node, key, &srv.io_threads, 1, 64);
   if (key == "worker_threads") return GetInt(node, key, &srv.worker_threads, 1, 1024);

@@ -244,6 +244,7 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
   FillTimerStats(resp->mutable_timer());
   FillGroupStats(req, resp);
   FillStorageStats(resp);
+  FillCounterStats(req, resp);
   return absl::OkStatus();
 }
 
@@ -301,6 +302,7 @@ void Broker::FillTimerStats(proto::TimerStats* timer) const {
     pb->set_count(b.count);
   }
   timer->set_lateness_count(lateness.count);
+  timer->set_lateness_sum_ms(tm.lateness_ms.Sum());
 }
 
 void Broker::FillGroupStats(const proto::StatsRequest& req, proto::StatsResponse* resp) {

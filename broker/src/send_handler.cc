@@ -212,6 +212,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     }
   }
   if (durable_end != nullptr) *durable_end = end;
+  CountSent(*resp);
   return absl::OkStatus();
 }
 

@@ -34,6 +34,7 @@ void Histogram::Record(int64_t v) {
   }
   buckets_[BucketOf(v)].fetch_add(1, std::memory_order_release);
   count_.fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(v, std::memory_order_relaxed);
 }
 
 HistogramSnapshot Histogram::Snapshot() const {
@@ -112,6 +113,7 @@ void Histogram::Reset() {
   for (auto& b : buckets_) b.store(0, std::memory_order_relaxed);
   count_.store(0);
   max_.store(0);
+  sum_.store(0);
 }
 
 }  // namespace tokimq

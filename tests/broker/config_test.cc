@@ -156,6 +156,18 @@ TEST(ConfigTest, LogFormatIsTextOrJson) {
 namespace tokimq::broker {
 namespace {
 
+TEST(ConfigTest, HttpPortKey) {
+  EXPECT_EQ(BrokerConfig().http_port, -1);  // the default: 9464, skipped when taken
+  BrokerConfig c;
+  ASSERT_TRUE(LoadConfigText("http_port = 9100\n", &c).ok());
+  EXPECT_EQ(c.http_port, 9100);
+  ASSERT_TRUE(LoadConfigText("http_port = 0\n", &c).ok());  // off
+  EXPECT_EQ(c.http_port, 0);
+  absl::Status s = LoadConfigText("http_port = 70000\n", &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("http_port"), std::string::npos) << s;
+}
+
 TEST(ConfigTest, AuthKeys) {
   BrokerConfig c;
   ASSERT_TRUE(LoadConfigText("auth = true\nauth_init_user = \"root:root-secret\"\n", &c).ok());

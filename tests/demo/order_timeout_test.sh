@@ -36,7 +36,7 @@ start_broker() {
   mkdir -p "$(dirname "$dir")"
   printf '[group.order-canceller]\nbackoff = ["1s", "5s", "30s"]\n' >"$dir.toml"
   "$broker_bin" -c "$dir.toml" --data-dir "$dir" --bind 127.0.0.1 --port "$port" \
-    --port-file "$dir.port" --log-file "$dir.log" --log-level warn &
+    --http-port 0 --port-file "$dir.port" --log-file "$dir.log" --log-level warn &
   broker_pid=$!
   for _ in $(seq 1 300); do
     if [[ -s "$dir.port" ]]; then

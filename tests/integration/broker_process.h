@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -34,6 +35,11 @@ class BrokerProcess {
     ::unlink(port_file.c_str());
     std::vector<std::string> args = {TOKIMQ_BROKER_BIN, "--data-dir", data_dir_, "--port", "0",
                                      "--port-file", port_file, "--log-file", data_dir_ + ".log"};
+    // The HTTP port off unless the test asks for one: several brokers run at once and the
+    // default (9464) is one port for all.
+    if (std::find(extra_args_.begin(), extra_args_.end(), "--http-port") == extra_args_.end()) {
+      args.insert(args.end(), {"--http-port", "0"});
+    }
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     pid_ = ::fork();
     if (pid_ == 0) {

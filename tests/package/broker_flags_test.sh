@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [[ "$("$broker" --version)" == "tokimq-broker $version" ]] || fail "broker --version: $("$broker" --version)"
 [[ "$("$cli" --version)" == "tokimq $version" ]] || fail "cli --version: $("$cli" --version)"
 
-"$broker" --data-dir "$work/data" --port 0 --grpc-port 0 --port-file "$work/port" \
+"$broker" --data-dir "$work/data" --port 0 --grpc-port 0 --http-port 0 --port-file "$work/port" \
   --log-format json 2>"$work/log.json" &
 pid=$!
 for _ in $(seq 200); do [[ -s "$work/port" ]] && break; sleep 0.1; done

@@ -19,6 +19,8 @@ echo "package: $(basename "$deb") $(stat -c %s "$deb") bytes"
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's#^\./#/#' >"$work/files"
 for f in /usr/bin/tokimq-broker /usr/bin/tokimq /usr/lib/systemd/system/tokimq-broker.service \
          /usr/share/tokimq/tokimq.toml /usr/share/doc/tokimq/README.md \
+         /usr/share/tokimq/prometheus/tokimq-rules.yml /usr/share/tokimq/grafana/tokimq.json \
+         /usr/share/doc/tokimq/metrics.md \
          /usr/share/doc/tokimq/configuration.md /usr/share/doc/tokimq/operations.md \
          /usr/share/doc/tokimq/formats/commitlog.md; do
   grep -qx "$f" "$work/files" || { cat "$work/files"; fail "missing $f"; }
@@ -61,7 +63,7 @@ done
 # with a temp data dir and free ports and stop it.
 sed -e "s#^data_dir = .*#data_dir = \"$work/data\"#" -e "s#^port = .*#port = 0#" \
   "$work/root/usr/share/tokimq/tokimq.toml" >"$work/tokimq.toml"
-"$work/root/usr/bin/tokimq-broker" --config "$work/tokimq.toml" --grpc-port 0 \
+"$work/root/usr/bin/tokimq-broker" --config "$work/tokimq.toml" --grpc-port 0 --http-port 0 \
   --port-file "$work/port" 2>"$work/broker.log" &
 pid=$!
 for _ in $(seq 200); do [[ -s "$work/port" ]] && break; sleep 0.1; done

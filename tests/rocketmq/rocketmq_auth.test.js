@@ -44,7 +44,7 @@ async function startBroker(name, toml, args = []) {
   fs.writeFileSync(config, toml);
   const proc = spawn(path.join(BIN, 'tokimq-broker'), [
     '--config', config, '--data-dir', path.join(dir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--log-file', path.join(dir, 'broker.log'), ...args,
+    '--grpc-port', String(grpcPort), '--http-port', '0', '--log-file', path.join(dir, 'broker.log'), ...args,
   ], { stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {

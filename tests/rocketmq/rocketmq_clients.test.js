@@ -62,7 +62,7 @@ before(async () => {
   fs.writeFileSync(config, `max_long_poll = "5s"\n[group.${FIFO_GROUP}]\nbackoff = [0]\n`);
   broker = spawn(path.join(BIN, 'tokimq-broker'), [
     '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--timer-precision', '100ms',
+    '--grpc-port', String(grpcPort), '--http-port', '0', '--timer-precision', '100ms',
     '--log-file', path.join(dataDir, 'broker.log'),
   ], { stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise((resolve) => broker.once('exit', resolve));

@@ -19,6 +19,12 @@ int HexValue(char c) {
 
 }  // namespace
 
+uint32_t RecallHandle::IdCrcOf(const Message& m) {
+  auto it = m.properties.find(prop::kMessageId);
+  if (it != m.properties.end() && !it->second.empty()) return crc32c::Value(it->second);
+  return crc32c::Value(m.body);
+}
+
 std::string RecallHandle::Encode() const {
   char raw[kHandleBytes];
   raw[0] = static_cast<char>(kHandleVersion);

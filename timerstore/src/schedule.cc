@@ -14,12 +14,6 @@
 namespace tokimq {
 namespace {
 
-uint32_t IdCrc(const Message& m) {
-  auto it = m.properties.find(prop::kMessageId);
-  if (it != m.properties.end() && !it->second.empty()) return crc32c::Value(it->second);
-  return crc32c::Value(m.body);
-}
-
 // The real destination of a scheduled message, checked at Schedule: a message the name rule
 // refuses would only be parked at its deliver time (issue 14).
 absl::Status CheckRealDestination(const Message& m) {
@@ -73,7 +67,7 @@ void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset) {
 absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
   TOKIMQ_RETURN_IF_ERROR(CheckRealDestination(msg));
   ScheduleResult result;
-  uint32_t id_crc = IdCrc(msg);
+  uint32_t id_crc = RecallHandle::IdCrcOf(msg);
   result.delivered_now = RewriteForSchedule(&msg, deliver_ms, clock_->NowMs());
   TOKIMQ_ASSIGN_OR_RETURN(result.put, store_->Put(std::move(msg)));
   if (result.delivered_now) {
@@ -106,7 +100,7 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
   const int64_t now = clock_->NowMs();
   int64_t due_now = 0;
   for (size_t i = 0; i < items.size(); ++i) {
-    id_crcs[i] = IdCrc(items[i].msg);
+    id_crcs[i] = RecallHandle::IdCrcOf(items[i].msg);
     out[i].delivered_now = RewriteForSchedule(&items[i].msg, items[i].deliver_ms, now);
     due_now += out[i].delivered_now ? 1 : 0;
     msgs.push_back(std::move(items[i].msg));
@@ -149,7 +143,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
   if (!moved) {
     const Message& m = *read;
     int64_t deliver = 0;
-    if (IdCrc(m) != h.id_crc || !ParseInt(m.properties, prop::kDeliverMs, &deliver) ||
+    if (RecallHandle::IdCrcOf(m) != h.id_crc || !ParseInt(m.properties, prop::kDeliverMs, &deliver) ||
         deliver != h.deliver_ms || m.properties.count(kTimerDeleteOf) != 0) {
       return absl::NotFoundError("recall: no scheduled message for handle");
     }

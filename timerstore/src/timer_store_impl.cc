@@ -191,6 +191,17 @@ void TimerStoreImpl::RefreshGauges() {
   RefreshRetentionGauges(/*expired_end=*/-1);
 }
 
+DueCounts TimerStoreImpl::PendingByDueTime(int64_t bucket_ms, int buckets) const {
+  DueCounts d;
+  d.bucket_ms = bucket_ms;
+  if (bucket_ms <= 0 || buckets <= 0) return d;
+  d.counts.resize(static_cast<size_t>(buckets));
+  std::lock_guard<std::mutex> l(mu_);
+  d.now_ms = clock_->NowMs();
+  d.later = pending_by_delay_.CountByDueTime(d.now_ms, options_.precision_ms, bucket_ms, &d.counts);
+  return d;
+}
+
 void TimerStoreImpl::SeedPendingByDelayLocked(int64_t read_tick) {
   pending_by_delay_.Clear();
   const int64_t limit = read_tick + slots_total_ + 1;

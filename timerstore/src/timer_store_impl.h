@@ -71,6 +71,7 @@ class TimerStoreImpl final : public TimerStore {
   absl::Status Checkpoint() override;
   TimerMetrics& metrics() override { return metrics_; }
   void RefreshGauges() override;
+  DueCounts PendingByDueTime(int64_t bucket_ms, int buckets) const override;
 
   // Service steps; each returns the number of items it moved (0 = nothing to do now).
   absl::StatusOr<size_t> EnqueueGetStep();

@@ -114,6 +114,8 @@ class Broker {
                                      o_.precision,
                                      "--grpc-port",
                                      "0",
+                                     "--http-port",
+                                     "0",
                                      "-c",
                                      o_.work_dir + "/broker.toml"};
     if (o_.manual_clock) args.push_back("--manual-clock");

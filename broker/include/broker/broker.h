@@ -61,6 +61,7 @@ class CheckMailbox;
 class DiskWatermark;
 class RetentionTask;
 class ReplicationService;
+class TopicSendCounters;
 class TransactionService;
 struct PreparedSend;
 
@@ -207,6 +208,11 @@ class Broker {
   // Users and ACL rules (always open; consulted by the endpoints only when auth_enabled()).
   auth::AuthStore* auth_store() const { return auth_.get(); }
   bool auth_enabled() const { return options_.auth; }
+  // The stores, for the web console's reads (DLQ browser, message lookup, the timer's due
+  // counts; broker/src/console/). Owned by the Broker, set from Open to Close. Thread-safe as
+  // their own classes say.
+  const MessageStore* message_store() const { return store_.get(); }
+  const TimerStore* timer_store() const { return timers_.get(); }
 
  private:
   explicit Broker(BrokerOptions options);
@@ -262,6 +268,11 @@ class Broker {
   absl::Status HandlePollTransactionChecks(const proto::PollTransactionChecksRequest& req,
                                            proto::TransactionChecksResponse* resp);
   void FillTransactionStats(proto::TransactionStats* out) const;
+  // The figures /metrics needs beyond the store's (stats_counters.cc): per-topic sends,
+  // per-group acks, expiries, backlog and oldest un-acked age, the version and start time.
+  void FillCounterStats(const proto::StatsRequest& req, proto::StatsResponse* resp) const;
+  // Adds the stored results of a send to the per-topic counters.
+  void CountSent(const proto::SendResponse& resp);
   // Stores the transactional entries of `prepared` (moved out) as halves, filling their results.
   absl::Status StoreHalves(std::vector<PreparedSend>* prepared, const std::vector<int>& index,
                            int64_t now, proto::SendResponse* resp);
@@ -293,6 +304,8 @@ class Broker {
   std::unique_ptr<DiskWatermark> watermark_;
   std::unique_ptr<TransactionService> transactions_;
   std::unique_ptr<CheckMailbox> check_mailbox_;
+  std::unique_ptr<TopicSendCounters> sent_;
+  int64_t started_ms_ = 0;  // clock_ when the stores were open
   std::mutex check_sink_mu_;
   ExternalCheckSink external_check_sink_;  // check_sink_mu_
   bool closed_ = false;

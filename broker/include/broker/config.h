@@ -17,6 +17,11 @@ struct BrokerConfig {
   std::string log_file;   // empty: stderr
   std::string log_format = "text";  // "text" (spdlog's pattern) or "json" (common/json_log_formatter.h)
   std::string port_file;  // when set, the bound port is written there after listen
+  // The HTTP port (/metrics, /healthz, /readyz, the console; docs/metrics.md) on the bind
+  // address. -1: the default, 9464, which the broker skips with an error in the log when it is
+  // taken (another broker on the host); 0: off; else that port, and a failure to bind it stops
+  // the start.
+  int http_port = -1;
   // --tls-mode / tls_mode as given ("" : permissive with a certificate, else disabled);
   // ResolveTls turns it into server.tls_mode.
   std::string tls_mode;

@@ -109,6 +109,24 @@ struct ReceivedMessage {
   int64_t invisible_until_ms = 0;
 };
 
+// A consumer group's figures for Stats and /metrics (docs/metrics.md), all computed when asked.
+struct GroupTopicMetrics {
+  std::string topic;      // the user topic (its retry queue counts here too)
+  int64_t received = 0;   // messages handed out since the broker started (redeliveries count)
+  // Messages stored in the queues the group has received from and not yet handed out to it:
+  // sum over those queues (its retry queue included) of end offset - consume offset.
+  int64_t lag = 0;
+};
+struct GroupMetrics {
+  int64_t acked = 0;          // deliveries acked since the broker started
+  int64_t lease_expired = 0;  // leases that ran out without an ack (not nacks) since start
+  // When the oldest message the group has not acked became visible in its queue (ms since
+  // the epoch; a retry copy counts from its own deliver time): over the queues the group has
+  // received from, the lowest offset that is leased, parked or not yet handed out. 0: none.
+  int64_t oldest_unacked_visible_ms = 0;
+  std::vector<GroupTopicMetrics> topics;  // by topic name
+};
+
 class ConsumerService {
  public:
   virtual ~ConsumerService() = default;
@@ -147,6 +165,9 @@ class ConsumerService {
   // FIFO queues: entries held by no consumer, waiting behind their message group or for a
   // redelivery time. 0 for groups that read no FIFO topic.
   virtual int64_t Parked(const std::string& /*group*/) const { return 0; }
+  // Counters and backlog of `group` (see GroupMetrics). Reads one message per queue with a
+  // backlog (for its visible time). Zeros for an unknown group.
+  virtual GroupMetrics Metrics(const std::string& /*group*/) const { return {}; }
   // Entries in the in-memory lease-expiry index (all groups): bounded by a multiple of the
   // leases in flight (stale entries of acked or renewed leases are compacted away).
   virtual int64_t ExpiryIndexEntries() const { return 0; }

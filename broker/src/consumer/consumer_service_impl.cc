@@ -305,6 +305,7 @@ void ConsumerServiceImpl::CommitAcks(const std::string& group, AckBatchState* st
   }
   for (size_t i : st->acked) st->owner[i]->EraseLease(st->receipts[i].queue_offset);
   g->in_flight.fetch_sub(static_cast<int64_t>(st->acked.size()));
+  g->acked.fetch_add(static_cast<int64_t>(st->acked.size()));
   // An ack in a FIFO queue unblocks the next message of the acked group.
   for (auto& [p, d] : st->drops) {
     if (p->fifo) {

@@ -11,7 +11,8 @@
 //   tag_filter.h           which messages a tag filter takes
 //   group_state.h          the group-state record codecs (RocksDB keys and values)
 // and, as members in files of their own: Receive (receive.cc, receive_scan.cc), lease expiry
-// (lease_expiry.cc), consumer-state recovery on open (consumer_state_recovery.cc).
+// (lease_expiry.cc), consumer-state recovery on open (consumer_state_recovery.cc), the
+// figures for Stats and /metrics (group_metrics.cc).
 //
 // Locking (what each lock guards; where two are held at once, the upper one is taken first):
 //   lease_mu_       serialises expiry processing (RunDueExpiries, the index's compaction).
@@ -101,6 +102,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   int64_t InFlight(const std::string& group) const override;
   int64_t DlqDepth(const std::string& group) const override;
   int64_t Parked(const std::string& group) const override;
+  GroupMetrics Metrics(const std::string& group) const override;  // group_metrics.cc
   void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) override;
   absl::Status RunUntilIdle() override;
   int64_t ExpiryIndexEntries() const override;
@@ -141,6 +143,8 @@ class ConsumerServiceImpl final : public ConsumerService {
   struct GroupState {
     GroupPolicy policy;
     std::atomic<int64_t> in_flight{0};
+    std::atomic<int64_t> acked{0};          // since the broker started (GroupMetrics)
+    std::atomic<int64_t> lease_expired{0};  // since the broker started (GroupMetrics)
     std::atomic<uint32_t> next_queue{0};  // round-robin start for Receive
   };
 

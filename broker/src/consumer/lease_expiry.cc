@@ -123,6 +123,7 @@ absl::Status ConsumerServiceImpl::ExpireRange(const Expiry& e) {
     if (it == p->leases.end() || it->second.parked) continue;
     rocksdb::WriteBatch batch;
     TOKIMQ_RETURN_IF_ERROR(EndLease(p, offset, std::nullopt, &batch));
+    GetGroup(p->key.group)->lease_expired.fetch_add(1);
   }
   return absl::OkStatus();
 }

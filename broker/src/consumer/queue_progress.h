@@ -26,6 +26,7 @@ struct Progress {
   // (SetFifo) when a topic is deleted and re-created with another type.
   bool fifo;
   int64_t consume_offset = -1;  // -1: not yet initialised from the store
+  int64_t received = 0;         // messages handed out from this queue since the broker started
   // Queue offset -> live lease (FIFO: or parked entry). The leases of one block are
   // contiguous in this map (a block holds offsets handed out by one Receive, and those ranges
   // never interleave).

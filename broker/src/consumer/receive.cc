@@ -145,6 +145,7 @@ void ConsumerServiceImpl::ApplyTaken(std::vector<Taken>* taken, int64_t until,
       for (int64_t offset : t.dropped) p->EraseLease(offset);
       for (auto& [offset, lease] : t.fresh) p->SetLease(offset, std::move(lease));
     }
+    p->received += static_cast<int64_t>(t.messages.size());
     for (size_t i = 0; i < t.messages.size(); ++i) {
       TakenMessage& m = t.messages[i];
       const int64_t offset = m.queue_offset;

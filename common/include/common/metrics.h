@@ -87,6 +87,9 @@ class Histogram {
   void Record(int64_t v);
   int64_t Count() const { return count_.load(std::memory_order_relaxed); }
   int64_t Max() const { return max_.load(std::memory_order_relaxed); }
+  // Sum of the recorded values (negative ones as 0), for Prometheus' histogram _sum. Read on its
+  // own it may lag or lead a concurrent Snapshot by the values being recorded.
+  int64_t Sum() const { return sum_.load(std::memory_order_relaxed); }
   // q in [0, 1]. 0 when empty.
   int64_t Percentile(double q) const;
   // The non-empty buckets, their sum and the max. Any thread, concurrently with Record: each
@@ -104,6 +107,7 @@ class Histogram {
   std::array<std::atomic<int64_t>, kBuckets> buckets_{};
   std::atomic<int64_t> count_{0};
   std::atomic<int64_t> max_{0};
+  std::atomic<int64_t> sum_{0};
 };
 
 }  // namespace tokimq

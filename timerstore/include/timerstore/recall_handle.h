@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "commitlog/message.h"
 
 namespace tokimq {
 
@@ -17,6 +18,8 @@ struct RecallHandle {
   uint32_t id_crc = 0;
 
   std::string Encode() const;
+  // The id_crc of `m`: CRC32C of its message id (UNIQ_KEY), or of its body when it has none.
+  static uint32_t IdCrcOf(const Message& m);
   // kInvalidArgument when not 50 hex digits or the version is unknown; kNotFound when the
   // embedded CRC does not match (a handle this broker never issued).
   static absl::StatusOr<RecallHandle> Decode(std::string_view text);

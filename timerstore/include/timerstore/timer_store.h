@@ -113,6 +113,17 @@ struct TimerMetrics {
   Gauge oldest_pending_segment_age_ms;
 };
 
+// Pending messages by due time (TimerStore::PendingByDueTime), for the web console's "what
+// comes due when" chart.
+struct DueCounts {
+  int64_t now_ms = 0;     // the clock when counted; bucket 0 starts here
+  int64_t bucket_ms = 0;  // width of each bucket, ms
+  // counts[i]: pending messages whose deliver tick starts in [now + i * bucket_ms,
+  // now + (i + 1) * bucket_ms); counts[0] also holds those due or overdue, not yet released.
+  std::vector<int64_t> counts;
+  int64_t later = 0;  // pending messages due after the last bucket
+};
+
 class TimerStore {
  public:
   static absl::StatusOr<std::unique_ptr<TimerStore>> Open(FileSystem* fs, Clock* clock,
@@ -169,6 +180,19 @@ class TimerStore {
   // for one pass over the pending deliver ticks of the next day (about 86,400 at 1 s
   // precision at most). Any thread.
   virtual void RefreshGauges() {}
+  // Pending messages by deliver time: `buckets` buckets of `bucket_ms` from now (DueCounts).
+  // Counted by each message's own deliver tick (the per-tick counts behind pending_by_bucket,
+  // seeded at recovery from the wheel's slot counts), so a message beyond the wheel window
+  // counts at its deliver time, not at the slot it is parked in. Sums (with `later`) to the
+  // `pending` gauge. Read-only; takes the state lock for one pass over the pending ticks up to
+  // the last bucket's end. Any thread. The default (a store without per-tick counts): every
+  // count 0. No errors: bucket_ms <= 0 or buckets <= 0 gives no buckets.
+  virtual DueCounts PendingByDueTime(int64_t bucket_ms, int buckets) const {
+    DueCounts d;
+    d.bucket_ms = bucket_ms;
+    if (bucket_ms > 0 && buckets > 0) d.counts.assign(static_cast<size_t>(buckets), 0);
+    return d;
+  }
 };
 
 }  // namespace tokimq
