@@ -152,6 +152,11 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
     case proto::Request::kListAcl:
       s = HandleAuthAdmin(req, resp);
       break;
+    case proto::Request::kCreateGroup:
+    case proto::Request::kUpdateGroup:
+    case proto::Request::kDescribeGroup:
+      s = HandleGroupAdmin(req, resp);
+      break;
     case proto::Request::BODY_NOT_SET:
       s = absl::UnimplementedError("unknown or empty request");
       break;
@@ -288,6 +293,8 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
       gs->set_in_flight(consumers_->InFlight(group));
       gs->set_dlq_depth(consumers_->DlqDepth(group));
       gs->set_parked(consumers_->Parked(group));
+      gs->set_delivery_order(
+          static_cast<proto::DeliveryOrder>(static_cast<int>(group_configs_->OrderOf(group))));
       if (req.omit_group_topics()) continue;
       for (const std::string& t : topics) gs->add_topics(t);
     }
