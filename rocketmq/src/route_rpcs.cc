@@ -226,8 +226,10 @@ grpc::Status MessagingServiceImpl::Telemetry(
   };
   const uint64_t stream_id = check_streams_.Register(write);
   v2::TelemetryCommand cmd;
+  bool subscriber = false;
   while (stream->Read(&cmd)) {
     if (!cmd.has_settings()) continue;  // answers to server commands (thread dumps, ...)
+    subscriber = subscriber || cmd.settings().has_subscription();
     if (cmd.settings().has_publishing()) {
       std::set<std::string> topics;
       // Check-backs carry the half's body: only to a producer whose user may publish the topic.
@@ -247,6 +249,10 @@ grpc::Status MessagingServiceImpl::Telemetry(
     if (!write(answer)) break;
   }
   check_streams_.Unregister(stream_id);
+  // A consumer whose session ended (crashed, or shut down without NotifyClientTermination) will
+  // not ack what it held: stop renewing its leases, as RocketMQ's proxy does for an offline
+  // client, so they run out and the messages come back.
+  if (subscriber) renewer_.ForgetClient(client);
   return grpc::Status::OK;
 }
 
