@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
                  "HTTP port: /metrics, /healthz, /readyz, the console (default 9464; 0 = off), "
                  "docs/metrics.md")
       ->check(CLI::Range(0, 65535));
+  std::string grpc_push_lease = "60s", grpc_auto_renew_max = "3h";
+  app.add_option("--grpc-push-lease", grpc_push_lease,
+                 "lease of a RocketMQ PushConsumer's message, renewed by the broker (default 60s)");
+  app.add_option("--grpc-auto-renew-max", grpc_auto_renew_max,
+                 "stop renewing a PushConsumer's lease this long after the receive (default 3h; "
+                 "0s = no renewal)");
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
   app.add_flag("--manual-clock", manual_clock,
                "run on a manual clock moved only by the admin advance-clock request (tests)");
@@ -151,6 +157,12 @@ int main(int argc, char** argv) {
     auto ms = tokimq::ParseDuration(disk_check_interval);
     if (!ms.ok() || *ms <= 0) return Fail("bad --disk-check-interval " + disk_check_interval);
     config.broker.disk_check_interval_ms = *ms;
+  }
+  auto push_lease = tokimq::ParseDuration(grpc_push_lease);
+  if (!push_lease.ok() || *push_lease <= 0) return Fail("bad --grpc-push-lease " + grpc_push_lease);
+  auto renew_max = tokimq::ParseDuration(grpc_auto_renew_max);
+  if (!renew_max.ok() || *renew_max < 0) {
+    return Fail("bad --grpc-auto-renew-max " + grpc_auto_renew_max);
   }
   if (max_open_files >= 0) config.broker.max_open_files = static_cast<size_t>(max_open_files);
   if (auth) config.broker.auth = true;
@@ -250,6 +262,8 @@ int main(int argc, char** argv) {
     grpc_options.address = config.server.bind_address;
     grpc_options.port = grpc_port;
     grpc_options.max_body_size = static_cast<int32_t>(config.broker.max_message_size);
+    grpc_options.default_invisible_ms = *push_lease;
+    grpc_options.auto_renew_max_ms = *renew_max;
     if (config.server.tls_mode != tokimq::broker::TlsMode::kDisabled) {
       grpc_options.tls_cert_file = config.server.tls_cert_file;  // TLS only on gRPC
       grpc_options.tls_key_file = config.server.tls_key_file;

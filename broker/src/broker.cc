@@ -70,6 +70,7 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_RETURN_IF_ERROR(OpenMessageStore());
   TOKIMQ_RETURN_IF_ERROR(OpenTimerStore());
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
+  TOKIMQ_ASSIGN_OR_RETURN(group_configs_, GroupConfigStore::Open(db_.get()));
   TOKIMQ_RETURN_IF_ERROR(OpenAuth());
   TOKIMQ_RETURN_IF_ERROR(OpenConsumerService());
   started_ms_ = clock_->NowMs();
@@ -221,6 +222,11 @@ absl::Status Broker::OpenConsumerService() {
   deps.is_fifo = [this](const std::string& topic) {
     absl::StatusOr<TopicConfig> t = ResolveTopic(topic);
     return t.ok() && t->type == TopicType::kFifo;
+  };
+  deps.group_orderly = [this](const std::string& group) -> std::optional<bool> {
+    const DeliveryOrder order = group_configs_->OrderOf(group);
+    if (order == DeliveryOrder::kUnset) return std::nullopt;
+    return order == DeliveryOrder::kOrderly;
   };
   deps.admit_state_write = [wm = watermark_.get()](uint64_t bytes) {
     return wm->AdmitOwnWrite(bytes);

@@ -134,6 +134,10 @@ absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) 
     case proto::Request::kRevokeAcl:
     case proto::Request::kListAcl:
       return HandleAuthAdmin(req, resp);
+    case proto::Request::kCreateGroup:
+    case proto::Request::kUpdateGroup:
+    case proto::Request::kDescribeGroup:
+      return HandleGroupAdmin(req, resp);
     case proto::Request::BODY_NOT_SET:
       break;
   }
@@ -321,6 +325,8 @@ void Broker::FillGroupStats(const proto::StatsRequest& req, proto::StatsResponse
     gs->set_in_flight(consumers_->InFlight(group));
     gs->set_dlq_depth(consumers_->DlqDepth(group));
     gs->set_parked(consumers_->Parked(group));
+    gs->set_delivery_order(
+        static_cast<proto::DeliveryOrder>(static_cast<int>(group_configs_->OrderOf(group))));
     if (req.omit_group_topics()) continue;
     for (const std::string& t : topics) gs->add_topics(t);
   }

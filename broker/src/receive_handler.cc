@@ -34,6 +34,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   r.long_poll_ms = std::min(req.long_poll_ms(), options_.max_long_poll_ms);
   r.tag_filter = req.tag_filter();
   r.max_per_group = std::max(req.max_per_group(), 1);
+  r.orderly_by_default = req.default_order() != proto::CONCURRENTLY;
   // Stored records straight into the response: no decoded Message in between.
   r.raw_records = true;
   // A response must fit a frame (16 MiB by default on both sides): several near-maximum

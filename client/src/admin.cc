@@ -69,6 +69,30 @@ absl::StatusOr<proto::HandshakeResponse> AdminClient::Ping() {
   return (*conn)->handshake();
 }
 
+absl::StatusOr<proto::GroupConfig> AdminClient::CreateGroup(const proto::GroupConfig& group) {
+  proto::Request req;
+  *req.mutable_create_group()->mutable_group() = group;
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->group().group();
+}
+
+absl::StatusOr<proto::GroupConfig> AdminClient::UpdateGroup(const proto::GroupConfig& group) {
+  proto::Request req;
+  *req.mutable_update_group()->mutable_group() = group;
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->group().group();
+}
+
+absl::StatusOr<proto::GroupConfig> AdminClient::DescribeGroup(const std::string& name) {
+  proto::Request req;
+  req.mutable_describe_group()->set_name(name);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->group().group();
+}
+
 absl::Status AdminClient::CreateUser(const proto::CreateUserRequest& user) {
   proto::Request req;
   *req.mutable_create_user() = user;

@@ -9,6 +9,7 @@
 #include "commitlog/message.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "error_texts.h"
 #include "messaging_service.h"
 #include "timerstore/timer_store.h"
 
@@ -46,8 +47,7 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
     invisible_ms = DurationMs(req->invisible_duration());
     if (invisible_ms <= 0 || invisible_ms > options_.max_invisible_ms) {
       return answer(MakeStatus(v2::Code::ILLEGAL_INVISIBLE_TIME,
-                               fmt::format("invisible duration must be in (0, {}] ms, got {} ms",
-                                           options_.max_invisible_ms, invisible_ms)));
+                               InvisibleTimeText(invisible_ms, 1, options_.max_invisible_ms)));
     }
   }
   int64_t long_poll_ms = 0;
@@ -66,8 +66,13 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   r->set_invisible_ms(invisible_ms);
   r->set_long_poll_ms(long_poll_ms);
   r->set_tag_filter(tag_filter);
+  // A group without a stored delivery order is Concurrently here (RocketMQ's default); only a
+  // group created orderly consumes FIFO topics in message-group order.
+  r->set_default_order(proto::CONCURRENTLY);
+  const std::string client = ClientIdOf(ctx);
   proto::Response resp = CallAs(who, native);  // sub on the group and the topic
   v2::Status status = StatusFromNative(resp, RpcKind::kReceive);
+  UseRocketMqText(&status, RpcKind::kReceive, topic, group);
   if (status.code() != v2::Code::OK) return answer(status);
   const auto& got = resp.receive().messages();
   if (got.empty()) return answer(MakeStatus(v2::Code::MESSAGE_NOT_FOUND, "no new message"));
@@ -78,6 +83,10 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   bool open = writer->Write(head);
   for (const proto::ReceivedMessage& m : got) {
     in_flight_.Put(m.receipt_handle(), m);
+    // PushConsumers (auto_renew): the broker keeps the lease alive while the listener runs.
+    if (req->auto_renew()) {
+      renewer_.Track(client, group, m.receipt_handle(), m.invisible_until_ms());
+    }
     if (!open) continue;  // leases stay; the messages come back when they expire
     v2::ReceiveMessageResponse item;
     ToRocketMessage(m, invisible_ms, item.mutable_message());
@@ -107,11 +116,11 @@ grpc::Status MessagingServiceImpl::AckMessage(grpc::ServerContext* ctx,
     *resp->mutable_status() = MakeStatus(v2::Code::BAD_REQUEST, "no entries to ack");
     return grpc::Status::OK;
   }
-  proto::Request native;
-  proto::AckRequest* ack = native.mutable_ack();
-  ack->set_group(req->group().name());
-  for (const v2::AckMessageEntry& e : req->entries()) ack->add_receipt_handles(e.receipt_handle());
-  proto::Response r = CallAs(who, native);
+  std::vector<std::string> handles;
+  handles.reserve(req->entries_size());
+  for (const v2::AckMessageEntry& e : req->entries()) handles.push_back(e.receipt_handle());
+  // Handles of auto-renewed messages are translated to their current lease (auto_renew.cc).
+  proto::Response r = AckResolved(who, req->group().name(), handles);
   v2::Status status = StatusFromNative(r, RpcKind::kReceipt);
   if (status.code() != v2::Code::OK || r.ack().results_size() != req->entries_size()) {
     if (status.code() == v2::Code::OK) {
@@ -168,9 +177,8 @@ grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
   }
   const int64_t ms = DurationMs(req->invisible_duration());
   if (ms < 0 || ms > options_.max_invisible_ms) {
-    *resp->mutable_status() = MakeStatus(
-        v2::Code::ILLEGAL_INVISIBLE_TIME,
-        fmt::format("invisible duration must be in [0, {}] ms", options_.max_invisible_ms));
+    *resp->mutable_status() = MakeStatus(v2::Code::ILLEGAL_INVISIBLE_TIME,
+                                         InvisibleTimeText(ms, 0, options_.max_invisible_ms));
     return grpc::Status::OK;
   }
   proto::Request native;
@@ -179,17 +187,19 @@ grpc::Status MessagingServiceImpl::ChangeInvisibleDuration(
     // comes back with attempt + 1; the old handle is returned but no longer acks.
     proto::NackRequest* nack = native.mutable_nack();
     nack->set_group(req->group().name());
-    nack->set_receipt_handle(req->receipt_handle());
+    nack->set_receipt_handle(renewer_.Resolve(req->receipt_handle()));
     nack->set_delay_ms(0);
   } else {
     proto::ChangeInvisibleDurationRequest* c = native.mutable_change_invisible_duration();
     c->set_group(req->group().name());
-    c->set_receipt_handle(req->receipt_handle());
+    c->set_receipt_handle(renewer_.Resolve(req->receipt_handle()));
     c->set_invisible_ms(ms);
   }
   proto::Response r = CallAs(who, native);
   *resp->mutable_status() = StatusFromNative(r, RpcKind::kReceipt);
   if (resp->status().code() != v2::Code::OK) return grpc::Status::OK;
+  // The client took the lease over (a push consumer's NACK): no more server-side renewal.
+  renewer_.Forget(req->receipt_handle());
   if (ms == 0) {
     in_flight_.Erase(req->receipt_handle());
     resp->set_receipt_handle(req->receipt_handle());
@@ -224,9 +234,10 @@ grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
     // broker's retry policy, which moves it to the DLQ after the group's max attempts.
     proto::Request nack;
     nack.mutable_nack()->set_group(group);
-    nack.mutable_nack()->set_receipt_handle(req->receipt_handle());
+    nack.mutable_nack()->set_receipt_handle(renewer_.Resolve(req->receipt_handle()));
     proto::Response r = Call(nack);
     *resp->mutable_status() = StatusFromNative(r, RpcKind::kReceipt);
+    if (resp->status().code() == v2::Code::OK) renewer_.Forget(req->receipt_handle());
     TOKIMQ_LOG_WARN("rocketmq: DLQ forward of {} in group {}: message not cached, NACKed instead",
                     req->message_id(), group);
     return grpc::Status::OK;
@@ -257,7 +268,7 @@ grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
   }
   proto::Request ack;
   ack.mutable_ack()->set_group(group);
-  ack.mutable_ack()->add_receipt_handles(req->receipt_handle());
+  ack.mutable_ack()->add_receipt_handles(renewer_.Resolve(req->receipt_handle()));
   proto::Response ar = Call(ack);
   status = StatusFromNative(ar, RpcKind::kReceipt);
   if (status.code() == v2::Code::OK && ar.ack().results_size() == 1 &&
@@ -265,7 +276,10 @@ grpc::Status MessagingServiceImpl::ForwardMessageToDeadLetterQueue(
     status = MakeStatus(CodeFromNative(ar.ack().results(0), RpcKind::kReceipt),
                         ar.ack().results(0).message());
   }
-  if (status.code() == v2::Code::OK) in_flight_.Erase(req->receipt_handle());
+  if (status.code() == v2::Code::OK) {
+    in_flight_.Erase(req->receipt_handle());
+    renewer_.Forget(req->receipt_handle());
+  }
   *resp->mutable_status() = status;
   return grpc::Status::OK;
 }

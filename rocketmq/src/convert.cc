@@ -1,4 +1,5 @@
 #include "convert.h"
+#include "error_texts.h"
 
 #include <openssl/evp.h>
 
@@ -47,13 +48,15 @@ const char* TopicTypeLabel(proto::TopicType type) {
 std::optional<v2::Status> GroupNameError(const std::string& group) {
   absl::Status s = ValidateGroupName(group);
   if (s.ok()) return std::nullopt;
-  return MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP, std::string(s.message()));
+  return MakeStatus(v2::Code::ILLEGAL_CONSUMER_GROUP,
+                    IllegalGroupText(group) + "; " + std::string(s.message()));
 }
 
 std::optional<v2::Status> TopicNameError(const std::string& topic) {
   absl::Status s = ValidateDestination(topic);
   if (s.ok()) return std::nullopt;
-  return MakeStatus(v2::Code::ILLEGAL_TOPIC, std::string(s.message()));
+  return MakeStatus(v2::Code::ILLEGAL_TOPIC,
+                    IllegalTopicText(topic) + "; " + std::string(s.message()));
 }
 
 static_assert(std::string_view(kRmqPropPrefix) == kEndpointPropertyPrefix,
@@ -248,6 +251,9 @@ void ToRocketMessage(const proto::ReceivedMessage& in, int64_t invisible_ms, v2:
   const std::string* group = FindProp(in, prop::kMessageGroup);
   if (group != nullptr && !group->empty()) {
     sp->set_message_group(*group);
+    // RocketMQ stores the message group as the property __SHARDINGKEY and hands it back as a
+    // user property too (the official clients' FIFO tests read it there).
+    (*out->mutable_user_properties())[kShardingKeyProperty] = *group;
     sp->set_message_type(v2::MessageType::FIFO);
   } else {
     sp->set_message_type(delayed ? v2::MessageType::DELAY : v2::MessageType::NORMAL);

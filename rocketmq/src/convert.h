@@ -23,6 +23,9 @@ inline constexpr char kRmqMessageId[] = "__RMQ_MSG_ID";     // client-generated 
 inline constexpr char kRmqBornHost[] = "__RMQ_BORN_HOST";
 inline constexpr char kRmqTraceContext[] = "__RMQ_TRACE_CTX";
 inline constexpr char kRmqBodyEncoding[] = "__RMQ_BODY_ENC";  // "GZIP" when the body is gzipped
+// RocketMQ's name for the message group as a user-visible property (MessageConst
+// PROPERTY_SHARDING_KEY): set on received messages that carry a message group.
+inline constexpr char kShardingKeyProperty[] = "__SHARDINGKEY";
 
 // True for names that are not user properties: the native broker's system properties and the
 // __RMQ_ ones above.
@@ -38,8 +41,8 @@ v2::Code CodeFromNative(const proto::Status& status, RpcKind kind);
 v2::Status MakeStatus(v2::Code code, const std::string& message);
 inline v2::Status OkStatus() { return MakeStatus(v2::Code::OK, "OK"); }
 // The name rule (common/names.h) for what RocketMQ clients send: ILLEGAL_CONSUMER_GROUP /
-// ILLEGAL_TOPIC with the rule in the message, or std::nullopt for a valid name. A topic may be
-// a retry / DLQ topic of a valid group.
+// ILLEGAL_TOPIC with RocketMQ's text (error_texts.h) and the rule in the message, or
+// std::nullopt for a valid name. A topic may be a retry / DLQ topic of a valid group.
 std::optional<v2::Status> GroupNameError(const std::string& group);
 std::optional<v2::Status> TopicNameError(const std::string& topic);
 // The v2 status for a native response (OK when it carries no error).

@@ -10,9 +10,11 @@
 // concurrently; the topic cache and the in-flight cache lock their own mutexes.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "broker/auth/permissions.h"
 #include "convert.h"
 #include "in_flight_cache.h"
+#include "lease_renewer.h"
 #include "proto/tokimq.pb.h"
 #include "rocketmq/grpc_endpoint.h"
 
@@ -31,10 +34,13 @@ class Broker;
 
 namespace tokimq::rocketmq {
 
+// The client id of a call (metadata x-mq-client-id), "?" without one.
+std::string ClientIdOf(const grpc::ServerContext* ctx);
+
 class MessagingServiceImpl final : public v2::MessagingService::Service {
  public:
   MessagingServiceImpl(broker::Broker* broker, GrpcEndpointOptions options);
-  // Unhooks the transaction check sink from the broker.
+  // Unhooks the transaction check sink from the broker and stops the lease renewal thread.
   ~MessagingServiceImpl() override;
 
   grpc::Status QueryRoute(grpc::ServerContext* ctx, const v2::QueryRouteRequest* req,
@@ -78,7 +84,7 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
                                     v2::SyncLiteSubscriptionResponse* resp) override;
 
   // The answer to a client's Settings in the telemetry handshake (exposed for tests).
-  // `fifo_group`: what a subscriber is told in Subscription.fifo (see SubscribesFifoTopic).
+  // `fifo_group`: what a subscriber is told in Subscription.fifo (see GroupIsOrderly).
   v2::Settings AnswerSettings(const v2::Settings& client, bool fifo_group = false) const;
 
   // Validates one message of a SendMessage request and appends its native entry (exposed for
@@ -130,18 +136,33 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
                  const v2::Endpoints& endpoints, v2::MessageQueue* mq) const;
   v2::Endpoints AdvertisedEndpoints(const v2::Endpoints& requested) const;
 
-  // True when a subscriber's settings name at least one topic that exists and is FIFO: the
-  // group then consumes orderly (RocketMQ makes orderliness a property of the group, and the
-  // PushConsumer switches to its FIFO consume service on Subscription.fifo). Unknown topics
-  // count as not FIFO.
-  bool SubscribesFifoTopic(const v2::Settings& client);
+  // True when a subscriber's group is stored with delivery order Orderly (native
+  // DescribeGroup; `tokimq group create --orderly`): RocketMQ makes orderliness a property of
+  // the group (consumeMessageOrderly), and the PushConsumer switches to its FIFO consume
+  // service on Subscription.fifo. A group without a configuration is Concurrently.
+  bool GroupIsOrderly(const v2::Settings& client);
 
   // A check of the broker for a RocketMQ producer of the topic (the broker's external sink).
   bool OfferCheck(const proto::TransactionCheck& check);
 
+  // Server-side lease renewal (auto_renew.cc): the thread running renewer_.RunOnce every
+  // period, the native renewal it calls, and the acks of AckMessage through the renewer (a
+  // handle renewed between Resolve and the ack is acked again with its new handle).
+  void StartRenewal();
+  void StopRenewal();
+  absl::StatusOr<std::string> RenewNative(const std::string& group, const std::string& handle,
+                                          int64_t invisible_ms);
+  proto::Response AckResolved(const std::string& who, const std::string& group,
+                              const std::vector<std::string>& client_handles);
+
   broker::Broker* const broker_;
   const GrpcEndpointOptions options_;
   InFlightCache in_flight_;
+  LeaseRenewer renewer_;
+  std::mutex renew_mu_;
+  std::condition_variable renew_cv_;
+  bool renew_stop_ = false;  // renew_mu_
+  std::thread renew_thread_;
   CheckStreams check_streams_;
 
   struct CachedTopic {

@@ -4,6 +4,7 @@
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "error_texts.h"
 #include "messaging_service.h"
 
 namespace tokimq::rocketmq {
@@ -23,23 +24,30 @@ const char* ClientTypeName(v2::ClientType t) {
   }
 }
 
-std::string ClientId(const grpc::ServerContext* ctx) {
+}  // namespace
+
+std::string ClientIdOf(const grpc::ServerContext* ctx) {
   auto it = ctx->client_metadata().find("x-mq-client-id");
   if (it == ctx->client_metadata().end()) return "?";
   return std::string(it->second.data(), it->second.size());
 }
 
-}  // namespace
-
 MessagingServiceImpl::MessagingServiceImpl(broker::Broker* broker, GrpcEndpointOptions options)
-    : broker_(broker), options_(std::move(options)), in_flight_(options_.dlq_cache_bytes) {
+    : broker_(broker),
+      options_(std::move(options)),
+      in_flight_(options_.dlq_cache_bytes),
+      renewer_(broker_ != nullptr ? broker_->clock() : nullptr,
+               RenewerOptionsFor(options_.default_invisible_ms, options_.auto_renew_max_ms)) {
   if (broker_ == nullptr) return;  // unit tests of the pure parts
   broker_->SetExternalCheckSink(
       [this](const proto::TransactionCheck& check) { return OfferCheck(check); });
+  StartRenewal();
 }
 
 MessagingServiceImpl::~MessagingServiceImpl() {
-  if (broker_ != nullptr) broker_->SetExternalCheckSink(nullptr);
+  if (broker_ == nullptr) return;
+  StopRenewal();
+  broker_->SetExternalCheckSink(nullptr);
 }
 
 proto::Response MessagingServiceImpl::Call(const proto::Request& req) {
@@ -51,7 +59,7 @@ proto::Response MessagingServiceImpl::Call(const proto::Request& req) {
 std::optional<proto::TopicConfig> MessagingServiceImpl::LookupTopic(const std::string& name,
                                                                     v2::Status* error) {
   if (name.empty()) {
-    *error = MakeStatus(v2::Code::ILLEGAL_TOPIC, "topic name is empty");
+    *error = MakeStatus(v2::Code::ILLEGAL_TOPIC, IllegalTopicText(name));
     return std::nullopt;
   }
   if (auto bad = TopicNameError(name)) {
@@ -79,6 +87,7 @@ std::optional<proto::TopicConfig> MessagingServiceImpl::LookupTopic(const std::s
   proto::Response resp = Call(req);
   if (resp.has_status() && resp.status().code() != 0) {
     *error = StatusFromNative(resp, RpcKind::kRoute);
+    UseRocketMqText(error, RpcKind::kRoute, name, "");
     std::lock_guard<std::mutex> lock(topics_mu_);
     topics_.erase(name);
     return std::nullopt;
@@ -148,14 +157,16 @@ grpc::Status MessagingServiceImpl::Heartbeat(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-bool MessagingServiceImpl::SubscribesFifoTopic(const v2::Settings& client) {
+bool MessagingServiceImpl::GroupIsOrderly(const v2::Settings& client) {
   if (!client.has_subscription()) return false;
-  for (const v2::SubscriptionEntry& e : client.subscription().subscriptions()) {
-    v2::Status ignored;
-    std::optional<proto::TopicConfig> topic = LookupTopic(e.topic().name(), &ignored);
-    if (topic && topic->type() == proto::FIFO) return true;
-  }
-  return false;
+  const std::string& group = client.subscription().group().name();
+  if (group.empty() || GroupNameError(group)) return false;
+  proto::Request req;
+  req.mutable_describe_group()->set_name(group);
+  proto::Response resp = Call(req);
+  // No configuration (NOT_FOUND): the group is implicit and Concurrently, RocketMQ's default.
+  return (!resp.has_status() || resp.status().code() == 0) &&
+         resp.group().group().delivery_order() == proto::ORDERLY;
 }
 
 v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client,
@@ -175,9 +186,10 @@ v2::Settings MessagingServiceImpl::AnswerSettings(const v2::Settings& client,
     }
   } else if (s.has_subscription()) {
     v2::Subscription* sub = s.mutable_subscription();
-    // The broker hands out one message per message group at a time whatever the client does;
-    // `fifo` makes the PushConsumer consume a group's messages one by one and retry a failed
-    // one locally before the next (docs/rocketmq-compat.md).
+    // `fifo` is the group's delivery order (RocketMQ: consumeMessageOrderly): for an Orderly
+    // group the broker hands out one message per message group at a time, and the PushConsumer
+    // consumes a group's messages one by one, retrying a failed one locally before the next
+    // (docs/rocketmq-compat.md "FIFO").
     sub->set_fifo(fifo_group);
     sub->set_receive_batch_size(options_.receive_batch_size);
     int64_t poll = options_.long_polling_timeout_ms;
@@ -204,7 +216,7 @@ grpc::Status MessagingServiceImpl::Telemetry(
   if (Authenticate(ctx, &who)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "authentication failed");
   }
-  const std::string client = ClientId(ctx);
+  const std::string client = ClientIdOf(ctx);
   // Writes come from this thread (settings answers) and from the broker's transaction check
   // thread (RecoverOrphanedTransactionCommand, through check_streams_): one at a time.
   std::mutex write_mu;
@@ -214,8 +226,10 @@ grpc::Status MessagingServiceImpl::Telemetry(
   };
   const uint64_t stream_id = check_streams_.Register(write);
   v2::TelemetryCommand cmd;
+  bool subscriber = false;
   while (stream->Read(&cmd)) {
     if (!cmd.has_settings()) continue;  // answers to server commands (thread dumps, ...)
+    subscriber = subscriber || cmd.settings().has_subscription();
     if (cmd.settings().has_publishing()) {
       std::set<std::string> topics;
       // Check-backs carry the half's body: only to a producer whose user may publish the topic.
@@ -229,12 +243,16 @@ grpc::Status MessagingServiceImpl::Telemetry(
     v2::TelemetryCommand answer;
     *answer.mutable_status() = OkStatus();
     *answer.mutable_settings() =
-        AnswerSettings(cmd.settings(), SubscribesFifoTopic(cmd.settings()));
+        AnswerSettings(cmd.settings(), GroupIsOrderly(cmd.settings()));
     TOKIMQ_LOG_DEBUG("rocketmq: settings from {} {}", ClientTypeName(cmd.settings().client_type()),
                      client);
     if (!write(answer)) break;
   }
   check_streams_.Unregister(stream_id);
+  // A consumer whose session ended (crashed, or shut down without NotifyClientTermination) will
+  // not ack what it held: stop renewing its leases, as RocketMQ's proxy does for an offline
+  // client, so they run out and the messages come back.
+  if (subscriber) renewer_.ForgetClient(client);
   return grpc::Status::OK;
 }
 
@@ -272,7 +290,9 @@ grpc::Status MessagingServiceImpl::NotifyClientTermination(
     v2::NotifyClientTerminationResponse* resp) {
   std::string who;
   if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
-  // Leases of a terminated client simply expire; nothing is kept per client.
+  // Leases of a terminated client simply expire: stop renewing them (a push consumer that shut
+  // down will not ack what it still held).
+  renewer_.ForgetClient(ClientIdOf(ctx));
   *resp->mutable_status() = OkStatus();
   return grpc::Status::OK;
 }

@@ -3,6 +3,7 @@
 
 #include "broker/broker.h"
 #include "common/clock.h"
+#include "error_texts.h"
 #include "messaging_service.h"
 
 namespace tokimq::rocketmq {
@@ -57,8 +58,8 @@ v2::Status MessagingServiceImpl::PrepareSendEntry(const v2::Message& m,
   if (type_status.code() != v2::Code::OK) return type_status;
   if (static_cast<int64_t>(m.body().size()) > options_.max_body_size) {
     return MakeStatus(v2::Code::MESSAGE_BODY_TOO_LARGE,
-                      fmt::format("body of {} bytes exceeds the max body size of {} bytes",
-                                  m.body().size(), options_.max_body_size));
+                      BodyTooLargeText(static_cast<int64_t>(m.body().size()),
+                                       options_.max_body_size));
   }
   if (sp.has_delivery_timestamp()) {
     const int64_t at = TimestampMs(sp.delivery_timestamp());
@@ -145,6 +146,7 @@ grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,
   }
   proto::Response r = CallAs(who, native);  // pub on the topic
   v2::Status status = StatusFromNative(r, RpcKind::kSend);
+  UseRocketMqText(&status, RpcKind::kSend, topic_name, "");
   if (status.code() != v2::Code::OK) return fail_all(status);
   if (r.send().results_size() != req->messages_size()) {
     return fail_all(MakeStatus(v2::Code::INTERNAL_ERROR, "broker answered a different count"));
@@ -160,9 +162,11 @@ grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,
     if (!sr.recall_handle().empty()) {
       e->set_recall_handle(EncodeRecallHandle(id, sr.recall_handle()));
     }
-    if (!sr.transaction_id().empty()) {
-      e->set_transaction_id(EncodeTransactionId(sr.message_id(), sr.transaction_id()));
-    }
+    // RocketMQ's proxy answers every send with a transaction id; for a message that is not
+    // transactional it is the message id (the official clients' tests assert the equality).
+    e->set_transaction_id(sr.transaction_id().empty()
+                              ? id
+                              : EncodeTransactionId(sr.message_id(), sr.transaction_id()));
   }
   return grpc::Status::OK;
 }

@@ -129,6 +129,11 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
       return it->second;
     };
     deps.is_fifo = [this](const std::string& topic) { return fifo_topics_.contains(topic); };
+    deps.group_orderly = [this](const std::string& group) -> std::optional<bool> {
+      auto it = group_orderly_.find(group);
+      if (it == group_orderly_.end()) return std::nullopt;
+      return it->second;
+    };
     auto svc = NewConsumerService(std::move(deps));
     ASSERT_TRUE(svc.ok()) << svc.status();
     svc_ = std::move(*svc);
@@ -207,6 +212,8 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
   ManualClock clock_;
   std::map<std::string, int> queues_;
   std::set<std::string> fifo_topics_;
+  // Stored delivery order per group (true: Orderly); groups not here have none stored.
+  std::map<std::string, bool> group_orderly_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<ConsumerService> svc_;

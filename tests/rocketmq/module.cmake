@@ -16,6 +16,11 @@ if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
   add_test(NAME rocketmq.official_nodejs_client_auth
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_auth.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(rocketmq.official_nodejs_client_auth PROPERTIES TIMEOUT 120 LABELS integration)
+  # Compatibility round 2 (issue 22): transaction ids, __SHARDINGKEY, error texts, group
+  # delivery order, namespaces, auto-renew.
+  add_test(NAME rocketmq.official_nodejs_client_compat
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_compat.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(rocketmq.official_nodejs_client_compat PROPERTIES TIMEOUT 180 LABELS integration)
   add_dependencies(tokimq_tests tokimq_broker_main tokimq_cli)
 elseif(NOT tokimq_have_rocketmq)
   message(STATUS "tokimq: RocketMQ Node.js test not registered (endpoint not built)")

@@ -77,6 +77,10 @@ before(async () => {
     '--max-delay', '1h');
   await cli('topic', 'create', '--name', PUSH_TOPIC, '--type', 'normal', '--queues', '4');
   await cli('topic', 'create', '--name', FIFO_TOPIC, '--type', 'fifo', '--queues', '4');
+  // Ordering belongs to the consumer group (RocketMQ's consumeMessageOrderly): the FIFO cases'
+  // groups are created orderly (docs/ordering.md "Delivery order of a consumer group").
+  await cli('group', 'create', '--name', FIFO_GROUP, '--orderly');
+  await cli('group', 'create', '--name', `${FIFO_GROUP}_push`, '--orderly');
   await cli('topic', 'create', '--name', TX_TOPIC, '--type', 'transaction', '--queues', '2');
 });
 
@@ -333,8 +337,9 @@ describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
         await producer.shutdown();
       }
 
-      // A PushConsumer of the FIFO topic is told fifo=true and reads the topic again in its own
-      // group, in order per message group; a failed message is retried locally before the next.
+      // A PushConsumer of the FIFO topic in an orderly group is told fifo=true and reads the
+      // topic again in its own group, in order per message group; a failed message is retried
+      // locally before the next.
       const pushNext = new Array(N_FIFO_GROUPS).fill(0);
       const violations = [];
       const failedOnce = new Set();

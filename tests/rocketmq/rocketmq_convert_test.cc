@@ -124,7 +124,9 @@ TEST(ConvertTest, MessageGroupBecomesTheFifoGroupOfTheView) {
   ToRocketMessage(in, 1000, &out);
   EXPECT_EQ(out.system_properties().message_group(), "order-17");
   EXPECT_EQ(out.system_properties().message_type(), v2::MessageType::FIFO);
-  EXPECT_TRUE(out.user_properties().empty());  // MSG_GROUP is a system property
+  // MSG_GROUP itself is a system property; RocketMQ's __SHARDINGKEY shows the group.
+  ASSERT_EQ(out.user_properties().size(), 1u);
+  EXPECT_EQ(out.user_properties().at("__SHARDINGKEY"), "order-17");
 
   proto::ReceivedMessage plain;
   plain.set_topic("orders");
@@ -132,6 +134,7 @@ TEST(ConvertTest, MessageGroupBecomesTheFifoGroupOfTheView) {
   ToRocketMessage(plain, 1000, &plain_out);
   EXPECT_FALSE(plain_out.system_properties().has_message_group());
   EXPECT_EQ(plain_out.system_properties().message_type(), v2::MessageType::NORMAL);
+  EXPECT_EQ(plain_out.user_properties().count("__SHARDINGKEY"), 0u);
 }
 
 proto::TopicConfig Topic(const std::string& name, proto::TopicType type) {

@@ -27,8 +27,11 @@ TEST(RocketmqNamesTest, TopicOutsideTheRuleIsIllegalTopic) {
   auto e = TopicNameError("a:b");
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->code(), v2::Code::ILLEGAL_TOPIC);
-  EXPECT_EQ(e->message().rfind("invalid topic name 'a:b': a topic name is 1..127", 0), 0u)
-      << e->message();
+  EXPECT_EQ(e->message(),
+            "The specified topic: a:b, contains illegal characters, allowing only "
+            "^[a-zA-Z0-9._-]+$; invalid topic name 'a:b': a topic name is 1..127 characters of "
+            "[A-Za-z0-9._-], not '.' or '..', or %RETRY% / %DLQ% followed by a group name (a "
+            "group name is 1..248 characters of [A-Za-z0-9._-], not '.' or '..')");
   EXPECT_TRUE(TopicNameError(std::string(128, 't')).has_value());
 }
 

@@ -434,10 +434,13 @@ absl::Status Stats(const ClientOptions& o, const StatsArgs& a) {
   for (const auto& g : st->groups()) {
     std::string topics;
     for (const auto& t : g.topics()) topics += (topics.empty() ? "" : ",") + t;
-    std::printf("  %-24s in_flight=%lld parked=%lld dlq_depth=%lld topics=%s\n",
+    const char* order = g.delivery_order() == proto::ORDERLY        ? "orderly"
+                        : g.delivery_order() == proto::CONCURRENTLY ? "concurrently"
+                                                                    : "unset";
+    std::printf("  %-24s in_flight=%lld parked=%lld dlq_depth=%lld topics=%s order=%s\n",
                 g.group().c_str(), static_cast<long long>(g.in_flight()),
                 static_cast<long long>(g.parked()), static_cast<long long>(g.dlq_depth()),
-                topics.c_str());
+                topics.c_str(), order);
   }
   if (!st->next_groups_after().empty()) {
     std::printf("  ... %d groups in all; next page: --groups-after %s\n", st->group_count(),

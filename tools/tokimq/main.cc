@@ -10,6 +10,7 @@
 #include "common/names.h"
 #include "tokimq/auth_commands.h"
 #include "tokimq/commands.h"
+#include "tokimq/group_commands.h"
 
 namespace {
 
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
 
   std::function<absl::Status()> action;
   AddAuthCommands(&app, &opts, &action);  // --access-key, --secret-key, user ..., acl ...
+  AddGroupCommands(&app, &opts, &action);  // group create|update|describe
 
   // topic ...
   CLI::App* topic = app.add_subcommand("topic", "create, update, list, describe, delete topics");

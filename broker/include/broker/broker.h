@@ -35,6 +35,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "broker/consumer_service.h"
+#include "broker/group_config_store.h"
 #include "broker/metadata_store.h"
 #include "commitlog/commit_log.h"
 #include "proto/tokimq.pb.h"
@@ -276,6 +277,8 @@ class Broker {
   // Stores the transactional entries of `prepared` (moved out) as halves, filling their results.
   absl::Status StoreHalves(std::vector<PreparedSend>* prepared, const std::vector<int>& index,
                            int64_t now, proto::SendResponse* resp);
+  // Consumer group configuration: create / update / describe (group_handlers.cc).
+  absl::Status HandleGroupAdmin(const proto::Request& req, proto::Response* resp);
   // User and ACL administration (auth_handlers.cc).
   absl::Status HandleAuthAdmin(const proto::Request& req, proto::Response* resp);
   // Opens the AuthStore and applies options_.auth_init_user.
@@ -297,6 +300,7 @@ class Broker {
   std::unique_ptr<MessageStore> store_;
   std::unique_ptr<TimerStore> timers_;
   std::unique_ptr<MetadataStore> metadata_;
+  std::unique_ptr<GroupConfigStore> group_configs_;
   std::unique_ptr<auth::AuthStore> auth_;
   std::unique_ptr<ConsumerService> consumers_;
   std::unique_ptr<RetentionTask> retention_;

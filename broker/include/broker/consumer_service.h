@@ -15,8 +15,10 @@
 // RocketMQ 5 FIFO topics): messages carrying the same message group (property MSG_GROUP) in a
 // queue are handed out in queue order, and while one of them is leased, or waits for its
 // redelivery after an expired lease or a nack, the later ones of that group are not handed out;
-// other groups flow. A retry stays in place (no retry topic), so the group keeps its order; the
-// DLQ move of a group's head unblocks the group. Each queue keeps at most kMaxFifoParked
+// other groups flow. This holds for Orderly consumer groups (RocketMQ 5's consumeMessageOrderly;
+// ConsumerServiceDeps::group_orderly, ReceiveRequest::orderly_by_default); a Concurrently group
+// consumes a FIFO topic like any other topic. A retry stays in place (no retry topic), so the
+// group keeps its order; the DLQ move of a group's head unblocks the group. Each queue keeps at most kMaxFifoParked
 // messages waiting behind blocked groups; beyond that a Receive reads no further in that queue
 // until groups unblock. Messages without a group are not ordered.
 //
@@ -88,6 +90,11 @@ struct ReceiveRequest {
   // every one is settled; a nack or an expired lease of one of them returns it and every later
   // one of the group that is still leased. Ignored for other topics.
   int max_per_group = 1;
+  // Delivery order of a group whose order is not stored (ConsumerServiceDeps::group_orderly
+  // answers nullopt): true, Orderly (the native API's default); false, Concurrently (the
+  // RocketMQ endpoint's default, RocketMQ's own). Only an orderly group consumes a FIFO topic
+  // in message-group order (docs/ordering.md "Delivery order of a consumer group").
+  bool orderly_by_default = true;
 };
 
 // Messages one Receive hands out at most (ReceiveRequest::max_messages is 1..this), on every
@@ -197,6 +204,12 @@ struct ConsumerServiceDeps {
   // Whether `topic` is a FIFO topic (message groups: see ConsumerService above). Optional:
   // absent means no topic is FIFO.
   std::function<bool(const std::string& topic)> is_fifo;
+  // The stored delivery order of `group`: true Orderly, false Concurrently, nullopt none stored
+  // (then ReceiveRequest::orderly_by_default decides; where no request is at hand, as when
+  // leases are recovered, Orderly). Optional: absent means every group is Orderly. A group
+  // switched to Concurrently keeps its FIFO bookkeeping while messages wait behind their
+  // message groups (parked) in a queue, and drops it once none do.
+  std::function<std::optional<bool>(const std::string& group)> group_orderly;
   // Asked before each group-state write of `bytes` to `db`; a non-OK status (kResourceExhausted
   // when the disk has no room left for it) fails that write and the request behind it, before
   // RocksDB sees it. Optional: absent admits every write.

@@ -69,6 +69,14 @@ std::vector<Requirement> RequirementsOf(const proto::Request& req) {
       return {Group(req.change_invisible_duration().group(), kSub)};
     case R::kNack:
       return {Group(req.nack().group(), kSub)};
+    // Group configuration: admin on the group (RocketMQ: updateSubscriptionGroup is an admin
+    // command); describing it, any action on the group (the RocketMQ endpoint's settings).
+    case R::kCreateGroup:
+      return {Group(req.create_group().group().name(), kAdmin)};
+    case R::kUpdateGroup:
+      return {Group(req.update_group().group().name(), kAdmin)};
+    case R::kDescribeGroup:
+      return {Group(req.describe_group().name(), kPub | kSub | kAdmin)};
     case R::kAdvanceClock:
     case R::kTimerCheckpoint:
     case R::kCreateUser:

@@ -27,6 +27,7 @@ ConsumerServiceImpl::ConsumerServiceImpl(ConsumerServiceDeps deps)
       db_(deps.db),
       queue_count_(std::move(deps.queue_count)),
       is_fifo_(std::move(deps.is_fifo)),
+      group_orderly_(std::move(deps.group_orderly)),
       admit_state_write_(std::move(deps.admit_state_write)),
       wal_sync_clock_(deps.wal_sync_clock) {}
 
@@ -120,7 +121,8 @@ Progress* ConsumerServiceImpl::GetProgress(const QueueKey& key) {
     if (it != progress_.end()) return it->second.get();
   }
   // Topic metadata is read without map_mu_ held (it takes the metadata store's locks).
-  const bool fifo = key.read_topic == key.topic && is_fifo_ && is_fifo_(key.topic);
+  const bool fifo = key.read_topic == key.topic && is_fifo_ && is_fifo_(key.topic) &&
+                    ConsumesInOrder(key.group, true);
   std::lock_guard<std::mutex> l(map_mu_);
   auto& slot = progress_[key];
   if (!slot) slot = std::make_unique<Progress>(key, fifo);
@@ -138,6 +140,11 @@ ConsumerServiceImpl::GroupState* ConsumerServiceImpl::GetGroup(const std::string
   auto& slot = groups_[group];
   if (!slot) slot = std::make_unique<GroupState>();
   return slot.get();
+}
+
+bool ConsumerServiceImpl::ConsumesInOrder(const std::string& group, bool by_default) const {
+  if (!group_orderly_) return true;
+  return group_orderly_(group).value_or(by_default);
 }
 
 GroupPolicy ConsumerServiceImpl::PolicyOf(const std::string& group) {

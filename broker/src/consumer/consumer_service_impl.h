@@ -185,6 +185,9 @@ class ConsumerServiceImpl final : public ConsumerService {
   static void MatchLiveLeases(AckBatchState* st);
   void CommitAcks(const std::string& group, AckBatchState* st);
   GroupPolicy PolicyOf(const std::string& group);
+  // Whether `group` consumes FIFO topics in message-group order: its stored delivery order, or
+  // `by_default` when none is stored (ConsumerServiceDeps::group_orderly).
+  bool ConsumesInOrder(const std::string& group, bool by_default) const;
 
   // Receive helpers (receive.cc; the scans of one queue in receive_scan.cc).
   absl::StatusOr<int> QueueCountOf(const std::string& topic) const;
@@ -302,6 +305,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   rocksdb::DB* const db_;
   std::function<absl::StatusOr<int>(const std::string&)> queue_count_;
   std::function<bool(const std::string&)> is_fifo_;
+  std::function<std::optional<bool>(const std::string&)> group_orderly_;
   std::function<absl::Status(uint64_t)> admit_state_write_;
   uint64_t secret_ = 0;
 

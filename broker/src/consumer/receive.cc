@@ -214,7 +214,9 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
     return absl::InvalidArgumentError("long poll must be in [0, 5 min]");
   }
   TOKIMQ_ASSIGN_OR_RETURN(int queues, QueueCountOf(req.topic));
-  const bool topic_fifo = is_fifo_ && is_fifo_(req.topic);
+  // Message-group order is for Orderly groups only (RocketMQ 5: consumeMessageOrderly).
+  const bool topic_fifo =
+      is_fifo_ && is_fifo_(req.topic) && ConsumesInOrder(req.group, req.orderly_by_default);
 
   GroupState* g = GetGroup(req.group);
   std::vector<Progress*> sources;

@@ -31,6 +31,13 @@ class AdminClient {
   // Handshake info of the current connection (broker version, manual clock, time).
   absl::StatusOr<proto::HandshakeResponse> Ping();
 
+  // Consumer group configuration (docs/ordering.md "Delivery order of a consumer group").
+  // Create: kAlreadyExists when the group has a configuration. Update / Describe: kNotFound
+  // when it has none. Each returns the stored configuration.
+  absl::StatusOr<proto::GroupConfig> CreateGroup(const proto::GroupConfig& group);
+  absl::StatusOr<proto::GroupConfig> UpdateGroup(const proto::GroupConfig& group);
+  absl::StatusOr<proto::GroupConfig> DescribeGroup(const std::string& name);
+
   // Users and ACL rules (docs/security.md; the broker needs admin on "*" for each).
   // kAlreadyExists / kNotFound / kInvalidArgument as the broker's AuthStore answers.
   absl::Status CreateUser(const proto::CreateUserRequest& user);

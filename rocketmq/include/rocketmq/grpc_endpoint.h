@@ -33,6 +33,11 @@ struct GrpcEndpointOptions {
   int64_t long_polling_timeout_ms = 20'000;      // told to push consumers; should not exceed
                                                  // the broker's max_long_poll_ms
   int64_t default_invisible_ms = 60'000;  // lease when a receive carries no invisible duration
+  // Server-side lease renewal for receives with auto_renew (PushConsumers; docs/rocketmq-
+  // compat.md "Lease renewal for PushConsumers"): a lease is renewed min(10 s, half the slice)
+  // before it ends, to default_invisible_ms from then, until auto_renew_max_ms after the
+  // receive (RocketMQ's proxy: 60 s slices, 3 h). 0: no renewal (the lease is the receive's).
+  int64_t auto_renew_max_ms = 3LL * 3600 * 1000;
   int64_t max_invisible_ms = 12LL * 3600 * 1000;  // longer requests: ILLEGAL_INVISIBLE_TIME
   // Bodies of messages handed out over gRPC are kept (up to this many bytes, oldest evicted)
   // so ForwardMessageToDeadLetterQueue can copy them into the DLQ topic.
