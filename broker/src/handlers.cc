@@ -49,6 +49,7 @@ absl::StatusOr<TopicConfig> FromProtoTopic(const proto::TopicConfig& p) {
 
 void Broker::Handle(const proto::Request& req, proto::Response* resp) {
   resp->set_id(req.id());
+  if (interceptor_ && interceptor_(req, resp)) return;  // cluster mode: cluster_node.h
   absl::Status s;
   switch (req.body_case()) {
     case proto::Request::kHandshake: {
@@ -152,6 +153,11 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
     case proto::Request::kListAcl:
       s = HandleAuthAdmin(req, resp);
       break;
+    case proto::Request::kRoute:
+    case proto::Request::kClusterStatus:
+      s = absl::FailedPreconditionError(
+          "this broker is a single node, not in a cluster (start it with --cluster)");
+      break;
     case proto::Request::BODY_NOT_SET:
       s = absl::UnimplementedError("unknown or empty request");
       break;
@@ -164,6 +170,9 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
 
 absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
                                        proto::Response* resp) {
+  if (!req.brokers().empty()) {
+    return absl::FailedPreconditionError("--brokers needs a broker in a cluster (--cluster)");
+  }
   TOKIMQ_ASSIGN_OR_RETURN(TopicConfig c, FromProtoTopic(req.topic()));
   if (c.retention_ms == 0) c.retention_ms = options_.default_retention_ms;
   c.created_ms = clock_->NowMs();
@@ -176,6 +185,9 @@ absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
 
 absl::Status Broker::HandleUpdateTopic(const proto::UpdateTopicRequest& req,
                                        proto::Response* resp) {
+  if (!req.add_brokers().empty()) {
+    return absl::FailedPreconditionError("--add-broker needs a broker in a cluster (--cluster)");
+  }
   std::optional<TopicConfig> old = metadata_->GetTopic(req.topic().name());
   if (!old) return absl::NotFoundError(fmt::format("topic '{}' does not exist", req.topic().name()));
   // Unset fields keep their value.
