@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "common/duration.h"
+#include "cluster/etcd_client.h"
 #include "common/message_limits.h"
 
 namespace tokimq::broker {
@@ -181,6 +182,22 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
       if (s.ok() && b.transaction_check_interval_ms <= 0) return Bad(key, "must be > 0");
     } else if (key == "transaction_max_checks") {
       s = GetInt(node, key, &b.transaction_max_checks, 1, 1000);
+    } else if (key == "cluster") {  // docs/cluster.md
+      s = GetString(node, key, &c->cluster.cluster);
+    } else if (key == "etcd_endpoints") {
+      std::string list;
+      s = GetString(node, key, &list);
+      if (s.ok()) {
+        auto eps = cluster::ParseEndpoints(list);
+        if (!eps.ok()) return Bad(key, std::string(eps.status().message()));
+        c->cluster.etcd_endpoints = *eps;
+      }
+    } else if (key == "broker_name") {
+      s = GetString(node, key, &c->cluster.broker_name);
+    } else if (key == "advertise") {
+      s = GetString(node, key, &c->cluster.advertise);
+    } else if (key == "advertise_grpc") {
+      s = GetString(node, key, &c->cluster.advertise_grpc);
     } else if (key == "group") {
       const toml::table* groups = node.as_table();
       if (!groups) return Bad(key, "expected [group.<name>] tables");
