@@ -210,7 +210,9 @@ TEST_F(ClusterTest, KillNineOfOneBrokerDuringSendsLosesNothingAcknowledged) {
     }
     for (const client::SendReceipt& rc : *r) {
       deliver_at[rc.message_id] = rc.deliver_at_ms;
-      if (batch_no >= 20) EXPECT_NE(rc.broker, "b1") << "stored by the killed broker?";
+      if (batch_no >= 20) {
+        EXPECT_NE(rc.broker, "b1") << "stored by the killed broker?";
+      }
     }
   }
   EXPECT_EQ(failed_batches, 0) << "non-FIFO sends go on through the other brokers";
@@ -267,7 +269,9 @@ TEST_F(ClusterTest, SameNameIsRefusedAndEtcdDownAtStartIsRetriedNotACrash) {
   auto st0 = AdminClient(Options(1)).ClusterStatus();
   ASSERT_TRUE(st0.ok());
   for (const proto::BrokerRecord& m : st0->members()) {
-    if (m.name() == "b0") EXPECT_EQ(m.address(), Options(0).broker);
+    if (m.name() == "b0") {
+      EXPECT_EQ(m.address(), Options(0).broker);
+    }
   }
 
   BrokerProcess lone(dir_.Join("lone"),
