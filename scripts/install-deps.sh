@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the Debian 12 packages tokimq needs that are missing.
 # Idempotent: a second run installs nothing. Used by README.md and .ci/run.
+# Cluster mode (docs/cluster.md): etcd-server runs the coordination store (tests and
+# scripts/cluster.sh start it); the golang-*-dev packages only carry the etcd v3 API's .proto
+# files that cluster/CMakeLists.txt compiles at build time.
 # Usage: scripts/install-deps.sh [--peers] [--fuzz]
 #   --peers adds redis-server, beanstalkd and postgresql (server) for bench/
 #   --fuzz adds clang-14 and its libFuzzer runtime (libclang-rt-14-dev) for scripts/fuzz.sh
@@ -20,6 +23,8 @@ pkgs=(
   prometheus-cpp-dev prometheus
   # The web console: its JSON (nlohmann), its browser test (chromium, driven by puppeteer-core).
   nlohmann-json3-dev chromium
+  etcd-server golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev
 )
 for arg in "$@"; do
   case "$arg" in

@@ -6,15 +6,19 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 
 #include "broker/broker.h"
+#include "broker/cluster_node.h"
 #include "broker/config.h"
 #include "broker/fd_budget.h"
 #include "broker/server.h"
+#include "cluster/etcd_client.h"
 #include "common/duration.h"
 #include "common/json_log_formatter.h"
 #include "console/console.h"
@@ -28,6 +32,34 @@ namespace {
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "tokimq-broker: %s\n", msg.c_str());
   return 1;
+}
+
+// Set when the cluster refuses this broker's name after it started (etcd was down at start):
+// the broker then stops (SIGTERM to itself) and exits with status 1.
+std::atomic<bool> g_cluster_conflict{false};
+
+// host:port others reach `bind`:`port` at when nothing is advertised explicitly.
+std::string DefaultAdvertise(const std::string& bind, int port) {
+  const bool any = bind.empty() || bind == "0.0.0.0" || bind == "::" || bind == "[::]";
+  return (any ? std::string("127.0.0.1") : bind) + ":" + std::to_string(port);
+}
+
+// Registers the broker in its cluster (ClusterNode::Start); a name that stays taken by another
+// broker stops this one (SIGTERM to itself, exit status 1).
+absl::Status StartClusterNode(tokimq::broker::ClusterNode* node,
+                              const tokimq::broker::BrokerConfig& config, int port,
+                              int grpc_port) {
+  std::string advertise = config.cluster.advertise;
+  std::string advertise_grpc = config.cluster.advertise_grpc;
+  if (advertise.empty()) advertise = DefaultAdvertise(config.server.bind_address, port);
+  if (advertise_grpc.empty() && grpc_port != 0) {
+    advertise_grpc = DefaultAdvertise(config.server.bind_address, grpc_port);
+  }
+  return node->Start(advertise, advertise_grpc, [](const absl::Status& s) {
+    if (g_cluster_conflict.exchange(true)) return;
+    spdlog::error("stopping: {}", s.ToString());
+    ::kill(::getpid(), SIGTERM);
+  });
 }
 
 }  // namespace
@@ -124,6 +156,15 @@ int main(int argc, char** argv) {
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
       ->check(CLI::IsMember({"text", "json"}));
+  std::string cluster_name, etcd_endpoints, broker_name, advertise, advertise_grpc;
+  app.add_option("--cluster", cluster_name,
+                 "join this cluster (docs/cluster.md); without it: a single node, no etcd");
+  app.add_option("--etcd-endpoints", etcd_endpoints, "etcd client addresses, host:port[,...]");
+  app.add_option("--broker-name", broker_name, "this broker's name in the cluster (unique)");
+  app.add_option("--advertise", advertise,
+                 "host:port clients reach the native port at (default: bind address + port)");
+  app.add_option("--advertise-grpc", advertise_grpc,
+                 "host:port clients reach the gRPC endpoint at (default: bind + --grpc-port)");
   CLI11_PARSE(app, argc, argv);
 
   BrokerConfig config;
@@ -173,6 +214,15 @@ int main(int argc, char** argv) {
   if (absl::Status s = tokimq::broker::ResolveTls(&config); !s.ok()) {
     return Fail(std::string(s.message()));
   }
+  if (!cluster_name.empty()) config.cluster.cluster = cluster_name;
+  if (!etcd_endpoints.empty()) {
+    auto eps = tokimq::cluster::ParseEndpoints(etcd_endpoints);
+    if (!eps.ok()) return Fail("--etcd-endpoints: " + std::string(eps.status().message()));
+    config.cluster.etcd_endpoints = *eps;
+  }
+  if (!broker_name.empty()) config.cluster.broker_name = broker_name;
+  if (!advertise.empty()) config.cluster.advertise = advertise;
+  if (!advertise_grpc.empty()) config.cluster.advertise_grpc = advertise_grpc;
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
   if (!log_format.empty()) config.log_format = log_format;
@@ -248,6 +298,17 @@ int main(int argc, char** argv) {
     tokimq::broker::console::AddRoutes(http->router(), **broker);  // docs/console.md
     // ---- HTTP route hook: end ----
   }
+  // Cluster mode: the etcd view and the request interceptor exist before the first request.
+  std::unique_ptr<tokimq::broker::ClusterNode> cluster_node;
+  int grpc_bound = 0;  // the gRPC endpoint's port once it listens
+  if (config.cluster.enabled()) {
+    auto node = tokimq::broker::ClusterNode::Create(broker->get(), config.cluster);
+    if (!node.ok()) {
+      (void)(*broker)->Close();
+      return Fail(node.status().ToString());
+    }
+    cluster_node = std::move(*node);
+  }
   tokimq::broker::Server server(broker->get(), config.server);
   absl::Status started = server.Start();
   if (!started.ok()) {
@@ -271,6 +332,7 @@ int main(int argc, char** argv) {
     auto endpoint = tokimq::rocketmq::StartGrpcEndpoint(broker->get(), grpc_options);
     if (endpoint.ok()) {
       grpc_endpoint = std::move(*endpoint);
+      grpc_bound = grpc_port;
     } else if (grpc_port_opt->count() > 0) {  // asked for explicitly: refuse to run without it
       server.Stop();
       if (http) http->Stop();
@@ -284,6 +346,16 @@ int main(int argc, char** argv) {
   (void)grpc_port_opt;
   if (grpc_port != 0) spdlog::warn("--grpc-port ignored: built without the RocketMQ endpoint");
 #endif
+  // Registered (or retrying while etcd is down) before the port file says "ready".
+  if (cluster_node) {
+    absl::Status joined = StartClusterNode(cluster_node.get(), config, server.port(), grpc_bound);
+    if (!joined.ok()) {
+      cluster_node.reset();
+      server.Stop();
+      (void)(*broker)->Close();
+      return Fail(joined.ToString());
+    }
+  }
   if (!config.port_file.empty()) {
     std::string tmp = config.port_file + ".tmp";
     bool written = false;
@@ -308,6 +380,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  if (cluster_node) cluster_node->Stop();  // leaves every route at once (lease revoked)
   if (http) http->SetReady(false);
   (*broker)->StopLongPolls();  // else the servers wait for open long polls (up to 20 s)
 #if TOKIMQ_WITH_ROCKETMQ
@@ -318,5 +391,6 @@ int main(int argc, char** argv) {
   absl::Status closed = (*broker)->Close();
   if (!closed.ok()) return Fail("shutdown: " + closed.ToString());
   spdlog::info("bye");
+  if (g_cluster_conflict.load()) return Fail("broker name taken in the cluster (see the log)");
   return 0;
 }

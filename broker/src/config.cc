@@ -8,6 +8,7 @@
 
 #include "fmt/format.h"
 #include "common/duration.h"
+#include "cluster/etcd_client.h"
 #include "common/message_limits.h"
 #include "common/status.h"
 
@@ -123,6 +124,23 @@ KeyResult ApplyLogKey(const std::string& key, const toml::node& node, BrokerConf
     c->log_format = format;
     return absl::OkStatus();
   }
+  return std::nullopt;
+}
+
+// Cluster membership in etcd (docs/cluster.md).
+KeyResult ApplyClusterKey(const std::string& key, const toml::node& node, BrokerConfig* c) {
+  if (key == "cluster") return GetString(node, key, &c->cluster.cluster);
+  if (key == "etcd_endpoints") {
+    std::string list;
+    TOKIMQ_RETURN_IF_ERROR(GetString(node, key, &list));
+    auto eps = cluster::ParseEndpoints(list);
+    if (!eps.ok()) return Bad(key, std::string(eps.status().message()));
+    c->cluster.etcd_endpoints = *eps;
+    return absl::OkStatus();
+  }
+  if (key == "broker_name") return GetString(node, key, &c->cluster.broker_name);
+  if (key == "advertise") return GetString(node, key, &c->cluster.advertise);
+  if (key == "advertise_grpc") return GetString(node, key, &c->cluster.advertise_grpc);
   return std::nullopt;
 }
 
@@ -242,6 +260,7 @@ absl::Status Apply(const toml::table& root, BrokerConfig* c) {
     if (!r) r = ApplyLogKey(key, node, c);
     if (!r) r = ApplyStorageKey(key, node, &c->broker);
     if (!r) r = ApplyReplicationKey(key, node, &c->broker);
+    if (!r) r = ApplyClusterKey(key, node, c);
     if (!r) r = ApplyTimerKey(key, node, &c->broker);
     if (!r) r = ApplyServiceKey(key, node, &c->broker);
     if (!r) return Bad(key, "unknown key");

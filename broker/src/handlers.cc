@@ -75,6 +75,7 @@ bool RefusedOnFollower(proto::Request::BodyCase c) {
 
 void Broker::Handle(const proto::Request& req, proto::Response* resp) {
   resp->set_id(req.id());
+  if (interceptor_ && interceptor_(req, resp)) return;  // cluster mode: cluster_node.h
   absl::Status s;
   if (RefusedOnFollower(req.body_case())) s = replication_->CheckWritable();
   if (s.ok()) s = Dispatch(req, resp);
@@ -138,6 +139,10 @@ absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) 
     case proto::Request::kUpdateGroup:
     case proto::Request::kDescribeGroup:
       return HandleGroupAdmin(req, resp);
+    case proto::Request::kRoute:
+    case proto::Request::kClusterStatus:
+      return absl::FailedPreconditionError(
+          "this broker is a single node, not in a cluster (start it with --cluster)");
     case proto::Request::BODY_NOT_SET:
       break;
   }
@@ -187,6 +192,9 @@ absl::Status Broker::HandleNack(const proto::NackRequest& req) {
 
 absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
                                        proto::Response* resp) {
+  if (!req.brokers().empty()) {
+    return absl::FailedPreconditionError("--brokers needs a broker in a cluster (--cluster)");
+  }
   TOKIMQ_ASSIGN_OR_RETURN(TopicConfig c, FromProtoTopic(req.topic()));
   if (c.retention_ms == 0) c.retention_ms = options_.default_retention_ms;
   c.created_ms = clock_->NowMs();
@@ -199,6 +207,9 @@ absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
 
 absl::Status Broker::HandleUpdateTopic(const proto::UpdateTopicRequest& req,
                                        proto::Response* resp) {
+  if (!req.add_brokers().empty()) {
+    return absl::FailedPreconditionError("--add-broker needs a broker in a cluster (--cluster)");
+  }
   std::optional<TopicConfig> old = metadata_->GetTopic(req.topic().name());
   if (!old) return absl::NotFoundError(fmt::format("topic '{}' does not exist", req.topic().name()));
   // Unset fields keep their value.

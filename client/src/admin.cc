@@ -2,20 +2,40 @@
 
 namespace tokimq::client {
 
-absl::StatusOr<proto::TopicConfig> AdminClient::CreateTopic(const proto::TopicConfig& topic) {
+absl::StatusOr<proto::TopicConfig> AdminClient::CreateTopic(const proto::TopicConfig& topic,
+                                                            const std::vector<std::string>& brokers) {
   proto::Request req;
   *req.mutable_create_topic()->mutable_topic() = topic;
+  for (const std::string& b : brokers) req.mutable_create_topic()->add_brokers(b);
   auto resp = conn_.Call(std::move(req));
   if (!resp.ok()) return resp.status();
   return resp->topic().topic();
 }
 
-absl::StatusOr<proto::TopicResponse> AdminClient::UpdateTopic(const proto::TopicConfig& topic) {
+absl::StatusOr<proto::TopicResponse> AdminClient::UpdateTopic(
+    const proto::TopicConfig& topic, const std::vector<std::string>& add_brokers) {
   proto::Request req;
   *req.mutable_update_topic()->mutable_topic() = topic;
+  for (const std::string& b : add_brokers) req.mutable_update_topic()->add_add_brokers(b);
   auto resp = conn_.Call(std::move(req));
   if (!resp.ok()) return resp.status();
   return resp->topic();
+}
+
+absl::StatusOr<proto::RouteResponse> AdminClient::Route(const std::string& topic) {
+  proto::Request req;
+  req.mutable_route()->set_topic(topic);
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->route();
+}
+
+absl::StatusOr<proto::ClusterStatusResponse> AdminClient::ClusterStatus() {
+  proto::Request req;
+  req.mutable_cluster_status();
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->cluster_status();
 }
 
 absl::Status AdminClient::DeleteTopic(const std::string& name) {

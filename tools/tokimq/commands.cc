@@ -14,6 +14,7 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "tokimq/cluster_commands.h"
 #include "fmt/format.h"
 #include "common/duration.h"
 #include "common/property_keys.h"
@@ -98,7 +99,7 @@ void PrintTopic(const proto::TopicConfig& t) {
 absl::Status TopicCreate(const ClientOptions& o, const TopicArgs& a) {
   auto topic = ToTopic(a);
   if (!topic.ok()) return topic.status();
-  auto created = AdminClient(o).CreateTopic(*topic);
+  auto created = AdminClient(o).CreateTopic(*topic, a.brokers);
   if (!created.ok()) return created.status();
   std::printf("created ");
   PrintTopic(*created);
@@ -110,7 +111,7 @@ absl::Status TopicUpdate(const ClientOptions& o, const TopicArgs& a) {
   args.type = "";
   auto topic = ToTopic(args);
   if (!topic.ok()) return topic.status();
-  auto updated = AdminClient(o).UpdateTopic(*topic);
+  auto updated = AdminClient(o).UpdateTopic(*topic, a.add_brokers);
   if (!updated.ok()) return updated.status();
   std::printf("updated ");
   PrintTopic(updated->topic());
@@ -166,6 +167,18 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     auto t = ParseTimestamp(a.at);
     if (!t.ok()) return t.status();
     base.deliver_at_ms = *t;
+  }
+  if (InCluster(o)) {  // --broker is one broker of a cluster: route (cluster_commands.h)
+    std::string text;
+    if (a.body) text = *a.body;
+    if (!a.body && !a.file.empty()) {
+      std::ifstream in(a.file, std::ios::binary);
+      if (!in) return absl::NotFoundError("cannot read " + a.file);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    return ClusterSend(o, a, base, a.body || !a.file.empty() ? &text : nullptr);
   }
   client::Producer producer(o);
   auto print = [&](const client::SendReceipt& r) {
@@ -273,12 +286,14 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
 }
 
 absl::Status Recall(const ClientOptions& o, const std::string& handle) {
+  if (IsClusterHandle(handle)) return ClusterRecall(o, handle);
   absl::Status s = client::Producer(o).Recall(handle);
   if (s.ok()) std::printf("recalled\n");
   return s;
 }
 
 absl::Status AckHandles(const ClientOptions& o, const SettleArgs& a) {
+  if (!a.handles.empty() && IsClusterHandle(a.handles[0])) return ClusterSettle(o, a, "ack");
   client::SimpleConsumer consumer(o, a.group);
   auto results = consumer.AckBatch(a.handles);
   if (!results.ok()) return results.status();
@@ -296,6 +311,7 @@ absl::Status AckHandles(const ClientOptions& o, const SettleArgs& a) {
 }
 
 absl::Status NackHandle(const ClientOptions& o, const SettleArgs& a) {
+  if (IsClusterHandle(a.handles.at(0))) return ClusterSettle(o, a, "nack");
   std::optional<int64_t> delay;
   if (!a.duration.empty()) {
     auto d = ParseDuration(a.duration);
@@ -308,6 +324,7 @@ absl::Status NackHandle(const ClientOptions& o, const SettleArgs& a) {
 }
 
 absl::Status RenewHandle(const ClientOptions& o, const SettleArgs& a) {
+  if (IsClusterHandle(a.handles.at(0))) return ClusterSettle(o, a, "renew");
   auto d = ParseDuration(a.duration);
   if (!d.ok()) return d.status();
   auto h = client::SimpleConsumer(o, a.group).ChangeInvisibleDuration(a.handles.at(0), *d);
@@ -321,6 +338,7 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
   if (!invisible.ok()) return invisible.status();
   auto wait = ParseDuration(a.wait);
   if (!wait.ok()) return wait.status();
+  if (InCluster(o)) return ClusterConsume(o, a);  // any broker of a cluster: routed
   client::SimpleConsumer consumer(o, a.group);
   int got = 0;
   while (a.count <= 0 || got < a.count) {

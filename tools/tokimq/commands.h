@@ -18,6 +18,8 @@ struct TopicArgs {
   int queues = 0;
   std::string max_delay;  // human duration; "" = broker default
   std::string retention;
+  std::vector<std::string> brokers;      // cluster: create on these brokers (default: all live)
+  std::vector<std::string> add_brokers;  // cluster: update adds these brokers
 };
 
 struct SendArgs {

@@ -9,6 +9,7 @@
 #include "common/duration.h"
 #include "common/names.h"
 #include "tokimq/auth_commands.h"
+#include "tokimq/cluster_commands.h"
 #include "tokimq/commands.h"
 #include "tokimq/group_commands.h"
 
@@ -62,9 +63,15 @@ int main(int argc, char** argv) {
   };
   CLI::App* tcreate = topic->add_subcommand("create", "create a topic");
   add_topic_opts(tcreate, true);
+  tcreate->add_option("--brokers", targs.brokers,
+                      "cluster: host the topic on these brokers, b1,b2 (default: all live)")
+      ->delimiter(',');
   tcreate->callback([&] { action = [&] { return TopicCreate(opts, targs); }; });
   CLI::App* tupdate = topic->add_subcommand("update", "change queues / max delay / retention");
   add_topic_opts(tupdate, false);
+  tupdate->add_option("--add-broker", targs.add_brokers,
+                      "cluster: also host the topic on this broker (repeatable, or b3,b4)")
+      ->delimiter(',');
   tupdate->callback([&] { action = [&] { return TopicUpdate(opts, targs); }; });
   topic->add_subcommand("list", "list topics")->callback([&] {
     action = [&] { return TopicList(opts); };
@@ -184,6 +191,11 @@ int main(int argc, char** argv) {
   timer->require_subcommand(1);
   timer->add_subcommand("checkpoint", "flush the timer log and wheel, write a checkpoint")
       ->callback([&] { action = [&] { return TimerCheckpoint(opts); }; });
+
+  CLI::App* cluster = app.add_subcommand("cluster", "a tokimq cluster (docs/cluster.md)");
+  cluster->require_subcommand(1);
+  cluster->add_subcommand("status", "members, addresses, health, topics and placement")
+      ->callback([&] { action = [&] { return ClusterStatus(opts); }; });
 
   CLI::App* admin = app.add_subcommand("admin", "operator requests");
   admin->require_subcommand(1);

@@ -204,6 +204,18 @@ class Broker {
   // clients connect; cleared with nullptr before the sink's owner goes away). Thread-safe.
   void SetExternalCheckSink(ExternalCheckSink sink);
 
+  // Cluster mode (broker/cluster_node.h): a hook that sees every request Handle gets first and
+  // answers it when it returns true (topic admin through etcd, routes, cluster status); false
+  // hands the request on to the broker's own handlers. It runs on the calling thread and must
+  // be thread-safe. Set once, before the server starts; nullptr: none (single node).
+  using RequestInterceptor = std::function<bool(const proto::Request&, proto::Response*)>;
+  void SetRequestInterceptor(RequestInterceptor interceptor) {
+    interceptor_ = std::move(interceptor);
+  }
+  // The broker's topic metadata (cluster mode applies the cluster's topics to it).
+  MetadataStore* metadata() const { return metadata_.get(); }
+  const BrokerOptions& options() const { return options_; }
+
   Clock* clock() const { return clock_; }
   bool manual_clock() const { return manual_clock_ != nullptr; }
   // Users and ACL rules (always open; consulted by the endpoints only when auth_enabled()).
@@ -293,6 +305,7 @@ class Broker {
   void RememberSubscription(const std::string& group, const std::string& topic);
 
   BrokerOptions options_;
+  RequestInterceptor interceptor_;
   std::unique_ptr<ManualClock> manual_clock_;
   Clock* clock_ = nullptr;
   FileSystem* fs_ = nullptr;  // options_.fs or FileSystem::Default()

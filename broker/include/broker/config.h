@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "broker/broker.h"
+#include "broker/cluster_options.h"
 #include "broker/server.h"
 
 namespace tokimq::broker {
@@ -13,6 +14,7 @@ namespace tokimq::broker {
 struct BrokerConfig {
   BrokerOptions broker;
   ServerOptions server;
+  ClusterOptions cluster;  // docs/cluster.md; empty name: single node
   std::string log_level = "info";
   std::string log_file;   // empty: stderr
   std::string log_format = "text";  // "text" (spdlog's pattern) or "json" (common/json_log_formatter.h)

@@ -38,6 +38,10 @@ std::vector<Requirement> RequirementsOf(const proto::Request& req) {
       return {Topic(req.update_topic().topic().name(), kAdmin)};
     case R::kDeleteTopic:
       return {Topic(req.delete_topic().name(), kAdmin)};
+    case R::kRoute:  // as describe: a producer or consumer of the topic
+      return {Topic(req.route().topic(), kPub | kSub | kAdmin)};
+    case R::kClusterStatus:
+      return {Cluster(kAdmin)};
     case R::kDescribeTopic:  // RocketMQ's QueryRoute: pub or sub
       return {Topic(req.describe_topic().name(), kPub | kSub | kAdmin)};
     case R::kSend: {

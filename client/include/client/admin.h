@@ -17,9 +17,13 @@ class AdminClient {
   explicit AdminClient(ClientOptions options) : conn_(std::move(options)) {}
 
   // Zero fields take the broker's defaults (8 queues, 3 days max delay, default retention).
-  absl::StatusOr<proto::TopicConfig> CreateTopic(const proto::TopicConfig& topic);
-  // Zero fields keep their value.
-  absl::StatusOr<proto::TopicResponse> UpdateTopic(const proto::TopicConfig& topic);
+  // Cluster mode (docs/cluster.md): `brokers` places the topic on those brokers (empty: every
+  // live broker); the answer carries the placement. A single broker refuses `brokers`.
+  absl::StatusOr<proto::TopicConfig> CreateTopic(const proto::TopicConfig& topic,
+                                                 const std::vector<std::string>& brokers = {});
+  // Zero fields keep their value. Cluster mode: `add_brokers` extend the placement.
+  absl::StatusOr<proto::TopicResponse> UpdateTopic(const proto::TopicConfig& topic,
+                                                   const std::vector<std::string>& add_brokers = {});
   absl::Status DeleteTopic(const std::string& name);
   absl::StatusOr<std::vector<proto::TopicConfig>> ListTopics();
   absl::StatusOr<proto::TopicResponse> DescribeTopic(const std::string& name);
@@ -28,6 +32,10 @@ class AdminClient {
   absl::Status TimerCheckpoint();
   // kFailedPrecondition unless the broker runs with --manual-clock. Returns the new time (ms).
   absl::StatusOr<int64_t> AdvanceClock(int64_t advance_ms);
+  // Cluster mode (docs/cluster.md): a topic's route and the cluster's members and topics, as
+  // the broker's etcd view has them. kFailedPrecondition from a single broker.
+  absl::StatusOr<proto::RouteResponse> Route(const std::string& topic);
+  absl::StatusOr<proto::ClusterStatusResponse> ClusterStatus();
   // Handshake info of the current connection (broker version, manual clock, time).
   absl::StatusOr<proto::HandshakeResponse> Ping();
 

@@ -50,6 +50,8 @@ struct SendReceipt {
   std::string recall_handle;  // empty when delivered at once
   int64_t deliver_at_ms = 0;
   bool delayed = false;
+  // ClusterProducer only: the broker that stored the message (recall_handle then names it too).
+  std::string broker;
 };
 
 // What SendTransactional answers: the half message's receipt and the transaction id that

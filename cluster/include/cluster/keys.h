@@ -1,0 +1,31 @@
+// The etcd key layout of a tokimq cluster and the value encoding (docs/cluster.md "etcd keys"):
+//
+//   /tokimq/<cluster>/brokers/<broker name>  BrokerRecord, under the broker's lease
+//   /tokimq/<cluster>/topics/<topic name>    ClusterTopic (settings + placement)
+//
+// Values are protobuf messages of proto/tokimq.proto in protobuf's JSON mapping, so that
+// `etcdctl get --prefix /tokimq/` shows them readably; unknown JSON fields are ignored on
+// decode (a newer broker may add fields). Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/message.h"
+
+namespace tokimq::cluster {
+
+std::string ClusterPrefix(const std::string& cluster);  // "/tokimq/<cluster>/"
+std::string BrokersPrefix(const std::string& cluster);
+std::string BrokerKey(const std::string& cluster, const std::string& broker);
+std::string TopicsPrefix(const std::string& cluster);
+std::string TopicKey(const std::string& cluster, const std::string& topic);
+
+// JSON of `msg` (compact). Never fails for the messages used here.
+std::string EncodeValue(const google::protobuf::Message& msg);
+// kDataLoss naming `key` when the value is not JSON of that message.
+absl::Status DecodeValue(std::string_view key, std::string_view json,
+                         google::protobuf::Message* msg);
+
+}  // namespace tokimq::cluster
