@@ -97,6 +97,19 @@ void Broker::Handle(const proto::Request& req, proto::Response* resp) {
     case proto::Request::kAck:
       s = HandleAck(req.ack(), resp->mutable_ack());
       break;
+    case proto::Request::kPull:
+      s = HandlePull(req.pull(), resp->mutable_pull());
+      break;
+    case proto::Request::kGetOffset:
+      s = HandleGetOffset(req.get_offset(), resp->mutable_offset());
+      break;
+    case proto::Request::kUpdateOffset:
+      s = HandleUpdateOffset(req.update_offset());
+      if (s.ok()) resp->mutable_empty();
+      break;
+    case proto::Request::kQueryOffset:
+      s = HandleQueryOffset(req.query_offset(), resp->mutable_offset());
+      break;
     case proto::Request::kChangeInvisibleDuration: {
       const auto& r = req.change_invisible_duration();
       if (r.invisible_ms() <= 0) {

@@ -33,13 +33,14 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
     return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
   }
   std::string tag_filter;
-  if (req->has_filter_expression()) {
-    const v2::FilterExpression& f = req->filter_expression();
-    if (f.type() == v2::FilterType::SQL) {
-      return answer(MakeStatus(v2::Code::UNSUPPORTED,
-                               "SQL92 filters are not supported by tokimq; use tag filters"));
-    }
-    tag_filter = f.expression();
+  std::string sql_filter;
+  const bool sql = req->has_filter_expression() &&
+                   req->filter_expression().type() == v2::FilterType::SQL;
+  if (sql) {
+    // Parsed and evaluated by the broker (docs/rocketmq-compat.md "SQL92 filters").
+    sql_filter = req->filter_expression().expression();
+  } else if (req->has_filter_expression()) {
+    tag_filter = req->filter_expression().expression();
   }
   int64_t invisible_ms = options_.default_invisible_ms;
   if (req->has_invisible_duration()) {
@@ -66,8 +67,17 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   r->set_invisible_ms(invisible_ms);
   r->set_long_poll_ms(long_poll_ms);
   r->set_tag_filter(tag_filter);
+  if (sql) {
+    r->set_filter_type(proto::FILTER_SQL92);
+    r->set_filter_expression(sql_filter);
+  }
   proto::Response resp = CallAs(who, native);  // sub on the group and the topic
   v2::Status status = StatusFromNative(resp, RpcKind::kReceive);
+  if (sql && status.code() == v2::Code::BAD_REQUEST &&
+      status.message().rfind("sql filter: ", 0) == 0) {
+    // RocketMQ's proxy answers a bad SQL92 expression with ILLEGAL_FILTER_EXPRESSION.
+    status.set_code(v2::Code::ILLEGAL_FILTER_EXPRESSION);
+  }
   if (status.code() != v2::Code::OK) return answer(status);
   const auto& got = resp.receive().messages();
   if (got.empty()) return answer(MakeStatus(v2::Code::MESSAGE_NOT_FOUND, "no new message"));

@@ -226,6 +226,14 @@ class Broker {
   // Validates a receive request and takes its messages (raw records, leased).
   absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
+  // Offset-based consumption (pull_handler.cc; docs/protocol.md "Offset-based consumption").
+  absl::Status HandlePull(const proto::PullRequest& req, proto::PullResponse* resp);
+  absl::Status HandleGetOffset(const proto::GetOffsetRequest& req, proto::OffsetResponse* resp);
+  absl::Status HandleUpdateOffset(const proto::UpdateOffsetRequest& req);
+  absl::Status HandleQueryOffset(const proto::QueryOffsetRequest& req, proto::OffsetResponse* resp);
+  // OK when `topic` resolves (ResolveTopic's errors) and has queue `queue_id` (else
+  // kInvalidArgument).
+  absl::Status CheckQueue(const std::string& topic, int32_t queue_id) const;
   absl::Status HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
   absl::Status HandleAdvanceClock(const proto::AdvanceClockRequest& req, proto::Response* resp);
   // Transactions (broker/src/transaction/transaction_handlers.cc).
