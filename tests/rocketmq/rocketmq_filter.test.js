@@ -148,6 +148,12 @@ describe('SQL92 filters and offset-based consumption', { concurrency: true }, ()
       }
       assert.deepEqual(got.sort(), ['apac-101', 'eu-250']);
 
+      // The native CLI with the same kind of filter, in a group of its own.
+      const cliOut = await runCli(nativeAddr, ['consume', '--group', 'g_sql_cli', '--topic', SQL_TOPIC,
+        '--ack', '--count', '0', '--wait', '1s', '--sql-filter', "region = 'us' OR amount IS NULL"]);
+      const bodies = cliOut.split('\n').filter((l) => l.length > 0).map((l) => l.split('\t')[1]);
+      assert.deepEqual(bodies.sort(), ['none', 'us-900']);
+
       const bad = new SimpleConsumer({
         endpoints, namespace: '', consumerGroup: 'g_sql_bad', logger: quietLogger, awaitDuration: 1000,
         subscriptions: new Map([[SQL_TOPIC, new FilterExpression("amount > 'x'", defs.FilterType.SQL)]]),

@@ -27,9 +27,10 @@
 // as numbers or not at all). `=`/`<>` compare strings with strings. IN takes string literals.
 // A property used as a condition on its own (`a AND b`) is never TRUE (its value is a string).
 //
-// Bounds (tokimq's, RocketMQ has none): kMaxSqlFilterBytes of text, kMaxSqlFilterDepth nested
-// parentheses/unary operators, kMaxSqlFilterNodes expression nodes; beyond them the expression
-// is refused. Evaluation recursion is bounded by the node count.
+// Bounds (tokimq's, RocketMQ has none): kMaxSqlFilterBytes of text, kMaxSqlFilterDepth levels
+// of nesting (each parenthesis or unary operator is a level, the innermost operand one more),
+// kMaxSqlFilterNodes expression nodes; beyond them the expression is refused. Evaluation
+// recursion is bounded by the node count.
 //
 // Deviations from RocketMQ (documented in docs/rocketmq-compat.md): trailing tokens after a
 // complete expression are refused (RocketMQ ignores them); an integer literal beyond int64 is
