@@ -52,6 +52,9 @@ void CheckKey(std::string_view key) {
     case ParsedKey::kHandleSecret:
       rebuilt = kHandleSecretKey;
       break;
+    case ParsedKey::kCommittedOffset:
+      rebuilt = CommittedOffsetKey(k->queue.group, k->queue.topic, k->queue.queue_id);
+      break;
   }
   FUZZ_CHECK(rebuilt == key);
   FUZZ_CHECK(ParseKey(rebuilt).has_value());

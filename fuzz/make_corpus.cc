@@ -377,6 +377,21 @@ void Config() {
   Put("config", "empty", "");
 }
 
+void SqlFilterSeeds() {
+  using namespace std::string_literals;
+  const std::string seeds[] = {
+      "region = 'eu' AND amount > 100\0region=eu\0amount=250"s,
+      "a BETWEEN 1 AND 10 OR b NOT BETWEEN -5 AND 5.5E1\0a=3\0b=60"s,
+      "TAGS IN ('a', 'b''c') AND KEYS NOT IN ('x')\0TAGS=b'c"s,
+      "a IS NULL OR NOT (b IS NOT NULL) /* c */ -- d\n\0b="s,
+      "flag = TRUE AND x <> 'y' AND v CONTAINS 'z' AND w NOT STARTSWITH 'q'\0flag=true"s,
+      "((a > b)) AND -c < +1.5 AND d = 7L\0a=2\0b=1\0c=3\0d=7"s,
+      "a > 'x'"s,
+  };
+  int i = 0;
+  for (const std::string& s : seeds) Put("sql_filter", "seed" + std::to_string(i++), s);
+}
+
 }  // namespace
 }  // namespace tokimq
 
@@ -396,5 +411,6 @@ int main(int argc, char** argv) {
   tokimq::GroupState();
   tokimq::Frames();
   tokimq::Config();
+  tokimq::SqlFilterSeeds();
   return 0;
 }

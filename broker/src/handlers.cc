@@ -65,6 +65,7 @@ bool RefusedOnFollower(proto::Request::BodyCase c) {
     case proto::Request::kTimerCheckpoint:
     case proto::Request::kEndTransaction:
     case proto::Request::kPollTransactionChecks:
+    case proto::Request::kUpdateOffset:
       return true;
     default:
       return false;
@@ -135,6 +136,14 @@ absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) 
     case proto::Request::kRevokeAcl:
     case proto::Request::kListAcl:
       return HandleAuthAdmin(req, resp);
+    case proto::Request::kPull:
+      return HandlePull(req.pull(), resp->mutable_pull());
+    case proto::Request::kGetOffset:
+      return HandleGetOffset(req.get_offset(), resp->mutable_offset());
+    case proto::Request::kUpdateOffset:
+      return EmptyIfOk(HandleUpdateOffset(req.update_offset()), resp);
+    case proto::Request::kQueryOffset:
+      return HandleQueryOffset(req.query_offset(), resp->mutable_offset());
     case proto::Request::kCreateGroup:
     case proto::Request::kUpdateGroup:
     case proto::Request::kDescribeGroup:

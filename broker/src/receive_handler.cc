@@ -6,6 +6,7 @@
 #include "commitlog/record.h"
 #include "common/coding.h"
 #include "common/status.h"
+#include "consumer/message_filter.h"
 #include "fmt/format.h"
 #include "receive_encoder.h"
 
@@ -25,6 +26,13 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   if (req.invisible_ms() < 0 || req.long_poll_ms() < 0) {
     return absl::InvalidArgumentError("durations must be >= 0");
   }
+  if (!proto::FilterType_IsValid(req.filter_type())) {
+    return absl::InvalidArgumentError(
+        fmt::format("unknown filter type {}", static_cast<int>(req.filter_type())));
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(
+      std::shared_ptr<const consumer::SqlFilter> sql,
+      consumer::RequestSqlFilter(req.filter_type() == proto::FILTER_SQL92, req.filter_expression()));
   RememberSubscription(req.group(), req.topic());
   ReceiveRequest r;
   r.group = req.group();
@@ -33,6 +41,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   r.invisible_ms = req.invisible_ms() == 0 ? 30'000 : req.invisible_ms();
   r.long_poll_ms = std::min(req.long_poll_ms(), options_.max_long_poll_ms);
   r.tag_filter = req.tag_filter();
+  r.sql_filter = std::move(sql);
   r.max_per_group = std::max(req.max_per_group(), 1);
   r.orderly_by_default = req.default_order() != proto::CONCURRENTLY;
   // Stored records straight into the response: no decoded Message in between.

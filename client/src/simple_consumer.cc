@@ -18,6 +18,10 @@ absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::
   r->set_invisible_ms(o.invisible_ms);
   r->set_long_poll_ms(o.long_poll_ms);
   r->set_tag_filter(o.tag_filter);
+  if (!o.sql_filter.empty()) {
+    r->set_filter_type(proto::FILTER_SQL92);
+    r->set_filter_expression(o.sql_filter);
+  }
   r->set_encoded_properties(true);
   if (o.max_per_group != 1) r->set_max_per_group(o.max_per_group);
   auto resp = conn_.Call(std::move(req), o.long_poll_ms);

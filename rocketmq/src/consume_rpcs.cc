@@ -34,13 +34,14 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
     return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
   }
   std::string tag_filter;
-  if (req->has_filter_expression()) {
-    const v2::FilterExpression& f = req->filter_expression();
-    if (f.type() == v2::FilterType::SQL) {
-      return answer(MakeStatus(v2::Code::UNSUPPORTED,
-                               "SQL92 filters are not supported by tokimq; use tag filters"));
-    }
-    tag_filter = f.expression();
+  std::string sql_filter;
+  const bool sql = req->has_filter_expression() &&
+                   req->filter_expression().type() == v2::FilterType::SQL;
+  if (sql) {
+    // Parsed and evaluated by the broker (docs/rocketmq-compat.md "SQL92 filters").
+    sql_filter = req->filter_expression().expression();
+  } else if (req->has_filter_expression()) {
+    tag_filter = req->filter_expression().expression();
   }
   int64_t invisible_ms = options_.default_invisible_ms;
   if (req->has_invisible_duration()) {
@@ -69,9 +70,18 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   // A group without a stored delivery order is Concurrently here (RocketMQ's default); only a
   // group created orderly consumes FIFO topics in message-group order.
   r->set_default_order(proto::CONCURRENTLY);
+  if (sql) {
+    r->set_filter_type(proto::FILTER_SQL92);
+    r->set_filter_expression(sql_filter);
+  }
   const std::string client = ClientIdOf(ctx);
   proto::Response resp = CallAs(who, native);  // sub on the group and the topic
   v2::Status status = StatusFromNative(resp, RpcKind::kReceive);
+  if (sql && status.code() == v2::Code::BAD_REQUEST &&
+      status.message().rfind("sql filter: ", 0) == 0) {
+    // RocketMQ's proxy answers a bad SQL92 expression with ILLEGAL_FILTER_EXPRESSION.
+    status.set_code(v2::Code::ILLEGAL_FILTER_EXPRESSION);
+  }
   UseRocketMqText(&status, RpcKind::kReceive, topic, group);
   if (status.code() != v2::Code::OK) return answer(status);
   const auto& got = resp.receive().messages();

@@ -299,50 +299,6 @@ grpc::Status MessagingServiceImpl::NotifyClientTermination(
 
 // --- Not supported: answered with a RocketMQ status so clients report a clear error. ---
 
-grpc::Status MessagingServiceImpl::PullMessage(
-    grpc::ServerContext* ctx, const v2::PullMessageRequest* req,
-    grpc::ServerWriter<v2::PullMessageResponse>* writer) {
-  std::string who;
-  if (std::optional<v2::Status> refused = Authenticate(ctx, &who)) {
-    v2::PullMessageResponse r;
-    *r.mutable_status() = *refused;
-    writer->Write(r);
-    return grpc::Status::OK;
-  }
-  v2::PullMessageResponse r;
-  *r.mutable_status() = MakeStatus(
-      v2::Code::UNSUPPORTED, "tokimq serves lease-based receives only; PullConsumer is not supported");
-  writer->Write(r);
-  return grpc::Status::OK;
-}
-
-grpc::Status MessagingServiceImpl::UpdateOffset(grpc::ServerContext* ctx,
-                                                const v2::UpdateOffsetRequest* req,
-                                                v2::UpdateOffsetResponse* resp) {
-  std::string who;
-  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
-  *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
-  return grpc::Status::OK;
-}
-
-grpc::Status MessagingServiceImpl::GetOffset(grpc::ServerContext* ctx,
-                                             const v2::GetOffsetRequest* req,
-                                             v2::GetOffsetResponse* resp) {
-  std::string who;
-  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
-  *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
-  return grpc::Status::OK;
-}
-
-grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
-                                               const v2::QueryOffsetRequest* req,
-                                               v2::QueryOffsetResponse* resp) {
-  std::string who;
-  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
-  *resp->mutable_status() = MakeStatus(v2::Code::UNSUPPORTED, "offset APIs are not supported");
-  return grpc::Status::OK;
-}
-
 grpc::Status MessagingServiceImpl::SyncLiteSubscription(
     grpc::ServerContext* ctx, const v2::SyncLiteSubscriptionRequest* req,
     v2::SyncLiteSubscriptionResponse* resp) {

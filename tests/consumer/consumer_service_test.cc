@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "consumer/consumer_env.h"
+#include "consumer/sql_filter.h"
 
 namespace tokimq::testing {
 namespace {
@@ -223,6 +224,45 @@ TEST_P(ConsumerTest, TagFilterHandsOutOnlyMatchingTags) {
               ElementsAre("a1", "b1", "c1", "none", "a2"));
   EXPECT_THAT(Bodies(Recv("g3", "t", 16, 30'000, "b")), ElementsAre("b1"));
   EXPECT_TRUE(Recv("g3", "t", 16, 30'000, "b").empty());
+}
+
+TEST_P(ConsumerTest, SqlFilterHandsOutOnlyMatchingPropertiesAndSkipsTheRest) {
+  auto send = [&](const std::string& body, std::map<std::string, std::string> props) {
+    Message m;
+    m.topic = "t";
+    m.queue_id = 0;
+    m.body = body;
+    m.born_ms = clock_.NowMs();
+    m.properties = std::move(props);
+    ASSERT_TRUE(store()->Put(std::move(m)).ok());
+  };
+  send("eu-big", {{"region", "eu"}, {"amount", "250"}});
+  send("eu-small", {{"region", "eu"}, {"amount", "5"}});
+  send("us-big", {{"region", "us"}, {"amount", "900"}});
+  send("no-amount", {{"region", "eu"}});
+  send("bad-amount", {{"region", "eu"}, {"amount", "lots"}});
+  send("eu-tagged", {{"region", "eu"}, {"amount", "101"}, {prop::kTag, "vip"}});
+  auto parsed = consumer::SqlFilter::Parse("region = 'eu' AND amount > 100");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ReceiveRequest req;
+  req.group = "g";
+  req.topic = "t";
+  req.sql_filter = std::make_shared<const consumer::SqlFilter>(*parsed);
+  auto got = svc_->Receive(req);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(Bodies(*got), ElementsAre("eu-big", "eu-tagged"));
+  // The messages it skipped count as consumed for the group: nothing comes back for it.
+  auto again = svc_->Receive(req);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+  // TAGS is a property like the others, and the tag filter still applies with SQL.
+  req.group = "g2";
+  req.tag_filter = "vip";
+  req.sql_filter = std::make_shared<const consumer::SqlFilter>(
+      *consumer::SqlFilter::Parse("amount IS NOT NULL AND TAGS = 'vip'"));
+  got = svc_->Receive(req);
+  ASSERT_TRUE(got.ok());
+  EXPECT_THAT(Bodies(*got), ElementsAre("eu-tagged"));
 }
 
 TEST_P(ConsumerTest, RestartKeepsProgressLeasesAndPendingRetries) {

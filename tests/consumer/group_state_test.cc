@@ -55,6 +55,29 @@ TEST(GroupStateKeys, OnlyTheCanonicalSpellingOfANumberParses) {
   EXPECT_TRUE(ParseKey("group/grp/l/orders/r/3/00000000000000000000").has_value());
 }
 
+// docs/formats/group-state.md "Committed offsets": the worked example's bytes.
+TEST(GroupStateKeys, CommittedOffsetKeyAndValueMatchTheDocumentedBytes) {
+  const std::string key = CommittedOffsetKey("g", "t", 0);
+  EXPECT_EQ(key, "group/g/o/t/0");
+  const std::string v = EncodeOffsetValue(key, 42);
+  EXPECT_EQ(v, std::string("\x01\x2a\0\0\0\0\0\0\0\x5b\x2b\xc8\x27", 13));
+  EXPECT_EQ(*DecodeOffsetValue(key, v), 42);
+  ExpectEveryFlipAndCutRefused(DecodeOffsetValue, key, v);
+  // The value under another queue's key is detected (the crc covers the key).
+  EXPECT_EQ(DecodeOffsetValue(CommittedOffsetKey("g", "t", 1), v).status().code(),
+            absl::StatusCode::kDataLoss);
+
+  auto pk = ParseKey(CommittedOffsetKey("grp", "orders", 3));
+  ASSERT_TRUE(pk.has_value());
+  EXPECT_EQ(pk->kind, ParsedKey::kCommittedOffset);
+  EXPECT_EQ(pk->queue.group, "grp");
+  EXPECT_EQ(pk->queue.topic, "orders");
+  EXPECT_EQ(pk->queue.queue_id, 3);
+  EXPECT_FALSE(ParseKey("group/grp/o/orders/03").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/o/orders/-1").has_value());
+  EXPECT_FALSE(ParseKey("group/grp/o/orders").has_value());
+}
+
 TEST(GroupStateValues, LeaseRoundTripAndEveryBitFlipIsDetected) {
   LeaseRecord r{7, 3, 1'700'000'030'000, 1'700'000'000'000};
   std::string key = LeaseKey(Q(), 5);

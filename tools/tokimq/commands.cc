@@ -347,6 +347,7 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
     ro.invisible_ms = *invisible;
     ro.long_poll_ms = *wait;
     ro.tag_filter = a.tag_filter;
+    ro.sql_filter = a.sql_filter;
     auto msgs = consumer.Receive(a.topic, ro);
     if (!msgs.ok()) return msgs.status();
     if (msgs->empty()) break;

@@ -43,6 +43,7 @@ struct ConsumeArgs {
   std::string invisible = "30s";
   std::string wait = "5s";
   std::string tag_filter;
+  std::string sql_filter;  // SQL92 property filter (docs/rocketmq-compat.md "SQL92 filters")
   bool ack = false;
   bool props = false;  // also print each message's properties, one per line
   int count = 1;

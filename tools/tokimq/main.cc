@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
   consume->add_option("--wait", cargs.wait, "long poll per receive; stop when it yields nothing")
       ->default_val("5s");
   consume->add_option("--tag-filter", cargs.tag_filter, "tags, e.g. a||b");
+  consume->add_option("--sql-filter", cargs.sql_filter,
+                      "SQL92 property filter, e.g. \"region = 'eu' AND amount > 100\"");
   consume->add_flag("--ack", cargs.ack, "ACK each message after printing it");
   consume->add_flag("--props", cargs.props,
                     "also print each message's properties, one '  prop KEY=VALUE' line each "

@@ -269,6 +269,14 @@ class Broker {
   // Stats in steps, each filling its part of *resp: topics and queues (paged by req), the timer
   // store's gauges and lateness histogram, consumer groups (paged by req), and storage
   // (CommitLog offsets and syncs, disk watermark, retention).
+  // Offset-based consumption (pull_handler.cc; docs/protocol.md "Offset-based consumption").
+  absl::Status HandlePull(const proto::PullRequest& req, proto::PullResponse* resp);
+  absl::Status HandleGetOffset(const proto::GetOffsetRequest& req, proto::OffsetResponse* resp);
+  absl::Status HandleUpdateOffset(const proto::UpdateOffsetRequest& req);
+  absl::Status HandleQueryOffset(const proto::QueryOffsetRequest& req, proto::OffsetResponse* resp);
+  // OK when `topic` resolves (ResolveTopic's errors) and has queue `queue_id` (else
+  // kInvalidArgument).
+  absl::Status CheckQueue(const std::string& topic, int32_t queue_id) const;
   absl::Status HandleStats(const proto::StatsRequest& req, proto::StatsResponse* resp);
   void FillTopicStats(const proto::StatsRequest& req, proto::StatsResponse* resp) const;
   void FillTimerStats(proto::TimerStats* timer) const;

@@ -52,6 +52,9 @@ namespace tokimq {
 class Clock;
 class MessageStore;
 class TimerStore;
+namespace consumer {
+class SqlFilter;
+}
 
 struct GroupPolicy {
   int max_attempts = 16;                      // then DLQ
@@ -66,6 +69,11 @@ struct ReceiveRequest {
   int64_t invisible_ms = 30'000;
   int64_t long_poll_ms = 0;     // wait up to this long for a message when none is ready
   std::string tag_filter;       // "" or "*": all; else "a||b"
+  // SQL92 property filter (broker/src/consumer/sql_filter.h), parsed by the caller (the broker
+  // parses the request's expression and refuses a bad one); null: none. A message must pass
+  // both this and tag_filter; one that does not counts as consumed for the group, as a
+  // tag-filtered one does (RocketMQ semantics).
+  std::shared_ptr<const consumer::SqlFilter> sql_filter;
   // Hand out each message as its stored record bytes (ReceivedMessage::record) instead of a
   // decoded Message: one copy instead of a Message with a property map, for callers that
   // re-encode it anyway (the broker's handlers build the wire response from the record).

@@ -65,6 +65,16 @@ std::vector<Requirement> RequirementsOf(const proto::Request& req) {
       return {Cluster(kPub)};
     case R::kReceive:
       return {Group(req.receive().group(), kSub), Topic(req.receive().topic(), kSub)};
+    // Offset-based consumption: as a receive (RocketMQ: sub on group and topic; QueryOffset
+    // names no group: sub on the topic).
+    case R::kPull:
+      return {Group(req.pull().group(), kSub), Topic(req.pull().topic(), kSub)};
+    case R::kGetOffset:
+      return {Group(req.get_offset().group(), kSub), Topic(req.get_offset().topic(), kSub)};
+    case R::kUpdateOffset:
+      return {Group(req.update_offset().group(), kSub), Topic(req.update_offset().topic(), kSub)};
+    case R::kQueryOffset:
+      return {Topic(req.query_offset().topic(), kSub)};
     // The receipt handle binds group and topic and is checked against the group by the
     // consumer service; the topic's sub was checked when the handle was handed out.
     case R::kAck:

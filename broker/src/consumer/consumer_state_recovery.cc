@@ -52,6 +52,9 @@ absl::Status ConsumerServiceImpl::LoadGroupState() {
     switch (pk->kind) {
       case ParsedKey::kHandleSecret:
         break;
+      case ParsedKey::kCommittedOffset:
+        // Offset-based consumption: read on demand (Broker::HandleGetOffset), nothing in memory.
+        break;
       case ParsedKey::kLeaseTopicOffset:
         // Written by older brokers that expired leases through marker messages; ignored.
         break;

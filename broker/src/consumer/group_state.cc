@@ -99,6 +99,12 @@ std::string ProgressKey(const QueueKey& k) {
   return std::string(kKeyPrefix) + k.group + "/p/" + QueuePart(k);
 }
 
+std::string CommittedOffsetKey(std::string_view group, std::string_view topic, int32_t queue_id) {
+  std::string key(kKeyPrefix);
+  key.append(group).append("/o/").append(topic).append("/").append(std::to_string(queue_id));
+  return key;
+}
+
 std::string LeaseKey(const QueueKey& k, int64_t queue_offset) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "%020lld", static_cast<long long>(queue_offset));
@@ -125,6 +131,14 @@ std::optional<ParsedKey> ParseKey(std::string_view key) {
   ParsedKey out{ParsedKey::kPolicy, {}, 0};
   out.queue.group = std::string(parts[0]);
   if (parts.size() == 2 && parts[1] == "policy") return out;
+  if (parts.size() == 4 && parts[1] == "o") {
+    int64_t qid = 0;
+    if (!ValidTopicName(parts[2]) || !ParseQueueId(parts[3], &qid)) return std::nullopt;
+    out.kind = ParsedKey::kCommittedOffset;
+    out.queue.topic = std::string(parts[2]);
+    out.queue.queue_id = static_cast<int32_t>(qid);
+    return out;
+  }
   bool block = parts.size() == 6 && parts[1] == "b";
   bool lease = parts.size() == 6 && (parts[1] == "l" || block);
   bool progress = parts.size() == 5 && parts[1] == "p";

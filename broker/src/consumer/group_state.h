@@ -76,11 +76,18 @@ std::string LeaseKey(const QueueKey& k, int64_t queue_offset);  // version 1 (re
 // The live leases of one Receive in one queue; `first_offset` is the block's first offset.
 std::string LeaseBlockKey(const QueueKey& k, int64_t first_offset);
 std::string PolicyKey(const std::string& group);
+// The offset `group` committed for (`topic`, `queue_id`) with UpdateOffset (offset-based
+// consumption, docs/protocol.md); apart from the lease-based progress. Value: an offset value.
+std::string CommittedOffsetKey(std::string_view group, std::string_view topic, int32_t queue_id);
 
 // A parsed "group/..." key.
 struct ParsedKey {
-  enum Kind { kProgress, kLease, kPolicy, kLeaseTopicOffset, kHandleSecret, kLeaseBlock } kind;
-  QueueKey queue;            // kProgress, kLease, kLeaseBlock (group only for kPolicy)
+  enum Kind {
+    kProgress, kLease, kPolicy, kLeaseTopicOffset, kHandleSecret, kLeaseBlock, kCommittedOffset
+  } kind;
+  // kProgress, kLease, kLeaseBlock (group only for kPolicy; group, topic and queue id for
+  // kCommittedOffset)
+  QueueKey queue;
   int64_t queue_offset = 0;  // kLease; kLeaseBlock: the block's first offset
 };
 std::optional<ParsedKey> ParseKey(std::string_view key);

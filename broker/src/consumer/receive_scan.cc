@@ -7,7 +7,7 @@
 #include "common/parse_int.h"
 #include "common/status.h"
 #include "consumer/consumer_service_impl.h"
-#include "consumer/tag_filter.h"
+#include "consumer/message_filter.h"
 
 namespace tokimq::consumer {
 namespace {
@@ -30,6 +30,10 @@ constexpr int kScanChunk = 64;
 // Bytes of a receive answer's fields besides the record's own parts: receipt handle, message
 // id, ids, offsets and times, and the answer's framing.
 constexpr int64_t kAnswerFixedBytes = 1024;
+
+bool Wanted(const ReceiveRequest& req, const record::RecordView& m) {
+  return PassesFilters(req.tag_filter, req.sql_filter.get(), m);
+}
 
 }  // namespace
 
@@ -144,7 +148,7 @@ absl::Status ConsumerServiceImpl::ReceiveFrom(Progress* p, const ReceiveRequest&
     // The retry topic is shared by every topic of the group: this view takes only its own.
     if (retry_view && Prop(m, prop::kOriginalTopic) != k.topic) return absl::OkStatus();
     // Filtered-out messages count as consumed for the group (RocketMQ semantics).
-    if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
+    if (!Wanted(req, m)) return absl::OkStatus();
     const int64_t attempt = retry_view ? PropInt(m, prop::kDeliveryAttempt, 2) : 1;
     if (Unanswerable(req, m)) {
       return SetAsideUnanswerable(k, m, req,
@@ -291,7 +295,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
                                              [&](const record::RecordView& m) {
     const int64_t offset = m.queue_offset;
-    if (!TagMatches(req.tag_filter, Prop(m, prop::kTag))) return absl::OkStatus();
+    if (!Wanted(req, m)) return absl::OkStatus();
     std::string group(Prop(m, prop::kMessageGroup));
     if (!group.empty() && blocked(group)) {
       LeaseRecord waiting;

@@ -39,6 +39,10 @@ struct ReceiveOptions {
   int64_t invisible_ms = 30'000;
   int64_t long_poll_ms = 5'000;
   std::string tag_filter;  // "" or "*": all; "a||b"
+  // SQL92 property filter, RocketMQ's subset (docs/rocketmq-compat.md "SQL92 filters"), e.g.
+  // "region = 'eu' AND amount > 100"; "": none. Applies together with tag_filter. A bad
+  // expression fails the Receive with kInvalidArgument ("sql filter: ... at byte n").
+  std::string sql_filter;
   // FIFO topics: up to this many consecutive messages of one message group per Receive, each
   // under its own lease; 1 = the group's head only (docs/ordering.md "Batches per message
   // group"). 1..1024. Ignored for other topics.
