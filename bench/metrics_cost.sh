@@ -4,13 +4,15 @@
 # every SCRAPE_S seconds (default 1: 15x Prometheus' default rate), alternating off/on for
 # ROUNDS rounds in one run. Prints each RESULT line and the median on/off ratios.
 # Usage: bench/metrics_cost.sh BIN_DIR [ENQUEUE_N] [LEASE_N] [ROUNDS] [SCRAPE_S]
-#   BIN_DIR holds tokimq-broker and tokimq-bench (a release build: build/release/bin).
+#   BIN_DIR holds tokimq-broker and tokimq-bench (a release build: build/release/bin);
+#   BENCH=/path/to/tokimq-bench takes the load generator from elsewhere.
 set -euo pipefail
 bin="$(cd "${1:?usage: metrics_cost.sh BIN_DIR [ENQUEUE_N] [LEASE_N] [ROUNDS] [SCRAPE_S]}" && pwd)"
 enqueue_n="${2:-300000}"
 lease_n="${3:-200000}"
 rounds="${4:-3}"
 scrape_s="${5:-1}"
+bench="${BENCH:-$bin/tokimq-bench}"
 work="$(mktemp -d)"
 pid=""
 scraper=""
@@ -51,10 +53,10 @@ for round in $(seq "$rounds"); do
     http=0
     [[ $variant == on ]] && http=$(free_port)
     start "$variant-$round" "$http"
-    "$bin/tokimq-bench" --system tokimq --addr "$addr" --label "enqueue-$variant" \
+    "$bench" --system tokimq --addr "$addr" --label "enqueue-$variant" \
       --queue wc --messages "$enqueue_n" --delay fixed:2h --mode enqueue --pid "$pid" |
       grep '^RESULT' | tee -a "$results"
-    "$bin/tokimq-bench" --system tokimq --addr "$addr" --label "lease-$variant" \
+    "$bench" --system tokimq --addr "$addr" --label "lease-$variant" \
       --queue we --messages "$lease_n" --delay now --mode lease --pid "$pid" |
       grep '^RESULT' | tee -a "$results"
     stop

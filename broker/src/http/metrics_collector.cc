@@ -267,7 +267,7 @@ std::vector<MetricFamily> MetricsFromStats(const proto::StatsResponse& stats) {
 
 absl::StatusOr<std::string> RenderMetrics(broker::Broker& broker) {
   proto::Request req;
-  req.mutable_stats();
+  req.mutable_stats()->set_omit_queues(true);  // depth is still set; no per-queue offsets
   proto::Response resp;
   broker.Handle(req, &resp);
   if (resp.has_status() && resp.status().code() != 0) {
