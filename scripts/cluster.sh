@@ -78,14 +78,16 @@ wait_for "etcd" bash -c "exec 3<>/dev/tcp/127.0.0.1/$client_port"
 addresses=()
 for name in b1 b2 b3; do
   grpc_port=$(free_port)
+  http_port=$(free_port)
   "$bin/tokimq-broker" --cluster local --etcd-endpoints "$etcd_ep" --broker-name "$name" \
     --data-dir "$work/$name" --bind 127.0.0.1 --port 0 --port-file "$work/$name.port" \
-    --grpc-port "$grpc_port" --log-file "$work/$name.log" &
+    --grpc-port "$grpc_port" --http-port "$http_port" --log-file "$work/$name.log" &
   pids+=($!)
   wait_for "broker $name" test -s "$work/$name.port"
   addr="127.0.0.1:$(cat "$work/$name.port")"
   addresses+=("$addr")
-  echo "cluster.sh: broker $name native $addr grpc 127.0.0.1:$grpc_port (log $work/$name.log)"
+  echo "cluster.sh: broker $name native $addr grpc 127.0.0.1:$grpc_port" \
+    "http://127.0.0.1:$http_port/ (console, /metrics; log $work/$name.log)"
 done
 echo "cluster.sh: etcd $etcd_ep (data $work/etcd)"
 wait_for "three members" bash -c "'$bin/tokimq' --broker ${addresses[0]} cluster status | grep -q 'members (3)'"
@@ -126,4 +128,5 @@ fi
 
 echo "cluster.sh: try  $bin/tokimq --broker ${addresses[1]} topic create --name orders --type delay"
 echo "cluster.sh: Ctrl-C stops the cluster"
-while true; do sleep 3600; done
+# In the background + wait: bash runs the SIGTERM/SIGINT trap at once instead of after sleep.
+while true; do sleep 3600 & wait $!; done

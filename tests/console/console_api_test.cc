@@ -216,6 +216,9 @@ TEST_F(ConsoleApiTest, DlqListsTheDeadLetteredMessagesWithTheirProperties) {
   EXPECT_EQ(page["messages"][0]["id"], dead_[1].message_id());
   EXPECT_EQ(Dispatch("GET", "/api/dlq", {{"group", "bad group!"}}).status, 400);
   EXPECT_EQ(Dispatch("GET", "/api/dlq", {{"group", "g"}, {"limit", "0"}}).status, 400);
+  EXPECT_EQ(Dispatch("GET", "/api/dlq", {{"group", "g"}, {"limit", "abc"}}).status, 400);
+  EXPECT_EQ(Dispatch("GET", "/api/dlq", {{"group", "g"}, {"from", "99999999999999999999"}}).status,
+            400);
 }
 
 TEST_F(ConsoleApiTest, ResendPutsTheDlqMessageBackIntoItsTopic) {

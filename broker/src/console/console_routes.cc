@@ -135,10 +135,14 @@ absl::StatusOr<json> ParseBody(const http::Request& req) {
   return j;
 }
 
-int64_t QueryInt(const http::Request& req, const char* name, int64_t def) {
+// `def` when the parameter is absent; INVALID_ARGUMENT (400) when it is not a 64-bit integer.
+absl::StatusOr<int64_t> QueryInt(const http::Request& req, const char* name, int64_t def) {
   auto it = req.query.find(name);
-  int64_t v = def;
-  if (it != req.query.end() && !ParseInt64(it->second, &v)) v = def;
+  if (it == req.query.end()) return def;
+  int64_t v = 0;
+  if (!ParseInt64(it->second, &v)) {
+    return absl::InvalidArgumentError(std::string(name) + " must be an integer");
+  }
   return v;
 }
 
@@ -176,8 +180,12 @@ void AddApiReads(http::Router& router, const std::shared_ptr<Console>& c) {
                                   timers->PendingByDueTime(3'600'000, 168)));
   });
   router.Add("GET", "/api/dlq", [c](const http::Request& req) {
-    return Answer(DlqJson(*c->broker, QueryString(req, "group"), QueryInt(req, "from", -1),
-                          static_cast<int>(QueryInt(req, "limit", 50))));
+    absl::StatusOr<int64_t> from = QueryInt(req, "from", -1);
+    absl::StatusOr<int64_t> limit = QueryInt(req, "limit", 50);
+    if (!from.ok()) return ErrorResponse(from.status());
+    if (!limit.ok()) return ErrorResponse(limit.status());
+    // The page's range (1..kMaxDlqPage) is DlqJson's rule.
+    return Answer(DlqJson(*c->broker, QueryString(req, "group"), *from, static_cast<int>(*limit)));
   });
   router.Add("GET", "/api/message", [c](const http::Request& req) {
     return Answer(LookupJson(*c->broker, QueryString(req, "id"), QueryString(req, "key")));
@@ -214,7 +222,9 @@ void AddAssets(http::Router& router) {
       r.body = std::string(a.body);
       return r;
     };
-    router.Add("GET", "/" + std::string(a.name), serve);
+    std::string path = "/";  // not "/" + std::string(..): GCC 12's false -Wrestrict at -O3
+    path += a.name;
+    router.Add("GET", path, serve);
     if (a.name == "index.html") router.Add("GET", "/", serve);
   }
 }
