@@ -110,11 +110,14 @@ absl::Status ClusterNode::Start(std::string advertise, std::string advertise_grp
   // (a restart on a new port): it lapses within the lease TTL. Only a holder that outlives it
   // is another live broker: then on_conflict.
   const int64_t grace_ms = (options_.lease_ttl_s + 2) * 1000;
-  auto first_conflict = std::make_shared<std::optional<std::chrono::steady_clock::time_point>>();
-  auto conflict = [grace_ms, first_conflict, f = std::move(on_conflict)](const absl::Status& c) {
-    const auto now = std::chrono::steady_clock::now();
+  // Real time even when the broker runs on a manual clock: the etcd lease lapses in real time.
+  Clock* clock = SystemClock::Default();
+  auto first_conflict = std::make_shared<std::optional<int64_t>>();
+  auto conflict = [grace_ms, clock, first_conflict, f = std::move(on_conflict)](
+                      const absl::Status& c) {
+    const int64_t now = clock->NowMs();
     if (!first_conflict->has_value()) *first_conflict = now;
-    if (now - **first_conflict >= std::chrono::milliseconds(grace_ms) && f) f(c);
+    if (now - **first_conflict >= grace_ms && f) f(c);
   };
   if (absl::IsAlreadyExists(s)) {
     conflict(s);

@@ -8,8 +8,8 @@
 namespace tokimq::client {
 
 ClusterConsumer::ClusterConsumer(ClientOptions bootstrap, std::string group,
-                                 int64_t route_refresh_ms)
-    : routes_(std::move(bootstrap), route_refresh_ms), group_(std::move(group)) {}
+                                 int64_t route_refresh_ms, Clock* clock)
+    : clock_(clock), routes_(std::move(bootstrap), route_refresh_ms, clock), group_(std::move(group)) {}
 
 ClusterConsumer::~ClusterConsumer() {
   std::vector<std::future<void>> tasks;
@@ -36,8 +36,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> ClusterConsumer::Receive(
   if (!route.ok()) return route.status();
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<std::string> keys;
-  const auto now = std::chrono::steady_clock::now();
-  auto earliest_retry = std::chrono::steady_clock::time_point::max();
+  const int64_t now = clock_->NowMs();
+  int64_t earliest_retry = INT64_MAX;
   for (const proto::BrokerRoute& b : route->brokers()) {
     if (!b.live()) continue;
     const std::string key = topic + "|" + b.broker();
@@ -64,8 +64,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> ClusterConsumer::Receive(
       cv_.notify_all();
     }));
   }
-  if (keys.empty() && earliest_retry != std::chrono::steady_clock::time_point::max()) {
-    cv_.wait_until(lock, earliest_retry);  // every live broker failed just now: pause, not spin
+  if (keys.empty() && earliest_retry != INT64_MAX) {
+    cv_.wait_for(lock, std::chrono::milliseconds(earliest_retry - now));  // every live broker failed just now: pause, not spin
     return std::vector<ReceivedMessage>{};
   }
   if (keys.empty()) {
@@ -89,7 +89,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> ClusterConsumer::Receive(
     const std::string broker = k.substr(topic.size() + 1);
     if (!poll->result.ok()) {
       if (first_error.ok()) first_error = poll->result.status();
-      cooldown_[broker] = std::chrono::steady_clock::now() + kBrokerRetryDelay;
+      cooldown_[broker] = clock_->NowMs() + kBrokerRetryDelayMs;
       continue;
     }
     any_ok = true;

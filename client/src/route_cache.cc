@@ -39,8 +39,8 @@ int FifoBrokerIndex(const proto::RouteResponse& route, const std::string& group)
   return BrokerOfQueueIndex(route, Fnv1a64(group));
 }
 
-RouteCache::RouteCache(ClientOptions bootstrap, int64_t refresh_ms)
-    : bootstrap_(std::move(bootstrap)), refresh_ms_(refresh_ms) {
+RouteCache::RouteCache(ClientOptions bootstrap, int64_t refresh_ms, Clock* clock)
+    : bootstrap_(std::move(bootstrap)), refresh_ms_(refresh_ms), clock_(clock) {
   std::string item;
   for (char c : bootstrap_.broker + ",") {
     if (c == ',') {
@@ -67,9 +67,7 @@ absl::StatusOr<proto::RouteResponse> RouteCache::Get(const std::string& topic) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = routes_.find(topic);
-    if (it != routes_.end() &&
-        std::chrono::steady_clock::now() - it->second.fetched <
-            std::chrono::milliseconds(refresh_ms_)) {
+    if (it != routes_.end() && clock_->NowMs() - it->second.fetched_ms < refresh_ms_) {
       return it->second.route;
     }
   }
@@ -119,7 +117,7 @@ absl::StatusOr<proto::RouteResponse> RouteCache::Fetch(const std::string& topic)
       addresses_.push_back(b.address());
     }
   }
-  routes_[topic] = Entry{route, std::chrono::steady_clock::now()};
+  routes_[topic] = Entry{route, clock_->NowMs()};
   return route;
 }
 

@@ -32,7 +32,9 @@ namespace tokimq::client {
 
 class ClusterConsumer {
  public:
-  ClusterConsumer(ClientOptions bootstrap, std::string group, int64_t route_refresh_ms = 30'000);
+  // `clock` times route refreshes and broker retry pauses; it outlives the consumer.
+  ClusterConsumer(ClientOptions bootstrap, std::string group, int64_t route_refresh_ms = 30'000,
+                  Clock* clock = SystemClock::Default());
   ~ClusterConsumer();
 
   absl::StatusOr<std::vector<ReceivedMessage>> Receive(const std::string& topic,
@@ -56,6 +58,7 @@ class ClusterConsumer {
   absl::StatusOr<SimpleConsumer*> ConsumerOfHandle(const std::string& joined, std::string* broker,
                                                    std::string* handle);
 
+  Clock* clock_;
   RouteCache routes_;
   std::string group_;
   std::mutex mu_;
@@ -65,8 +68,8 @@ class ClusterConsumer {
   std::map<std::string, std::shared_ptr<Poll>> polls_;  // mu_: "<topic>|<broker>"
   std::vector<std::future<void>> tasks_;                // mu_: the poll threads (pruned)
   // mu_: a broker whose poll failed is not polled again before this time.
-  std::map<std::string, std::chrono::steady_clock::time_point> cooldown_;
-  static constexpr std::chrono::milliseconds kBrokerRetryDelay{500};
+  std::map<std::string, int64_t> cooldown_;  // clock_ ms
+  static constexpr int64_t kBrokerRetryDelayMs = 500;
 };
 
 }  // namespace tokimq::client

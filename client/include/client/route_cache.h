@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "common/clock.h"
 #include "proto/tokimq.pb.h"
 
 namespace tokimq::client {
@@ -43,7 +44,9 @@ int BrokerOfQueueIndex(const proto::RouteResponse& route, uint64_t i);
 
 class RouteCache {
  public:
-  explicit RouteCache(ClientOptions bootstrap, int64_t refresh_ms = 30'000);
+  // `clock` times the route refresh (ms); it outlives the cache.
+  explicit RouteCache(ClientOptions bootstrap, int64_t refresh_ms = 30'000,
+                      Clock* clock = SystemClock::Default());
 
   absl::StatusOr<proto::RouteResponse> Get(const std::string& topic);
   void Invalidate(const std::string& topic);
@@ -62,10 +65,11 @@ class RouteCache {
 
   ClientOptions bootstrap_;
   int64_t refresh_ms_;
+  Clock* clock_;
   std::mutex mu_;
   struct Entry {
     proto::RouteResponse route;
-    std::chrono::steady_clock::time_point fetched;
+    int64_t fetched_ms = 0;  // clock_->NowMs() when fetched
   };
   std::map<std::string, Entry> routes_;           // mu_
   std::map<std::string, std::string> addresses_by_name_;  // mu_: live brokers seen
