@@ -15,10 +15,14 @@ chromium="${TOKIMQ_CHROMIUM:-$(command -v chromium || true)}"
 [[ -n "$chromium" ]] || { echo "run.sh: chromium not found (scripts/install-deps.sh)" >&2; exit 1; }
 prefix="$build/_console_npm"
 version=$(node -p "require('$here/package.json').dependencies['puppeteer-core']")
+mkdir -p "$prefix"
+exec 9>"$prefix.lock"   # one npm install at a time into this prefix
+flock 9
 if [[ ! -d "$prefix/node_modules/puppeteer-core" ]]; then
   PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-save --no-audit --no-fund --loglevel=error \
     --prefix "$prefix" "puppeteer-core@$version" >&2
 fi
+exec 9>&-
 export NODE_PATH="$prefix/node_modules"
 export TOKIMQ_BIN_DIR="$build/bin" TOKIMQ_CHROMIUM="$chromium" TOKIMQ_SCREENSHOT="$build/console-screenshot.png"
 exec node --test --test-reporter=spec "$here/console.test.js"
