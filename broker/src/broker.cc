@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 #include "broker/auth/auth_store.h"
 #include "broker/fd_budget.h"
@@ -46,6 +50,15 @@ void PutHexDigits(uint64_t v, int digits, char* dst) {
     dst[i] = kHex[v & 0xF];
     v >>= 4;
   }
+}
+
+// RocksDB answers an Open of a DB whose LOCK another process (or this one) holds with an
+// IOError whose text names the lock: "While lock file: <dir>/LOCK: Resource temporarily
+// unavailable" (another process) or "lock hold by current process" (this one).
+bool IsLockHeld(const rocksdb::Status& s) {
+  if (!s.IsIOError()) return false;
+  const std::string text = s.ToString();
+  return absl::StrContains(text, "While lock file") || absl::StrContains(text, "lock hold by");
 }
 
 }  // namespace
@@ -118,8 +131,15 @@ absl::Status Broker::OpenMetadataDb() {
   if (options_.meta_env != nullptr) db_options.env = options_.meta_env;
   db_options.max_open_files = kRocksDbMaxOpenFiles;  // descriptor budget: broker/fd_budget.h
   rocksdb::DB* raw_db = nullptr;
-  TOKIMQ_RETURN_IF_ERROR(
-      FromRocks(rocksdb::DB::Open(db_options, dir + "/meta", &raw_db), "open " + dir + "/meta"));
+  rocksdb::Status opened = rocksdb::DB::Open(db_options, dir + "/meta", &raw_db);
+  if (IsLockHeld(opened)) {
+    // The metadata DB is opened first, so its LOCK file guards the whole data dir: a second
+    // broker on the same dir stops here, before it touches the CommitLog or the TimerLog.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data directory ", dir, " is in use by another tokimq-broker (", dir,
+        "/meta/LOCK is held); stop that broker or pass another --data-dir"));
+  }
+  TOKIMQ_RETURN_IF_ERROR(FromRocks(opened, "open " + dir + "/meta"));
   db_.reset(raw_db);
   return absl::OkStatus();
 }
