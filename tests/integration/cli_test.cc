@@ -51,6 +51,9 @@ TEST_F(CliTest, CreateSendAdvanceConsume) {
   r = Run("send --topic orders.timeout --delay 30m --key o-1 --body cancel-o-1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("recall="), std::string::npos) << r.out;
+  // A delayed message has no queue offset until the timer releases it.
+  EXPECT_NE(r.out.find(" queue="), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" offset="), std::string::npos) << r.out;
   r = Run("send --topic orders.timeout --delay 30m -q", "a\nb\nc\n");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("sent 3 of 3 messages"), std::string::npos) << r.out;
@@ -68,6 +71,8 @@ TEST_F(CliTest, CreateSendAdvanceConsume) {
   // --props prints the properties, a line each, control bytes escaped.
   r = Run("send --topic orders.timeout -p color=blue -p \"note=a b\" --body with-props");
   ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" offset="), std::string::npos) << r.out;  // immediate: its queue offset
+  EXPECT_EQ(r.out.find("recall="), std::string::npos) << r.out;
   r = Run("consume --group p --topic orders.timeout --wait 5s --count 5 --ack --props");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\n  prop color=blue\n"), std::string::npos) << r.out;

@@ -15,13 +15,6 @@ namespace {
 
 using client::ClientOptions;
 
-void PrintReceipt(const client::SendReceipt& r) {
-  std::printf("sent %s topic=%s broker=%s queue=%d offset=%lld deliver_at=%s%s%s\n",
-              r.message_id.c_str(), r.topic.c_str(), r.broker.c_str(), r.queue_id,
-              static_cast<long long>(r.queue_offset), FormatTimestamp(r.deliver_at_ms).c_str(),
-              r.recall_handle.empty() ? "" : " recall=", r.recall_handle.c_str());
-}
-
 std::string Placement(const proto::TopicConfig& t,
                       const std::map<std::string, std::string>& live) {
   std::string out;
@@ -85,7 +78,7 @@ absl::Status ClusterSend(const ClientOptions& o, const SendArgs& a,
     m.body = *body;
     auto r = producer.Send(m);
     if (!r.ok()) return r.status();
-    PrintReceipt(*r);
+    PrintSendReceipt(*r);
     return absl::OkStatus();
   }
   std::vector<client::OutgoingMessage> batch;
@@ -97,7 +90,7 @@ absl::Status ClusterSend(const ClientOptions& o, const SendArgs& a,
     if (!r.ok()) return r.status();
     sent += static_cast<int64_t>(r->size());
     if (!a.quiet) {
-      for (const auto& rc : *r) PrintReceipt(rc);
+      for (const auto& rc : *r) PrintSendReceipt(rc);
     }
     return absl::OkStatus();
   };

@@ -142,6 +142,16 @@ absl::Status TopicDelete(const ClientOptions& o, const std::string& name) {
   return s;
 }
 
+void PrintSendReceipt(const client::SendReceipt& r) {
+  std::string where = "topic=" + r.topic;
+  if (!r.broker.empty()) where += " broker=" + r.broker;
+  where += " queue=" + std::to_string(r.queue_id);
+  if (!r.delayed) where += " offset=" + std::to_string(r.queue_offset);
+  std::printf("sent %s %s deliver_at=%s%s%s\n", r.message_id.c_str(), where.c_str(),
+              FormatTimestamp(r.deliver_at_ms).c_str(), r.recall_handle.empty() ? "" : " recall=",
+              r.recall_handle.c_str());
+}
+
 absl::Status Send(const ClientOptions& o, const SendArgs& a) {
   client::OutgoingMessage base;
   base.topic = a.topic;
@@ -181,13 +191,7 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     return ClusterSend(o, a, base, a.body || !a.file.empty() ? &text : nullptr);
   }
   client::Producer producer(o);
-  auto print = [&](const client::SendReceipt& r) {
-    std::printf("sent %s topic=%s queue=%d offset=%lld deliver_at=%s%s%s\n",
-                r.message_id.c_str(), r.topic.c_str(), r.queue_id,
-                static_cast<long long>(r.queue_offset),
-                FormatTimestamp(r.deliver_at_ms).c_str(),
-                r.recall_handle.empty() ? "" : " recall=", r.recall_handle.c_str());
-  };
+  auto print = [](const client::SendReceipt& r) { PrintSendReceipt(r); };
   if (a.body || !a.file.empty()) {
     client::OutgoingMessage m = base;
     if (a.body) {

@@ -55,6 +55,11 @@ absl::Status TopicList(const client::ClientOptions& o);
 absl::Status TopicDescribe(const client::ClientOptions& o, const std::string& name);
 absl::Status TopicDelete(const client::ClientOptions& o, const std::string& name);
 absl::Status Send(const client::ClientOptions& o, const SendArgs& a);
+// One line per sent message: "sent <id> topic=<t> [broker=<b>] queue=<q> offset=<o> deliver_at=<ts>"
+// for an immediate message; a delayed one has no offset yet (it gets its queue offset when the
+// timer releases it: the broker's answer holds the timer topic's offset, which is no user
+// queue's) and ends with " recall=<handle>".
+void PrintSendReceipt(const client::SendReceipt& r);
 absl::Status Recall(const client::ClientOptions& o, const std::string& handle);
 absl::Status Consume(const client::ClientOptions& o, const ConsumeArgs& a);
 
