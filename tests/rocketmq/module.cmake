@@ -14,16 +14,16 @@ if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
   set_tests_properties(rocketmq.official_nodejs_client PROPERTIES TIMEOUT 240 LABELS integration)
   # The same client against a broker with --auth (issue 17): credentials right/wrong/missing.
   add_test(NAME rocketmq.official_nodejs_client_auth
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_auth.sh ${CMAKE_BINARY_DIR})
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR} rocketmq_auth.test.js)
   set_tests_properties(rocketmq.official_nodejs_client_auth PROPERTIES TIMEOUT 120 LABELS integration)
   # Compatibility round 2 (issue 22): transaction ids, __SHARDINGKEY, error texts, group
   # delivery order, namespaces, auto-renew.
   add_test(NAME rocketmq.official_nodejs_client_compat
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_compat.sh ${CMAKE_BINARY_DIR})
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR} rocketmq_compat.test.js)
   set_tests_properties(rocketmq.official_nodejs_client_compat PROPERTIES TIMEOUT 180 LABELS integration)
   # SQL92 filters and offset-based consumption (issue 22 items 5 and 8).
   add_test(NAME rocketmq.official_nodejs_client_filter
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_filter.sh ${CMAKE_BINARY_DIR})
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR} rocketmq_filter.test.js)
   set_tests_properties(rocketmq.official_nodejs_client_filter PROPERTIES TIMEOUT 120 LABELS integration)
   add_dependencies(tokimq_tests tokimq_broker_main tokimq_cli)
 elseif(NOT tokimq_have_rocketmq)

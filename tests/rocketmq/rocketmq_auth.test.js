@@ -1,15 +1,14 @@
 // The official RocketMQ 5 Node.js client against a tokimq broker started with --auth (issue 17):
 // sessionCredentials right / wrong / missing / without permission, users and rules set up with
-// the native `tokimq` CLI. Run with tests/rocketmq/run_auth.sh <build-dir>.
+// the native `tokimq` CLI. Run with tests/rocketmq/run.sh <build-dir> rocketmq_auth.test.js.
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
-const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
+const { BIN, quietLogger, runCli, startBroker, stopBroker, codeOf } = require('./test_helpers');
 
 const TOPIC = 'rmq_auth';
 const GROUP = 'g_auth';
@@ -26,55 +25,15 @@ async function cli(...args) {
   return runCli(nativeAddr, args, { env });
 }
 
-// The code of a failed call: the client's own exception, or the cause of a failed startup().
-function codeOf(err) {
-  for (let e = err; e; e = e.cause) {
-    if (typeof e.code === 'number') return e.code;
-  }
-  return undefined;
-}
-
-// Starts a broker in a new dir under dataDir; returns { proc, nativeAddr, endpoints }.
-async function startBroker(name, toml, args = []) {
-  const dir = path.join(dataDir, name);
-  fs.mkdirSync(dir);
-  const grpcPort = await freePort();
-  const portFile = path.join(dir, 'port');
-  const config = path.join(dir, 'broker.toml');
-  fs.writeFileSync(config, toml);
-  const proc = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--config', config, '--data-dir', path.join(dir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--http-port', '0', '--log-file', path.join(dir, 'broker.log'), ...args,
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
-    if (proc.exitCode !== null) break;
-    await Promise.race([sleep(50), exited]);
-  }
-  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dir}/broker.log)`);
-  return { proc, nativeAddr: `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`,
-    endpoints: `127.0.0.1:${grpcPort}` };
-}
-
-async function stopBroker(proc) {
-  if (proc && proc.exitCode === null) {
-    const done = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGTERM');
-    await done;
-    assert.equal(proc.exitCode, 0, `broker exit code (logs under ${dataDir})`);
-  }
-}
-
 let tlsBroker;
 
 before(async () => {
   assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-auth-'));
-  const started = await startBroker('auth',
-    'max_long_poll = "5s"\nauth = true\nauth_init_user = "root:root-secret"\n');
-  broker = started.proc;
-  nativeAddr = started.nativeAddr;
-  endpoints = started.endpoints;
+  broker = await startBroker(path.join(dataDir, 'auth'), {
+    toml: 'max_long_poll = "5s"\nauth = true\nauth_init_user = "root:root-secret"\n',
+  });
+  ({ nativeAddr, endpoints } = broker);
   await cli('topic', 'create', '--name', TOPIC, '--type', 'normal', '--queues', '2');
   await cli('user', 'create', '--access-key', 'app', '--secret-key', 'app-secret');
   await cli('user', 'create', '--access-key', 'nobody', '--secret-key', 'nobody-secret');
@@ -148,16 +107,18 @@ describe('RocketMQ 5 clients against tokimq --auth', { concurrency: true }, () =
   });
 });
 
-// TLS: certificates made by run_auth.sh with openssl (TOKIMQ_TEST_TLS_DIR); the client trusts
+// TLS: certificates made by run.sh with openssl (TOKIMQ_TEST_TLS_DIR); the client trusts
 // the test CA through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, set before grpc-js loaded.
 describe('RocketMQ 5 clients against tokimq --tls-mode enforcing', () => {
   it('sslEnabled producer and consumer work; plaintext is refused', { timeout: 60000 }, async () => {
     const tlsDir = process.env.TOKIMQ_TEST_TLS_DIR;
-    assert.ok(tlsDir && process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, 'run through run_auth.sh');
-    const b = await startBroker('tls', 'max_long_poll = "5s"\n', [
-      '--tls-cert', path.join(tlsDir, 'server.pem'), '--tls-key', path.join(tlsDir, 'server.key'),
-      '--tls-mode', 'enforcing']);
-    tlsBroker = b.proc;
+    assert.ok(tlsDir && process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, 'run through tests/rocketmq/run.sh');
+    const b = await startBroker(path.join(dataDir, 'tls'), {
+      toml: 'max_long_poll = "5s"\n',
+      args: ['--tls-cert', path.join(tlsDir, 'server.pem'), '--tls-key', path.join(tlsDir, 'server.key'),
+        '--tls-mode', 'enforcing'],
+    });
+    tlsBroker = b;
     await runCli(b.nativeAddr, ['--tls', '--tls-ca', path.join(tlsDir, 'ca.pem'), 'topic', 'create',
       '--name', 'rmq_tls']);
     const producer = new Producer({ endpoints: b.endpoints, namespace: '', topics: ['rmq_tls'],

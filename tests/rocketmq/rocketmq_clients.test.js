@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
+const { BIN, sleep, quietLogger, runCli, startBroker, stopBroker } = require('./test_helpers');
 
 const DELAY_TOPIC = 'rmq_delay';
 const PUSH_TOPIC = 'rmq_push';
@@ -54,25 +54,13 @@ async function sendAll(producer, n, make, parallel = 32) {
 before(async () => {
   assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-'));
-  const grpcPort = await freePort();
-  const portFile = path.join(dataDir, 'port');
-  const config = path.join(dataDir, 'broker.toml');
   // max_long_poll: a PushConsumer's shutdown waits for its outstanding long poll (the endpoint
   // tells push consumers 20 s; the broker cuts every long poll to this).
-  fs.writeFileSync(config, `max_long_poll = "5s"\n[group.${FIFO_GROUP}]\nbackoff = [0]\n`);
-  broker = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--http-port', '0', '--timer-precision', '100ms',
-    '--log-file', path.join(dataDir, 'broker.log'),
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((resolve) => broker.once('exit', resolve));
-  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
-    if (broker.exitCode !== null) break;
-    await Promise.race([sleep(50), exited]);
-  }
-  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dataDir}/broker.log)`);
-  nativeAddr = `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`;
-  endpoints = `127.0.0.1:${grpcPort}`;
+  broker = await startBroker(path.join(dataDir, 'broker'), {
+    toml: `max_long_poll = "5s"\n[group.${FIFO_GROUP}]\nbackoff = [0]\n`,
+    args: ['--timer-precision', '100ms'],
+  });
+  ({ nativeAddr, endpoints } = broker);
   await cli('topic', 'create', '--name', DELAY_TOPIC, '--type', 'delay', '--queues', '4',
     '--max-delay', '1h');
   await cli('topic', 'create', '--name', PUSH_TOPIC, '--type', 'normal', '--queues', '4');
@@ -85,12 +73,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (broker && broker.exitCode === null) {
-    const done = new Promise((resolve) => broker.once('exit', resolve));
-    broker.kill('SIGTERM');
-    await done;
-    assert.equal(broker.exitCode, 0, `broker exit code (log: ${dataDir}/broker.log)`);
-  }
+  await stopBroker(broker);
   if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
   // rocketmq-client-nodejs 1.0.8's PushConsumer leaves a timer armed after shutdown(), which
   // would keep this process alive forever; exit once everything else is done.

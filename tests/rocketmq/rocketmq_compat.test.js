@@ -1,16 +1,15 @@
 // RocketMQ 5 compatibility, round 2 (issue 22): what the official client's own tests expect
 // (transaction id on every send, __SHARDINGKEY, RocketMQ's error texts, delivery order of a
 // consumer group) and namespaces, checked with rocketmq-client-nodejs@1.0.8 against a broker
-// started here. Run with tests/rocketmq/run_compat.sh <build-dir>.
+// started here. Run with tests/rocketmq/run.sh <build-dir> rocketmq_compat.test.js.
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
+const { BIN, sleep, quietLogger, runCli, startBroker, stopBroker } = require('./test_helpers');
 
 const NORMAL_TOPIC = 'cmp_normal';
 const FIFO_TOPIC = 'cmp_fifo';
@@ -28,39 +27,21 @@ async function cli(...args) {
 before(async () => {
   assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-compat-'));
-  const grpcPort = await freePort();
-  const portFile = path.join(dataDir, 'port');
-  const config = path.join(dataDir, 'broker.toml');
   // cmp_g_renew retries at once: without the broker's renewal its slow message would come back
-  // while the listener still runs.
-  fs.writeFileSync(config, 'max_long_poll = "5s"\nmax_message_size = 65536\n'
-    + '[group.cmp_g_renew]\nbackoff = [0]\n');
-  broker = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--config', config, '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--log-file', path.join(dataDir, 'broker.log'),
-    // PushConsumer leases of 4 s, renewed by the broker up to 60 s after the receive.
-    '--grpc-push-lease', '4s', '--grpc-auto-renew-max', '60s',
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((resolve) => broker.once('exit', resolve));
-  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
-    if (broker.exitCode !== null) break;
-    await Promise.race([sleep(50), exited]);
-  }
-  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dataDir}/broker.log)`);
-  nativeAddr = `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`;
-  endpoints = `127.0.0.1:${grpcPort}`;
+  // while the listener still runs. PushConsumer leases of 4 s, renewed by the broker up to 60 s
+  // after the receive.
+  broker = await startBroker(path.join(dataDir, 'broker'), {
+    toml: 'max_long_poll = "5s"\nmax_message_size = 65536\n[group.cmp_g_renew]\nbackoff = [0]\n',
+    args: ['--grpc-push-lease', '4s', '--grpc-auto-renew-max', '60s'],
+  });
+  ({ nativeAddr, endpoints } = broker);
   await cli('topic', 'create', '--name', NORMAL_TOPIC, '--type', 'normal', '--queues', '2');
   await cli('topic', 'create', '--name', FIFO_TOPIC, '--type', 'fifo', '--queues', '2');
   await cli('topic', 'create', '--name', ORDER_TOPIC, '--type', 'fifo', '--queues', '2');
 });
 
 after(async () => {
-  if (broker && broker.exitCode === null) {
-    const done = new Promise((resolve) => broker.once('exit', resolve));
-    broker.kill('SIGTERM');
-    await done;
-    assert.equal(broker.exitCode, 0, `broker exit code (log: ${dataDir}/broker.log)`);
-  }
+  await stopBroker(broker);
   if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
   setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
 });

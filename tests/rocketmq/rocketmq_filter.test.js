@@ -1,11 +1,10 @@
 // RocketMQ 5 clients against tokimq, issue 22 items 5 and 8: a SimpleConsumer of the official
 // Node.js client with a SQL92 filter, and the PullConsumer RPCs (QueryOffset, PullMessage,
 // GetOffset, UpdateOffset) called through the client's generated gRPC stubs (1.0.8 has no
-// PullConsumer). Run with tests/rocketmq/run_filter.sh <build-dir>.
+// PullConsumer). Run with tests/rocketmq/run.sh <build-dir> rocketmq_filter.test.js.
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -14,7 +13,7 @@ const { Producer, SimpleConsumer, FilterExpression } = require('rocketmq-client-
 const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
 const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { MessagingServiceClient } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_grpc_pb');
-const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
+const { BIN, quietLogger, runCli, startBroker, stopBroker, codeOf } = require('./test_helpers');
 
 const SQL_TOPIC = 'rmq_sql';
 const PULL_TOPIC = 'rmq_pull';
@@ -32,41 +31,16 @@ let endpoints;
 before(async () => {
   assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-filter-'));
-  const grpcPort = await freePort();
-  const portFile = path.join(dataDir, 'port');
-  broker = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--log-file', path.join(dataDir, 'broker.log'),
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((resolve) => broker.once('exit', resolve));
-  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
-    if (broker.exitCode !== null) break;
-    await Promise.race([sleep(50), exited]);
-  }
-  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dataDir}/broker.log)`);
-  nativeAddr = `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`;
-  endpoints = `127.0.0.1:${grpcPort}`;
+  broker = await startBroker(path.join(dataDir, 'broker'));
+  ({ nativeAddr, endpoints } = broker);
   await runCli(nativeAddr, ['topic', 'create', '--name', SQL_TOPIC, '--type', 'normal', '--queues', '2']);
   await runCli(nativeAddr, ['topic', 'create', '--name', PULL_TOPIC, '--type', 'normal', '--queues', '1']);
 });
 
 after(async () => {
-  if (broker && broker.exitCode === null) {
-    const done = new Promise((resolve) => broker.once('exit', resolve));
-    broker.kill('SIGTERM');
-    await done;
-    assert.equal(broker.exitCode, 0, `broker exit code (log: ${dataDir}/broker.log)`);
-  }
+  await stopBroker(broker);
   if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
 });
-
-// The code of a failed call: the client's own exception, or its cause.
-function codeOf(err) {
-  for (let e = err; e; e = e.cause) {
-    if (typeof e.code === 'number') return e.code;
-  }
-  return undefined;
-}
 
 function queueOf(topic, id) {
   return new defs.MessageQueue().setTopic(new defs.Resource().setName(topic)).setId(id);

@@ -1,13 +1,16 @@
-// Shared by the Node.js tests of tests/rocketmq (rocketmq_clients.test.js, rocketmq_auth.test.js):
-// the binaries' dir, a quiet logger for the official client, a free port, the native CLI.
+// Shared by the Node.js tests of tests/rocketmq (*.test.js, run by run.sh): the binaries' dir, a
+// quiet logger for the official client, a free port, the native CLI, starting and stopping a
+// broker, the status code of a failed call.
 'use strict';
-const { execFile } = require('node:child_process');
+const assert = require('node:assert/strict');
+const { execFile, spawn } = require('node:child_process');
+const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const { promisify } = require('node:util');
 
 const execFileP = promisify(execFile);
-// tokimq-broker and tokimq, set by run.sh / run_auth.sh.
+// tokimq-broker and tokimq, set by run.sh.
 const BIN = process.env.TOKIMQ_BIN_DIR;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // The official client logs every retry; RMQ_TEST_VERBOSE=1 shows its errors.
@@ -36,4 +39,56 @@ async function runCli(nativeAddr, args, options = {}) {
   return stdout;
 }
 
-module.exports = { BIN, sleep, quietLogger, freePort, runCli };
+// Starts tokimq-broker with its data, config, log and port file under `dir` (created): native
+// port chosen by the broker (--port 0), gRPC on a free port, HTTP off, `toml` as its config file
+// and `args` appended to its flags. Resolves { proc, dir, nativeAddr, endpoints } once the broker
+// listens; fails the test (naming its log) when it exits or is not up within 10 s.
+async function startBroker(dir, { toml = '', args = [] } = {}) {
+  fs.mkdirSync(dir, { recursive: true });
+  const grpcPort = await freePort();
+  const portFile = path.join(dir, 'port');
+  const config = path.join(dir, 'broker.toml');
+  fs.writeFileSync(config, toml);
+  const proc = spawn(path.join(BIN, 'tokimq-broker'), [
+    '--config', config, '--data-dir', path.join(dir, 'data'), '--port', '0', '--port-file', portFile,
+    '--grpc-port', String(grpcPort), '--http-port', '0', '--log-file', path.join(dir, 'broker.log'),
+    ...args,
+  ], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
+    if (proc.exitCode !== null) break;
+    await Promise.race([sleep(50), exited]);
+  }
+  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dir}/broker.log)`);
+  return {
+    proc, dir,
+    nativeAddr: `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`,
+    endpoints: `127.0.0.1:${grpcPort}`,
+  };
+}
+
+// Stops a broker started by startBroker (SIGTERM) and checks that it exited cleanly (code 0).
+// A broker that already exited is only checked.
+async function stopBroker(broker) {
+  if (!broker) return;
+  const { proc, dir } = broker;
+  if (proc.exitCode === null && proc.signalCode === null) {
+    const done = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    await done;
+  }
+  assert.equal(proc.exitCode, 0, `broker exit code (log: ${dir}/broker.log)`);
+}
+
+// The RocketMQ status code of a failed call: the client's own exception, or the cause of a
+// failed startup() (the official client wraps it).
+function codeOf(err) {
+  for (let e = err; e; e = e.cause) {
+    if (typeof e.code === 'number') return e.code;
+  }
+  return undefined;
+}
+
+module.exports = {
+  BIN, sleep, quietLogger, freePort, runCli, startBroker, stopBroker, codeOf,
+};
