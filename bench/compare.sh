@@ -17,7 +17,7 @@
 #      (tokimq also: the broker timer's release lateness)
 #   b  500k / 10k due in the same second: time until the second is fully delivered
 #      (tokimq also: until it is fully released into the topic)
-#   c  10M / 50k pending with a 2 h delay: anonymous RSS per pending message
+#   c  10M / 50k pending with a 2 h delay: anonymous RSS and disk bytes per pending message
 #   d  restart with c's messages pending: ms until the system serves again
 #   e  500k / 20k immediately-due messages: lease receive + ack rate
 #   f  a's delayed enqueue with every system in its fsync-before-ack mode (tokimq --flush sync,
@@ -174,6 +174,11 @@ stop() {
   pid=""
 }
 
+# disk_bytes <dir>: bytes allocated under dir (0 when it does not exist yet).
+disk_bytes() {
+  if [[ -d $1 ]]; then du -sB1 "$1" | cut -f1; else echo 0; fi
+}
+
 # run <system> <label> <tokimq-bench args...>: appends the RESULT line.
 run() {
   local sys=$1 label=$2
@@ -213,7 +218,19 @@ for sys in $systems; do
   fi
   if ! wants c && ! wants d; then stop; continue; fi
   cpid=(--pid "$pid"); [[ $sys == postgresql ]] && cpid=()  # many processes: no RSS figure
+  disk0=$(disk_bytes "$dir")
   run "$sys" c --queue wc --messages "$C_N" --delay fixed:2h --mode enqueue "${cpid[@]}"
+  # c's disk cost: what the data dir grew by, per pending message (allocated bytes, after the
+  # system's own flush interval; tokimq: CommitLog + TimerLog + ConsumeQueues + metadata, Redis:
+  # AOF, beanstalkd: binlog, PostgreSQL: heap + indexes + WAL).
+  sleep 2
+  disk1=$(disk_bytes "$dir")
+  echo "RESULT system=$sys label=c disk_b_per_msg=$(awk -v a="$disk0" -v b="$disk1" -v n="$C_N" \
+    'BEGIN { printf "%.1f", (b - a) / n }')" >>"$results"
+  echo "   disk: $(( (disk1 - disk0) / 1048576 )) MiB more under $dir for $C_N pending"
+  if [[ $sys == tokimq ]]; then
+    du -sB1 "$dir"/data/* 2>/dev/null | awk '{ printf "   disk: %s %d MiB\n", $2, $1 / 1048576 }'
+  fi
   # d: restart with c's messages pending (graceful stop, then time until it serves).
   old_addr=$addr
   stop
@@ -309,6 +326,7 @@ rows=(
   "b|enqueue_rate|b: enqueue, msg/s"
   "c|anon_b_per_msg|c: anonymous RSS per pending message, B (target <= 16)"
   "c|enqueue_rate|c: enqueue, msg/s"
+  "c|disk_b_per_msg|c: disk bytes per pending message (data dir growth)"
   "d|ready_ms|d: restart until serving, ms (target <= 5000)"
   "e|consume_rate|e: lease receive + ack, msg/s (target >= 200000)"
   "g|release_p99_ms|g: 1 due per ms: release lateness p99, ms (target <= 1)"
