@@ -121,7 +121,7 @@ absl::StatusOr<PutResult> MessageStoreImpl::Put(Message msg) {
   {
     std::lock_guard<std::mutex> l(put_mu_);
     TOKIMQ_ASSIGN_OR_RETURN(cq, FindOrCreate(msg.topic, msg.queue_id));
-    msg.queue_offset = cq->MaxOffset();
+    msg.queue_offset = cq->MaxOffset().value();
     Message* one[1] = {&msg};
     std::vector<uint32_t> sizes;
     TOKIMQ_RETURN_IF_ERROR(log_->AppendIndexed(one, &sizes));
@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<PutResult>> MessageStoreImpl::PutBatchNoWait(std::vec
         TOKIMQ_ASSIGN_OR_RETURN(auto found, FindOrCreate(m.topic, m.queue_id));
         cq = found.get();
       }
-      auto it = next.try_emplace(cq, cq->MaxOffset()).first;
+      auto it = next.try_emplace(cq, cq->MaxOffset().value()).first;
       m.queue_offset = it->second++;
       cqs.push_back(cq);
       ptrs.push_back(&m);
@@ -243,7 +243,7 @@ absl::StatusOr<int> MessageStoreImpl::DeleteExpired(int64_t retention_ms) {
   TOKIMQ_ASSIGN_OR_RETURN(int n, log_->DeleteExpiredSegments(retention_ms, pinned));
   if (n > 0) {
     const int64_t min = log_->MinOffset();
-    for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(min));
+    for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(PhysicalOffset(min)));
   }
   if (!hook_status.ok()) return hook_status;
   return n;

@@ -103,11 +103,11 @@ class MessageStoreImpl final : public MessageStore {
 
   int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const override {
     auto cq = Find(topic, queue_id);
-    return cq == nullptr ? 0 : std::min(cq->MinValidOffset(), cq->MaxOffset());
+    return cq == nullptr ? 0 : std::min(cq->MinValidOffset(), cq->MaxOffset()).value();
   }
   int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const override {
     auto cq = Find(topic, queue_id);
-    return cq == nullptr ? 0 : cq->MaxOffset();
+    return cq == nullptr ? 0 : cq->MaxOffset().value();
   }
 
   void SetDispatchListener(DispatchListener listener) override { listener_ = std::move(listener); }

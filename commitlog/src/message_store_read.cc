@@ -68,11 +68,12 @@ absl::StatusOr<std::optional<ConsumeQueueEntry>> MessageStoreImpl::GetEntry(
     const std::string& topic, int32_t queue_id, int64_t queue_offset) const {
   auto cq = Find(topic, queue_id);
   if (cq == nullptr) return std::nullopt;
-  if (queue_offset < cq->MinValidOffset() && queue_offset < cq->MaxOffset()) {
+  if (QueueOffset(queue_offset) < cq->MinValidOffset() &&
+      QueueOffset(queue_offset) < cq->MaxOffset()) {
     return absl::NotFoundError(
         absl::StrCat("queue offset ", queue_offset, " of ", topic, "/", queue_id, " was deleted"));
   }
-  return cq->Get(queue_offset);
+  return cq->Get(QueueOffset(queue_offset));
 }
 
 absl::StatusOr<std::vector<Message>> MessageStoreImpl::ReadQueue(const std::string& topic,
@@ -94,7 +95,7 @@ absl::StatusOr<size_t> MessageStoreImpl::VisitQueue(const std::string& topic, in
   size_t visited = 0;
   auto cq = Find(topic, queue_id);
   if (cq == nullptr || max_count <= 0) return visited;
-  const int64_t start = std::max(from_offset, cq->MinValidOffset());
+  const QueueOffset start = std::max(QueueOffset(from_offset), cq->MinValidOffset());
   TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(start, static_cast<size_t>(max_count)));
   const auto offset = [&](size_t k) { return entries[k].physical_offset; };
   const auto size = [&](size_t k) { return int64_t{entries[k].size}; };
@@ -123,7 +124,7 @@ absl::StatusOr<size_t> MessageStoreImpl::VisitQueue(const std::string& topic, in
       const auto pos = static_cast<size_t>(entries[k].physical_offset - run_start);
       TOKIMQ_RETURN_IF_ERROR(
           log_->DecodeViewAt(run->substr(pos, entries[k].size), entries[k].physical_offset, &v));
-      const int64_t qo = start + static_cast<int64_t>(k);
+      const int64_t qo = (start + static_cast<int64_t>(k)).value();
       if (v.topic != topic || v.queue_id != queue_id || v.queue_offset != qo) {
         return absl::DataLossError(
             absl::StrCat("consume queue ", topic, "/", queue_id, " entry ", qo,

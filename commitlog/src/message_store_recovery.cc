@@ -31,10 +31,10 @@ bool LoadableQueueDir(const std::string& topic) {
 // checkpoint and may be torn or missing: drop them; the rescan re-adds them.
 absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, int64_t start) {
   const int64_t log_end = log_->MaxOffset();
-  int64_t keep = cq->MaxOffset();
-  const int64_t min = cq->MinOffset();
+  QueueOffset keep = cq->MaxOffset();
+  const QueueOffset min = cq->MinOffset();
   while (keep > min) {
-    const int64_t from = std::max(min, keep - 1024);
+    const QueueOffset from = std::max(min, keep - 1024);
     TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(from, static_cast<size_t>(keep - from)));
     bool stop = false;
     for (size_t i = entries.size(); i > 0; --i) {
@@ -62,10 +62,10 @@ absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(
     const Message& m = rec.first;
     if ((m.flags & kFlagIndexed) != 0 && LoadableQueueDir(m.topic) && m.queue_id >= 0) {
       TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
-      if (m.queue_offset != cq->MaxOffset()) {
+      if (QueueOffset(m.queue_offset) != cq->MaxOffset()) {
         return absl::DataLossError(absl::StrCat(
             "record at offset ", m.physical_offset, " has queue offset ", m.queue_offset,
-            " but consume queue ", m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset(),
+            " but consume queue ", m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset().value(),
             "; consume queue data below the checkpoint is missing"));
       }
       TOKIMQ_RETURN_IF_ERROR(
@@ -129,7 +129,7 @@ absl::Status MessageStoreImpl::RecoverQueues() {
     TOKIMQ_LOG_INFO("message store {}: re-dispatched {} records from offset {}", opt_.dir,
                     redispatched, start);
   }
-  for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(log_min));
+  for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(PhysicalOffset(log_min)));
   return Checkpoint();
 }
 

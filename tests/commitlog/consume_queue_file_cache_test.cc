@@ -171,7 +171,7 @@ TEST_F(ConsumeQueueFileCacheTest, SyncThatCannotReopenAFileKeepsEveryFileDirty) 
       ASSERT_TRUE((*cq)->Append({int64_t{100} * i, 100, 0}).ok());
     }
     ASSERT_TRUE((*cq)->WriteBuffered().ok());  // two files; the cache keeps the second
-    ASSERT_TRUE((*cq)->Get(0).ok());           // now the first, the second is evicted
+    ASSERT_TRUE((*cq)->Get(QueueOffset(0)).ok());           // now the first, the second is evicted
     fs_.SetFailOpen(true);
     absl::Status s = (*cq)->Sync();
     EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
@@ -181,8 +181,8 @@ TEST_F(ConsumeQueueFileCacheTest, SyncThatCannotReopenAFileKeepsEveryFileDirty) 
   ASSERT_TRUE(fs_.DropUnsyncedData().ok());  // power loss
   auto cq = ConsumeQueue::Open(&cache, dir, 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  EXPECT_EQ((*cq)->MaxOffset(), 16);
-  auto e = (*cq)->Get(3);
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(16));
+  auto e = (*cq)->Get(QueueOffset(3));
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->physical_offset, 300);
 }

@@ -345,15 +345,15 @@ TEST_F(ConsumeQueueTest, EntriesSurviveReopenAcrossFiles) {
   }
   auto cq = ConsumeQueue::Open(FileSystem::Default(), dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok());
-  EXPECT_EQ((*cq)->MaxOffset(), 300);
-  auto all = (*cq)->Entries(0, 1000);
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(300));
+  auto all = (*cq)->Entries(QueueOffset(0), 1000);
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 300u);
   for (int i = 0; i < 300; ++i) EXPECT_EQ((*all)[i].physical_offset, i * 100);
-  ASSERT_TRUE((*cq)->TruncateTo(17).ok());
-  EXPECT_EQ((*cq)->MaxOffset(), 17);
+  ASSERT_TRUE((*cq)->TruncateTo(QueueOffset(17)).ok());
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(17));
   ASSERT_TRUE((*cq)->Append({1, 2, 3}).ok());
-  auto e = (*cq)->Get(17);
+  auto e = (*cq)->Get(QueueOffset(17));
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->physical_offset, 1);
 }
@@ -368,7 +368,7 @@ TEST_F(ConsumeQueueTest, PartialTrailingEntryIsDropped) {
   ASSERT_TRUE((*f)->Truncate(4 * 20 + 7).ok());
   auto cq = ConsumeQueue::Open(FileSystem::Default(), dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok());
-  EXPECT_EQ((*cq)->MaxOffset(), 4);
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(4));
 }
 
 // Retention advances the valid minimum while every entry is still buffered (no file yet); the
@@ -377,19 +377,19 @@ TEST_F(ConsumeQueueTest, ValidMinimumSurvivesTheFirstFileWrite) {
   auto cq = ConsumeQueue::Open(FileSystem::Default(), dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
   for (int i = 0; i < 12; ++i) ASSERT_TRUE((*cq)->Append({i * 100, 100, 0}).ok());
-  ASSERT_TRUE((*cq)->AdvanceMinValid(1000).ok());  // records of offsets 0..9 are gone
-  EXPECT_EQ((*cq)->MinValidOffset(), 10);
+  ASSERT_TRUE((*cq)->AdvanceMinValid(PhysicalOffset(1000)).ok());  // records of offsets 0..9 are gone
+  EXPECT_EQ((*cq)->MinValidOffset(), QueueOffset(10));
   ASSERT_TRUE((*cq)->WriteBuffered().ok());  // creates files 0 and 8
-  EXPECT_EQ((*cq)->MinValidOffset(), 10);
-  EXPECT_EQ((*cq)->MinOffset(), 0);
-  EXPECT_EQ((*cq)->MaxOffset(), 12);
-  auto e = (*cq)->Get(10);
+  EXPECT_EQ((*cq)->MinValidOffset(), QueueOffset(10));
+  EXPECT_EQ((*cq)->MinOffset(), QueueOffset(0));
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(12));
+  auto e = (*cq)->Get(QueueOffset(10));
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->physical_offset, 1000);
   // A later pass still moves it forward, and whole files below it go.
-  ASSERT_TRUE((*cq)->AdvanceMinValid(1100).ok());
-  EXPECT_EQ((*cq)->MinValidOffset(), 11);
-  EXPECT_EQ((*cq)->MinOffset(), 8);
+  ASSERT_TRUE((*cq)->AdvanceMinValid(PhysicalOffset(1100)).ok());
+  EXPECT_EQ((*cq)->MinValidOffset(), QueueOffset(11));
+  EXPECT_EQ((*cq)->MinOffset(), QueueOffset(8));
 }
 
 // Without retention the first file write still sets both minimums to the file's first offset.
@@ -398,8 +398,8 @@ TEST_F(ConsumeQueueTest, FirstFileWriteSetsMinimumsWithoutRetention) {
   ASSERT_TRUE(cq.ok()) << cq.status();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE((*cq)->Append({i * 100, 100, 0}).ok());
   ASSERT_TRUE((*cq)->WriteBuffered().ok());
-  EXPECT_EQ((*cq)->MinValidOffset(), 0);
-  EXPECT_EQ((*cq)->MinOffset(), 0);
+  EXPECT_EQ((*cq)->MinValidOffset(), QueueOffset(0));
+  EXPECT_EQ((*cq)->MinOffset(), QueueOffset(0));
 }
 
 }  // namespace
