@@ -17,14 +17,14 @@ bool IsSegmentName(const std::string& name) {
 }
 
 void EncodeEntry(const ConsumeQueueEntry& e, char* p) {
-  EncodeFixed64(p, static_cast<uint64_t>(e.physical_offset));
+  EncodeFixed64(p, static_cast<uint64_t>(e.physical_offset.value()));
   EncodeFixed32(p + 8, e.size);
   EncodeFixed64(p + 12, e.tag_hash);
 }
 
 ConsumeQueueEntry DecodeEntry(const char* p) {
-  return ConsumeQueueEntry{static_cast<int64_t>(DecodeFixed64(p)), DecodeFixed32(p + 8),
-                           DecodeFixed64(p + 12)};
+  return ConsumeQueueEntry{PhysicalOffset(static_cast<int64_t>(DecodeFixed64(p))),
+                           DecodeFixed32(p + 8), DecodeFixed64(p + 12)};
 }
 
 }  // namespace
@@ -351,9 +351,9 @@ absl::Status ConsumeQueue::AdvanceMinValid(PhysicalOffset min_physical_offset) {
   std::lock_guard<std::mutex> l(mu_);
   const QueueOffset max = written_ + static_cast<int64_t>(pending_.size());
   auto phys_at = [&](QueueOffset q) -> absl::StatusOr<PhysicalOffset> {
-    if (q >= written_) return PhysicalOffset(pending_[static_cast<size_t>(q - written_)].physical_offset);
+    if (q >= written_) return pending_[static_cast<size_t>(q - written_)].physical_offset;
     TOKIMQ_ASSIGN_OR_RETURN(auto v, ReadLocked(q, 1));
-    return PhysicalOffset(v[0].physical_offset);
+    return v[0].physical_offset;
   };
   // Entries of one queue are in CommitLog order: binary search the first one still stored.
   QueueOffset lo = std::max(min_valid_, min_), hi = max;

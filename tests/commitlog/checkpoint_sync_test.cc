@@ -165,7 +165,7 @@ class ConsumeQueueSyncTest : public ::testing::Test {
 TEST_F(ConsumeQueueSyncTest, FailedFsyncFailsEveryLaterSync) {
   auto cq = ConsumeQueue::Open(&fs_, dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  ASSERT_TRUE((*cq)->Append({100, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->Append({PhysicalOffset(100), 100, 0}).ok());
   fs_.SetFailSync(true);
   absl::Status first = (*cq)->Sync();
   EXPECT_FALSE(first.ok());
@@ -181,13 +181,13 @@ TEST_F(ConsumeQueueSyncTest, FailedFsyncFailsEveryLaterSync) {
 TEST_F(ConsumeQueueSyncTest, WritesAfterTakeDirtyAreTakenByTheNextCheckpoint) {
   auto cq = ConsumeQueue::Open(&fs_, dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  ASSERT_TRUE((*cq)->Append({100, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->Append({PhysicalOffset(100), 100, 0}).ok());
   auto taken = (*cq)->TakeDirty();
   ASSERT_TRUE(taken.ok()) << taken.status();
   EXPECT_EQ(taken->files, std::vector<QueueOffset>{QueueOffset(0)});
   EXPECT_TRUE(taken->dir);
   EXPECT_TRUE(taken->parents);
-  ASSERT_TRUE((*cq)->Append({200, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->Append({PhysicalOffset(200), 100, 0}).ok());
   ASSERT_TRUE((*cq)->WriteBuffered().ok());
   ASSERT_TRUE((*cq)->SyncDirty(*taken, nullptr).ok());
   auto next = (*cq)->TakeDirty();
