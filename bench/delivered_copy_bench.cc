@@ -48,8 +48,8 @@ Corpus MakeCorpus(bool keys_and_tag) {
     Message m;  // as TimerStoreImpl::RewriteForSchedule leaves it
     m.topic = kTimerTopic;
     m.queue_id = 0;
-    m.queue_offset = static_cast<int64_t>(i);
-    m.physical_offset = static_cast<int64_t>(i) * 300;
+    m.queue_offset = QueueOffset(static_cast<int64_t>(i));
+    m.physical_offset = PhysicalOffset(static_cast<int64_t>(i) * 300);
     m.born_ms = kNow - 60'000;
     m.store_ms = kNow - 59'990;
     m.flags = kFlagIndexed;
@@ -71,7 +71,7 @@ Corpus MakeCorpus(bool keys_and_tag) {
     su.pos = TimerLogPosition(static_cast<int64_t>(i) * 72);
     su.unit.write_ms = kNow - 59'980;
     su.unit.deliver_ms = deliver;
-    su.unit.physical_offset = m.physical_offset;
+    su.unit.physical_offset = m.physical_offset.value();
     su.unit.msg_size = static_cast<uint32_t>(c.bytes[i].size());
   }
   return c;
@@ -91,7 +91,7 @@ void BM_Copy(benchmark::State& state, bool keys_and_tag) {
         state.SkipWithError("record mismatch");
         return;
       }
-      m->physical_offset = static_cast<int64_t>(buf.size());
+      m->physical_offset = PhysicalOffset(static_cast<int64_t>(buf.size()));
       m->store_ms = kNow + 1;
       const size_t size = m->EncodedSize();
       const size_t old = buf.size();

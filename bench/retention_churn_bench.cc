@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       std::printf("%lld %.1f %.1f %lld %lld\n",
                   static_cast<long long>((r + 1) * round_ms / 3'600'000),
                   static_cast<double>(log->MaxOffset() - log->MinOffset()) / (1 << 20),
-                  static_cast<double>(log->MaxOffset()) / (1 << 20),
+                  static_cast<double>(log->MaxOffset().value()) / (1 << 20),
                   static_cast<long long>((*ts)->metrics().pending.Value()),
                   static_cast<long long>(deleted));
     }
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
     const auto* log = (*ms)->commit_log();
     const auto t = std::chrono::steady_clock::now();
     int64_t records = 0;
-    for (int64_t at = log->MinOffset(); at < log->MaxOffset();) {
+    for (PhysicalOffset at = log->MinOffset(); at < log->MaxOffset();) {
       auto next = log->ReadNext(at);
       if (!next.ok() || next->second <= at) break;
       at = next->second;

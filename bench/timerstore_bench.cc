@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
     }
     Check(s.ts->Stop());
     int64_t last_hot = 0, worst_other = 0, early = 0, direct = 0;
-    auto hot_msgs = s.ms->ReadQueue("hot", 0, 0, static_cast<int>(hot));
+    auto hot_msgs = s.ms->ReadQueue("hot", 0, QueueOffset(0), static_cast<int>(hot));
     Check(hot_msgs.status());
     for (const Message& m : *hot_msgs) {
       if (PropInt(m, tokimq::prop::kTimerDequeueMs) < 0) {  // scheduled after its due time
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
       last_hot = std::max(last_hot, PropInt(m, tokimq::prop::kTimerDequeueMs));
       early += PropInt(m, tokimq::prop::kTimerDequeueMs) < PropInt(m, tokimq::prop::kDeliverMs);
     }
-    auto other_msgs = s.ms->ReadQueue("other", 0, 0, static_cast<int>(others));
+    auto other_msgs = s.ms->ReadQueue("other", 0, QueueOffset(0), static_cast<int>(others));
     Check(other_msgs.status());
     for (const Message& m : *other_msgs) {
       if (PropInt(m, tokimq::prop::kTimerDequeueMs) < 0) {

@@ -52,8 +52,8 @@ Message SampleMessage() {
   Message m;
   m.topic = "orders";
   m.queue_id = 3;
-  m.queue_offset = 42;
-  m.physical_offset = 4096;
+  m.queue_offset = QueueOffset(42);
+  m.physical_offset = PhysicalOffset(4096);
   m.born_ms = 1'700'000'000'000;
   m.store_ms = 1'700'000'000'123;
   m.flags = kFlagIndexed;

@@ -161,8 +161,8 @@ void CheckEncode(FuzzedDataProvider* in) {
   Message m;
   m.topic = in->ConsumeRandomLengthString(64);
   m.queue_id = in->ConsumeIntegral<int32_t>();
-  m.queue_offset = in->ConsumeIntegral<int64_t>();
-  m.physical_offset = in->ConsumeIntegral<int64_t>();
+  m.queue_offset = QueueOffset(in->ConsumeIntegral<int64_t>());
+  m.physical_offset = PhysicalOffset(in->ConsumeIntegral<int64_t>());
   m.born_ms = in->ConsumeIntegral<int64_t>();
   m.store_ms = in->ConsumeIntegral<int64_t>();
   m.flags = in->ConsumeIntegral<uint32_t>();

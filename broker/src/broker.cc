@@ -191,7 +191,7 @@ absl::Status Broker::OpenMessageStore() {
   // An injected clock (options.clock) drives it too, so a test controls its refreshes.
   watermark_ = std::make_unique<DiskWatermark>(
       fs_, options_.clock != nullptr ? options_.clock : SystemClock::Default(), std::move(wm),
-      [store = store_.get()] { return store->commit_log()->MaxOffset(); });
+      [store = store_.get()] { return store->commit_log()->MaxOffset().value(); });
   watermark_->Refresh();  // logs at once when the broker starts above the watermark
 
   return absl::OkStatus();
@@ -258,8 +258,8 @@ absl::Status Broker::OpenConsumerService() {
 
   ConsumerService* consumers = consumers_.get();
   store_->SetDispatchListener(
-      [consumers](const std::string& topic, int32_t queue_id, int64_t queue_offset) {
-        consumers->OnDispatch(topic, queue_id, queue_offset);
+      [consumers](const std::string& topic, int32_t queue_id, QueueOffset queue_offset) {
+        consumers->OnDispatch(topic, queue_id, queue_offset.value());
       });
 
   return absl::OkStatus();

@@ -241,8 +241,8 @@ absl::Status Broker::HandleDescribeTopic(const std::string& name, proto::Respons
   for (int32_t q = 0; q < t->queues; ++q) {
     auto* qi = out->add_queues();
     qi->set_queue_id(q);
-    qi->set_min_offset(store_->MinQueueOffset(name, q));
-    qi->set_max_offset(store_->MaxQueueOffset(name, q));
+    qi->set_min_offset(store_->MinQueueOffset(name, q).value());
+    qi->set_max_offset(store_->MaxQueueOffset(name, q).value());
   }
   return absl::OkStatus();
 }
@@ -285,8 +285,8 @@ void Broker::FillTopicStats(const proto::StatsRequest& req, proto::StatsResponse
     ts->set_type(static_cast<proto::TopicType>(static_cast<int>(t.type)));
     int64_t depth = 0;
     for (int32_t q = 0; q < t.queues; ++q) {
-      const int64_t min = store_->MinQueueOffset(t.name, q);
-      const int64_t max = store_->MaxQueueOffset(t.name, q);
+      const int64_t min = store_->MinQueueOffset(t.name, q).value();
+      const int64_t max = store_->MaxQueueOffset(t.name, q).value();
       depth += max - min;
       if (req.omit_queues()) continue;
       auto* qi = ts->add_queues();
@@ -355,9 +355,9 @@ void Broker::FillGroupStats(const proto::StatsRequest& req, proto::StatsResponse
 void Broker::FillStorageStats(proto::StatsResponse* resp) const {
   resp->set_poison_depth(store_->MaxQueueOffset(kPoisonTopic, 0) -
                          store_->MinQueueOffset(kPoisonTopic, 0));
-  resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset());
-  resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset());
-  resp->set_commitlog_min_offset(store_->commit_log()->MinOffset());
+  resp->set_commitlog_max_offset(store_->commit_log()->MaxOffset().value());
+  resp->set_commitlog_flushed_offset(store_->commit_log()->FlushedOffset().value());
+  resp->set_commitlog_min_offset(store_->commit_log()->MinOffset().value());
   const CommitLogSyncStats syncs = store_->commit_log()->sync_stats();
   resp->set_commitlog_syncs(syncs.segment_syncs);
   resp->set_commitlog_sync_rounds(syncs.rounds);

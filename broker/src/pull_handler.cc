@@ -33,7 +33,7 @@ void ToProto(const record::RecordView& m, proto::ReceivedMessage* out) {
   out->set_message_id(std::string(Prop(m, prop::kMessageId)));
   out->set_topic(std::string(m.topic));
   out->set_queue_id(m.queue_id);
-  out->set_queue_offset(m.queue_offset);
+  out->set_queue_offset(m.queue_offset.value());
   out->set_key(std::string(Prop(m, prop::kKeys)));
   out->set_tag(std::string(Prop(m, prop::kTag)));
   Decoder pd(m.properties);
@@ -75,8 +75,8 @@ absl::Status Broker::HandlePull(const proto::PullRequest& req, proto::PullRespon
       std::shared_ptr<const consumer::SqlFilter> sql,
       consumer::RequestSqlFilter(req.filter_type() == proto::FILTER_SQL92, req.filter_expression()));
   const int want = req.max_messages() == 0 ? kDefaultPullBatch : req.max_messages();
-  const int64_t min = store_->MinQueueOffset(req.topic(), req.queue_id());
-  const int64_t max = store_->MaxQueueOffset(req.topic(), req.queue_id());
+  const int64_t min = store_->MinQueueOffset(req.topic(), req.queue_id()).value();
+  const int64_t max = store_->MaxQueueOffset(req.topic(), req.queue_id()).value();
   resp->set_min_offset(min);
   resp->set_max_offset(max);
   if (req.offset() < min || req.offset() > max) {
@@ -92,7 +92,7 @@ absl::Status Broker::HandlePull(const proto::PullRequest& req, proto::PullRespon
   while (!full && next < max && resp->messages_size() < want) {
     const int chunk = std::min(want - resp->messages_size(), 64);
     TOKIMQ_ASSIGN_OR_RETURN(
-        size_t n, store_->VisitQueue(req.topic(), req.queue_id(), next, chunk,
+        size_t n, store_->VisitQueue(req.topic(), req.queue_id(), QueueOffset(next), chunk,
                                      [&](const record::RecordView& m) -> absl::Status {
                                        if (full) return absl::OkStatus();
                                        if (resp->messages_size() > 0 &&
@@ -100,7 +100,7 @@ absl::Status Broker::HandlePull(const proto::PullRequest& req, proto::PullRespon
                                          full = true;  // read, not answered: the next pull's
                                          return absl::OkStatus();
                                        }
-                                       next = m.queue_offset + 1;
+                                       next = m.queue_offset.value() + 1;
                                        if (!consumer::PassesFilters(req.tag_filter(), sql.get(),
                                                                     m)) {
                                          return absl::OkStatus();
@@ -150,8 +150,8 @@ absl::Status Broker::HandleUpdateOffset(const proto::UpdateOffsetRequest& req) {
 absl::Status Broker::HandleQueryOffset(const proto::QueryOffsetRequest& req,
                                        proto::OffsetResponse* resp) {
   TOKIMQ_RETURN_IF_ERROR(CheckQueue(req.topic(), req.queue_id()));
-  const int64_t min = store_->MinQueueOffset(req.topic(), req.queue_id());
-  const int64_t max = store_->MaxQueueOffset(req.topic(), req.queue_id());
+  const int64_t min = store_->MinQueueOffset(req.topic(), req.queue_id()).value();
+  const int64_t max = store_->MaxQueueOffset(req.topic(), req.queue_id()).value();
   switch (req.policy()) {
     case proto::QueryOffsetRequest::BEGINNING:
       resp->set_offset(min);
@@ -175,10 +175,10 @@ absl::Status Broker::HandleQueryOffset(const proto::QueryOffsetRequest& req,
     int64_t found_offset = mid;
     TOKIMQ_RETURN_IF_ERROR(
         store_
-            ->VisitQueue(req.topic(), req.queue_id(), mid, 1,
+            ->VisitQueue(req.topic(), req.queue_id(), QueueOffset(mid), 1,
                          [&](const record::RecordView& m) {
                            store_ms = m.store_ms;
-                           found_offset = m.queue_offset;
+                           found_offset = m.queue_offset.value();
                            return absl::OkStatus();
                          })
             .status());

@@ -67,7 +67,7 @@ absl::Status FieldsOf(const ReceivedMessage& rm, ReceivedFields* f) {
   m.FindProperty(prop::kTag, &f->tag);
   f->topic = m.topic;
   f->queue_id = m.queue_id;
-  f->queue_offset = m.queue_offset;
+  f->queue_offset = m.queue_offset.value();
   f->body = m.body;
   f->born_ms = m.born_ms;
   f->receipt_handle = rm.receipt_handle;

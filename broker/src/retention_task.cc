@@ -66,7 +66,7 @@ void RetentionTask::Loop() {
         TOKIMQ_LOG_INFO(
             "retention: deleted {} commit log segment(s) older than {}; first "
             "offset now {}",
-            *n, FormatDuration(last_age_ms()), store_->commit_log()->MinOffset());
+            *n, FormatDuration(last_age_ms()), store_->commit_log()->MinOffset().value());
       }
       next_ms = clock_->NowMs() + interval_ms_;
       continue;

@@ -129,7 +129,7 @@ void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
     return;
   }
   store_->commit_log()->WhenDurable(
-      end, [this, end, answer = std::move(answer)](absl::Status st) mutable {
+      PhysicalOffset(end), [this, end, answer = std::move(answer)](absl::Status st) mutable {
         if (!st.ok()) return answer(st);
         replication_->WhenReplicated(end, std::move(answer));
       });
@@ -193,9 +193,9 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     if (!scheduled.ok()) return note_no_space(scheduled.status());
     std::vector<ScheduleResult>& srs = *scheduled;
     for (size_t j = 0; j < srs.size() && j < delayed_index.size(); ++j) {
-      end = std::max(end, srs[j].put.physical_offset + int64_t{srs[j].put.size});
+      end = std::max(end, srs[j].put.physical_offset.value() + int64_t{srs[j].put.size});
       proto::SendResult* r = resp->mutable_results(delayed_index[j]);
-      r->set_queue_offset(srs[j].put.queue_offset);
+      r->set_queue_offset(srs[j].put.queue_offset.value());
       r->set_recall_handle(std::move(srs[j].recall_handle));
       r->set_delayed(!srs[j].delivered_now);
     }
@@ -206,9 +206,9 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
                                                      : store_->PutBatchNoWait(std::move(immediate));
     if (!put.ok()) return note_no_space(put.status());
     const std::vector<PutResult>& puts = *put;
-    end = std::max(end, DurableEnd(puts));
+    end = std::max(end, DurableEnd(puts).value());
     for (size_t j = 0; j < puts.size() && j < immediate_index.size(); ++j) {
-      resp->mutable_results(immediate_index[j])->set_queue_offset(puts[j].queue_offset);
+      resp->mutable_results(immediate_index[j])->set_queue_offset(puts[j].queue_offset.value());
     }
   }
   if (durable_end != nullptr) *durable_end = end;

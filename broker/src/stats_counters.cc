@@ -34,7 +34,7 @@ void Broker::FillCounterStats(const proto::StatsRequest& req, proto::StatsRespon
     g.set_oldest_unacked_age_ms(
         m.oldest_unacked_visible_ms > 0 ? std::max<int64_t>(0, now - m.oldest_unacked_visible_ms)
                                         : 0);
-    g.set_dlq_total(store_->MaxQueueOffset(kDlqTopicPrefix + g.group(), 0));
+    g.set_dlq_total(store_->MaxQueueOffset(kDlqTopicPrefix + g.group(), 0).value());
     if (req.omit_group_topics()) continue;
     for (const GroupTopicMetrics& t : m.topics) {
       proto::GroupTopicStats* ts = g.add_topic_stats();

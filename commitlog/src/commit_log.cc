@@ -104,7 +104,7 @@ void CommitLogImpl::Fail(const absl::Status& s) {
   has_failed_.store(true, std::memory_order_release);
 }
 
-absl::StatusOr<int64_t> CommitLogImpl::Append(Message* msg) {
+absl::StatusOr<PhysicalOffset> CommitLogImpl::Append(Message* msg) {
   Message* one[1] = {msg};
   TOKIMQ_RETURN_IF_ERROR(AppendBatch(one));
   return msg->physical_offset;
@@ -258,7 +258,7 @@ absl::Status CommitLogImpl::AppendLocked(std::span<Message* const> msgs,
       if (!s.ok()) return OnAppendFailedLocked(s, msgs.size());
       run_start = pos;
     }
-    m->physical_offset = pos;
+    m->physical_offset = PhysicalOffset(pos);
     m->store_ms = now;
     const size_t old = encode_buf_.size();
     encode_buf_.resize(old + static_cast<size_t>(size));
@@ -315,7 +315,7 @@ absl::Status CommitLogImpl::SyncRound(int64_t from, int64_t to) {
 
 void CommitLogImpl::StartGroupCommit() {
   group_commit_ = std::make_unique<GroupCommit>(
-      flushed_.load(std::memory_order_acquire), [this] { return MaxOffset(); },
+      flushed_.load(std::memory_order_acquire), [this] { return MaxOffset().value(); },
       [this](int64_t from, int64_t to) { return SyncRound(from, to); }, /*start_thread=*/true);
 }
 
@@ -332,7 +332,7 @@ absl::Status CommitLogImpl::SyncTo(int64_t target) {
     // Leader: one fsync covers every append that finished before it started.
     sync_running_ = true;
     const int64_t from = flushed_.load(std::memory_order_acquire);
-    const int64_t to = MaxOffset();
+    const int64_t to = MaxOffset().value();
     l.unlock();
     absl::Status s = SyncRound(from, to);
     l.lock();
@@ -342,11 +342,13 @@ absl::Status CommitLogImpl::SyncTo(int64_t target) {
   }
 }
 
-absl::Status CommitLogImpl::WaitDurable(int64_t end_offset) { return SyncTo(end_offset); }
+absl::Status CommitLogImpl::WaitDurable(PhysicalOffset end_offset) {
+  return SyncTo(end_offset.value());
+}
 
-void CommitLogImpl::WhenDurable(int64_t end_offset, DurableCallback done) {
-  if (group_commit_ != nullptr) return group_commit_->Submit(end_offset, std::move(done));
-  std::move(done)(SyncTo(end_offset));
+void CommitLogImpl::WhenDurable(PhysicalOffset end_offset, DurableCallback done) {
+  if (group_commit_ != nullptr) return group_commit_->Submit(end_offset.value(), std::move(done));
+  std::move(done)(SyncTo(end_offset.value()));
 }
 
 CommitLogSyncStats CommitLogImpl::sync_stats() const {
@@ -361,7 +363,7 @@ CommitLogSyncStats CommitLogImpl::sync_stats() const {
 
 absl::Status CommitLogImpl::Flush() {
   if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
-  return SyncTo(MaxOffset());
+  return SyncTo(MaxOffset().value());
 }
 
 void CommitLogImpl::FlusherLoop() {
@@ -373,7 +375,7 @@ void CommitLogImpl::FlusherLoop() {
     if (stop_flusher_) break;
     l.unlock();
     if (!has_failed_.load(std::memory_order_acquire)) {
-      absl::Status s = SyncTo(MaxOffset());
+      absl::Status s = SyncTo(MaxOffset().value());
       if (!s.ok() && !logged) {
         TOKIMQ_LOG_ERROR("commit log background flush failed: {}", s.ToString());
         logged = true;
@@ -397,7 +399,7 @@ absl::Status CommitLogImpl::Close() {
   }
   if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
   TOKIMQ_RETURN_IF_ERROR(Flush());
-  const int64_t end = MaxOffset();
+  const int64_t end = MaxOffset().value();
   TOKIMQ_RETURN_IF_ERROR(WriteOffsetFile(fs_, checkpoint_path_, kCommitLogCheckpointMagic, end));
   return WriteOffsetFile(fs_, clean_marker_path_, kCleanShutdownMagic, end);
 }

@@ -37,25 +37,32 @@ class CommitLogImpl final : public CommitLog {
                                                                  CommitLogRecoveryInfo* info);
   ~CommitLogImpl() override;
 
-  absl::StatusOr<int64_t> Append(Message* msg) override;
+  absl::StatusOr<PhysicalOffset> Append(Message* msg) override;
   absl::Status AppendBatch(std::span<Message* const> msgs) override;
   // AppendBatch that sets kFlagIndexed (MessageStore) instead of clearing it. When `sizes` is
   // set it receives each record's size in bytes (EncodedSize), in the order of `msgs`.
   absl::Status AppendIndexed(std::span<Message* const> msgs,
                              std::vector<uint32_t>* sizes = nullptr);
-  absl::StatusOr<Message> Read(int64_t physical_offset) const override;
-  absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const override;
-  absl::Status WaitDurable(int64_t end_offset) override;
-  void WhenDurable(int64_t end_offset, DurableCallback done) override;
+  absl::StatusOr<Message> Read(PhysicalOffset physical_offset) const override;
+  absl::StatusOr<std::pair<Message, PhysicalOffset>> ReadNext(
+      PhysicalOffset physical_offset) const override;
+  absl::Status WaitDurable(PhysicalOffset end_offset) override;
+  void WhenDurable(PhysicalOffset end_offset, DurableCallback done) override;
   absl::Status Flush() override;
   CommitLogSyncStats sync_stats() const override;
-  int64_t MinOffset() const override { return min_offset_.load(std::memory_order_acquire); }
-  int64_t MaxOffset() const override { return max_offset_.load(std::memory_order_acquire); }
-  int64_t FlushedOffset() const override { return flushed_.load(std::memory_order_acquire); }
+  PhysicalOffset MinOffset() const override {
+    return PhysicalOffset(min_offset_.load(std::memory_order_acquire));
+  }
+  PhysicalOffset MaxOffset() const override {
+    return PhysicalOffset(max_offset_.load(std::memory_order_acquire));
+  }
+  PhysicalOffset FlushedOffset() const override {
+    return PhysicalOffset(flushed_.load(std::memory_order_acquire));
+  }
   absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
-                                            int64_t pinned_min_offset) override;
-  absl::StatusOr<int64_t> ExpiredEnd(int64_t retention_ms) const override;
-  absl::StatusOr<int64_t> SegmentStoreMs(int64_t physical_offset) const override;
+                                            PhysicalOffset pinned_min_offset) override;
+  absl::StatusOr<PhysicalOffset> ExpiredEnd(int64_t retention_ms) const override;
+  absl::StatusOr<int64_t> SegmentStoreMs(PhysicalOffset physical_offset) const override;
   absl::Status Close() override;
   // commit_log_replica.cc
   absl::StatusOr<ReplicaChunk> ReadChunk(int64_t from, size_t max_bytes) const override;
@@ -63,24 +70,24 @@ class CommitLogImpl final : public CommitLog {
 
   // Reads `len` bytes at `physical_offset` (all inside one segment and below MaxOffset) into
   // `out`. Used by MessageStore to read runs of adjacent records with one pread.
-  absl::Status ReadRaw(int64_t physical_offset, size_t len, std::string* out) const;
+  absl::Status ReadRaw(PhysicalOffset physical_offset, size_t len, std::string* out) const;
   // The same bytes without a system call or a copy where the file system can map files: a view
   // into the segment's read mapping, with *keep holding the segment (and so the mapping) alive
   // while the view is used; else they are read into *scratch and the view points there. Errors
   // as ReadRaw. (RocketMQ reads its CommitLog through mapped files too; a pread per run of
   // records was the largest single cost of timer dequeue and consumption under load.)
-  absl::StatusOr<std::string_view> ReadSpan(int64_t physical_offset, size_t len,
+  absl::StatusOr<std::string_view> ReadSpan(PhysicalOffset physical_offset, size_t len,
                                             std::string* scratch,
                                             std::shared_ptr<const Segment>* keep) const;
   // Decodes a record read by ReadRaw and checks it starts at `physical_offset`.
-  absl::Status DecodeAt(std::string_view rec, int64_t physical_offset, Message* out) const;
+  absl::Status DecodeAt(std::string_view rec, PhysicalOffset physical_offset, Message* out) const;
   // The same for a view (record::DecodeView) into `rec`.
-  absl::Status DecodeViewAt(std::string_view rec, int64_t physical_offset,
+  absl::Status DecodeViewAt(std::string_view rec, PhysicalOffset physical_offset,
                             record::RecordView* out) const;
   // The error mapping both share: kDataLoss naming offset and file, or kInvalidArgument if no
   // record starts at `physical_offset`.
-  absl::Status CheckDecoded(absl::Status decoded, int64_t stored_offset,
-                            int64_t physical_offset) const;
+  absl::Status CheckDecoded(absl::Status decoded, PhysicalOffset stored_offset,
+                            PhysicalOffset physical_offset) const;
   int64_t segment_size() const { return static_cast<int64_t>(opt_.segment_size); }
   const std::string& SegmentPathFor(int64_t offset) const;
 

@@ -25,19 +25,20 @@ struct RawRecord {
 absl::StatusOr<std::shared_ptr<Segment>> CommitLogImpl::SegmentForRange(int64_t physical_offset,
                                                                         size_t len) const {
   auto seg = FindSegment(physical_offset);
-  if (seg == nullptr || physical_offset < MinOffset()) {
+  if (seg == nullptr || physical_offset < MinOffset().value()) {
     return absl::NotFoundError(absl::StrCat("offset ", physical_offset, " was deleted"));
   }
   const int64_t rel = physical_offset - seg->base;
   if (rel + static_cast<int64_t>(len) > segment_size() ||
-      physical_offset + static_cast<int64_t>(len) > MaxOffset()) {
+      physical_offset + static_cast<int64_t>(len) > MaxOffset().value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("range at ", physical_offset, " of ", len, " bytes is outside the log"));
   }
   return seg;
 }
 
-absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::string* out) const {
+absl::Status CommitLogImpl::ReadRaw(PhysicalOffset at, size_t len, std::string* out) const {
+  const int64_t physical_offset = at.value();
   TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(physical_offset, len));
   const int64_t rel = physical_offset - seg->base;
   out->resize(len);
@@ -50,10 +51,11 @@ absl::Status CommitLogImpl::ReadRaw(int64_t physical_offset, size_t len, std::st
 }
 
 absl::StatusOr<std::string_view> CommitLogImpl::ReadSpan(
-    int64_t physical_offset, size_t len, std::string* scratch,
+    PhysicalOffset physical_offset, size_t len, std::string* scratch,
     std::shared_ptr<const Segment>* keep) const {
-  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(physical_offset, len));
-  const int64_t rel = physical_offset - seg->base;
+  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                          SegmentForRange(physical_offset.value(), len));
+  const int64_t rel = physical_offset.value() - seg->base;
   // Below MaxOffset means written to the file (appends reach the page cache before MaxOffset
   // moves), so the mapped bytes exist.
   if (const char* map = seg->file->MapForRead(static_cast<uint64_t>(segment_size()))) {
@@ -66,28 +68,30 @@ absl::StatusOr<std::string_view> CommitLogImpl::ReadSpan(
 
 // Gives a decode failure its place (kDataLoss naming offset and segment file) and checks that
 // a record really starts at `physical_offset`. Shared by DecodeAt and DecodeViewAt.
-absl::Status CommitLogImpl::CheckDecoded(absl::Status decoded, int64_t stored_offset,
-                                         int64_t physical_offset) const {
+absl::Status CommitLogImpl::CheckDecoded(absl::Status decoded, PhysicalOffset stored_offset,
+                                         PhysicalOffset physical_offset) const {
   if (!decoded.ok()) {
-    return absl::DataLossError(absl::StrCat(decoded.message(), " at offset ", physical_offset,
-                                            " in ", SegmentPathFor(physical_offset)));
+    return absl::DataLossError(absl::StrCat(decoded.message(), " at offset ",
+                                            physical_offset.value(), " in ",
+                                            SegmentPathFor(physical_offset.value())));
   }
   if (stored_offset != physical_offset) {
-    return absl::InvalidArgumentError(absl::StrCat("no record starts at offset ", physical_offset));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no record starts at offset ", physical_offset.value()));
   }
   return absl::OkStatus();
 }
 
-absl::Status CommitLogImpl::DecodeAt(std::string_view rec, int64_t physical_offset,
+absl::Status CommitLogImpl::DecodeAt(std::string_view rec, PhysicalOffset physical_offset,
                                      Message* out) const {
   absl::Status s = record::Decode(rec, out);
-  return CheckDecoded(s, s.ok() ? out->physical_offset : -1, physical_offset);
+  return CheckDecoded(s, s.ok() ? out->physical_offset : PhysicalOffset::kNone(), physical_offset);
 }
 
-absl::Status CommitLogImpl::DecodeViewAt(std::string_view rec, int64_t physical_offset,
+absl::Status CommitLogImpl::DecodeViewAt(std::string_view rec, PhysicalOffset physical_offset,
                                          record::RecordView* out) const {
   absl::Status s = record::DecodeView(rec, out);
-  return CheckDecoded(s, s.ok() ? out->physical_offset : -1, physical_offset);
+  return CheckDecoded(s, s.ok() ? out->physical_offset : PhysicalOffset::kNone(), physical_offset);
 }
 
 // Reads the record (message or blank) at `off`. Sets *total to its size.
@@ -137,11 +141,13 @@ static absl::Status ReadRecordAt(const Segment& seg, int64_t off, int64_t limit,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Message> CommitLogImpl::Read(int64_t physical_offset) const {
-  const int64_t max = MaxOffset();
-  if (physical_offset < MinOffset() || physical_offset >= max) {
+absl::StatusOr<Message> CommitLogImpl::Read(PhysicalOffset at) const {
+  const int64_t physical_offset = at.value();
+  const int64_t max = MaxOffset().value();
+  const int64_t min = MinOffset().value();
+  if (physical_offset < min || physical_offset >= max) {
     return absl::NotFoundError(
-        absl::StrCat("offset ", physical_offset, " is outside [", MinOffset(), ", ", max, ")"));
+        absl::StrCat("offset ", physical_offset, " is outside [", min, ", ", max, ")"));
   }
   auto seg = FindSegment(physical_offset);
   if (seg == nullptr)
@@ -155,16 +161,19 @@ absl::StatusOr<Message> CommitLogImpl::Read(int64_t physical_offset) const {
         absl::StrCat("offset ", physical_offset, " holds a blank record, not a message"));
   }
   Message msg;
-  TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), physical_offset, &msg));
+  TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), at, &msg));
   return msg;
 }
 
-absl::StatusOr<std::pair<Message, int64_t>> CommitLogImpl::ReadNext(int64_t off) const {
+absl::StatusOr<std::pair<Message, PhysicalOffset>> CommitLogImpl::ReadNext(
+    PhysicalOffset at) const {
+  int64_t off = at.value();
   while (true) {
-    const int64_t max = MaxOffset();
-    if (off < MinOffset() || off >= max) {
+    const int64_t max = MaxOffset().value();
+    const int64_t min = MinOffset().value();
+    if (off < min || off >= max) {
       return absl::NotFoundError(
-          absl::StrCat("offset ", off, " is outside [", MinOffset(), ", ", max, ")"));
+          absl::StrCat("offset ", off, " is outside [", min, ", ", max, ")"));
     }
     const int64_t seg_end = (off / segment_size() + 1) * segment_size();
     if (seg_end - off < static_cast<int64_t>(record::kBlankSize)) {
@@ -181,8 +190,8 @@ absl::StatusOr<std::pair<Message, int64_t>> CommitLogImpl::ReadNext(int64_t off)
       continue;
     }
     Message msg;
-    TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), off, &msg));
-    return std::make_pair(std::move(msg), off + total);
+    TOKIMQ_RETURN_IF_ERROR(DecodeAt(rec.bytes(), PhysicalOffset(off), &msg));
+    return std::make_pair(std::move(msg), PhysicalOffset(off + total));
   }
 }
 

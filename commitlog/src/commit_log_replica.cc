@@ -65,9 +65,9 @@ absl::StatusOr<int64_t> CheckChunk(const ReplicaChunk& chunk, int64_t segment_si
     if (!s.ok()) {
       return absl::DataLossError(absl::StrCat("replica chunk: ", s.message(), " at ", at));
     }
-    if (view.physical_offset != at) {
-      return absl::DataLossError(absl::StrCat("replica chunk: record at ", at,
-                                              " says it belongs at ", view.physical_offset));
+    if (view.physical_offset.value() != at) {
+      return absl::DataLossError(absl::StrCat(
+          "replica chunk: record at ", at, " says it belongs at ", view.physical_offset.value()));
     }
     pos += pre.total_size;
   }
@@ -77,10 +77,10 @@ absl::StatusOr<int64_t> CheckChunk(const ReplicaChunk& chunk, int64_t segment_si
 }  // namespace
 
 absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_bytes) const {
-  const int64_t max = MaxOffset();
-  if (from < MinOffset()) {
-    return absl::NotFoundError(absl::StrCat("offset ", from, " was deleted (log starts at ",
-                                            MinOffset(), ")"));
+  const int64_t max = MaxOffset().value();
+  if (from < MinOffset().value()) {
+    return absl::NotFoundError(
+        absl::StrCat("offset ", from, " was deleted (log starts at ", MinOffset().value(), ")"));
   }
   if (from > max) {
     return absl::OutOfRangeError(
@@ -124,7 +124,7 @@ absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_b
     if (end > 0 && end + size > max_bytes) break;
     if (end + size > window.size()) {
       if (end == 0 && chunk.offset + static_cast<int64_t>(size) <= limit) {
-        TOKIMQ_RETURN_IF_ERROR(ReadRaw(chunk.offset, size, &window));
+        TOKIMQ_RETURN_IF_ERROR(ReadRaw(PhysicalOffset(chunk.offset), size, &window));
         end = size;
       }
       break;

@@ -10,12 +10,13 @@
 namespace tokimq {
 
 absl::StatusOr<int64_t> CommitLogImpl::FirstStoreMs(const Segment& seg) const {
-  TOKIMQ_ASSIGN_OR_RETURN(Message m, Read(seg.base));
+  TOKIMQ_ASSIGN_OR_RETURN(Message m, Read(PhysicalOffset(seg.base)));
   return m.store_ms;
 }
 
 absl::StatusOr<int> CommitLogImpl::DeleteExpiredSegments(int64_t retention_ms,
-                                                         int64_t pinned_min_offset) {
+                                                         PhysicalOffset pinned_min) {
+  const int64_t pinned_min_offset = pinned_min.value();
   const int64_t cutoff = clock_->NowMs() - retention_ms;
   int deleted = 0;
   while (true) {
@@ -48,14 +49,14 @@ absl::StatusOr<int> CommitLogImpl::DeleteExpiredSegments(int64_t retention_ms,
   return deleted;
 }
 
-absl::StatusOr<int64_t> CommitLogImpl::ExpiredEnd(int64_t retention_ms) const {
+absl::StatusOr<PhysicalOffset> CommitLogImpl::ExpiredEnd(int64_t retention_ms) const {
   const int64_t cutoff = clock_->NowMs() - retention_ms;
   std::vector<std::shared_ptr<Segment>> segs;
   {
     std::shared_lock<std::shared_mutex> l(seg_mu_);
     for (const auto& [base, seg] : segments_) segs.push_back(seg);
   }
-  int64_t end = MinOffset();
+  int64_t end = MinOffset().value();
   // As DeleteExpiredSegments: never the active (last) segment; a segment's age is the store
   // time of the next segment's first record.
   for (size_t i = 0; i + 1 < segs.size(); ++i) {
@@ -67,15 +68,16 @@ absl::StatusOr<int64_t> CommitLogImpl::ExpiredEnd(int64_t retention_ms) const {
     if (*first_ms >= cutoff) break;
     end = segs[i + 1]->base;
   }
-  return end;
+  return PhysicalOffset(end);
 }
 
-absl::StatusOr<int64_t> CommitLogImpl::SegmentStoreMs(int64_t physical_offset) const {
-  if (physical_offset < MinOffset() || physical_offset >= MaxOffset()) {
+absl::StatusOr<int64_t> CommitLogImpl::SegmentStoreMs(PhysicalOffset at) const {
+  const int64_t physical_offset = at.value();
+  if (physical_offset < MinOffset().value() || physical_offset >= MaxOffset().value()) {
     return absl::NotFoundError(absl::StrCat("no segment holds offset ", physical_offset));
   }
   const int64_t base = physical_offset - physical_offset % segment_size();
-  auto first = Read(std::max(base, MinOffset()));
+  auto first = Read(PhysicalOffset(std::max(base, MinOffset().value())));
   if (!first.ok()) return first.status();
   return first->store_ms;
 }

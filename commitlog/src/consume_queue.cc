@@ -17,14 +17,14 @@ bool IsSegmentName(const std::string& name) {
 }
 
 void EncodeEntry(const ConsumeQueueEntry& e, char* p) {
-  EncodeFixed64(p, static_cast<uint64_t>(e.physical_offset));
+  EncodeFixed64(p, static_cast<uint64_t>(e.physical_offset.value()));
   EncodeFixed32(p + 8, e.size);
   EncodeFixed64(p + 12, e.tag_hash);
 }
 
 ConsumeQueueEntry DecodeEntry(const char* p) {
-  return ConsumeQueueEntry{static_cast<int64_t>(DecodeFixed64(p)), DecodeFixed32(p + 8),
-                           DecodeFixed64(p + 12)};
+  return ConsumeQueueEntry{PhysicalOffset(static_cast<int64_t>(DecodeFixed64(p))),
+                           DecodeFixed32(p + 8), DecodeFixed64(p + 12)};
 }
 
 }  // namespace
@@ -65,16 +65,16 @@ absl::Status ConsumeQueue::Load() {
   for (const auto& n : names) {
     if (IsSegmentName(n)) segs.push_back(n);
   }
-  int64_t expected = -1;
+  QueueOffset expected = QueueOffset::kNone();
   bool ended = false;
   for (const auto& n : segs) {
     const std::string path = dir_ + "/" + n;
-    const int64_t first = std::stoll(n);
-    if (first % per_segment_ != 0) {
+    const QueueOffset first(std::stoll(n));
+    if (first.value() % per_segment_ != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "consume queue file ", path, " is not aligned to ", per_segment_, " entries"));
     }
-    if (ended || (expected >= 0 && first != expected)) {
+    if (ended || (expected != QueueOffset::kNone() && first != expected)) {
       // Beyond a short file or a gap: unsynced leftovers, rebuilt from the CommitLog.
       TOKIMQ_RETURN_IF_ERROR(fs_->Remove(path));
       ended = true;
@@ -91,25 +91,25 @@ absl::Status ConsumeQueue::Load() {
           absl::StrCat("consume queue file ", path, " holds more than ", per_segment_, " entries"));
     }
     if (size % kEntrySize != 0) TOKIMQ_RETURN_IF_ERROR(file->Truncate(entries * kEntrySize));
-    if (expected < 0) min_ = first;
+    if (expected == QueueOffset::kNone()) min_ = first;
     expected = first + entries;
     ended = entries < per_segment_;
     files_[first] = std::move(f);
   }
-  written_ = expected < 0 ? 0 : expected;
+  written_ = expected == QueueOffset::kNone() ? QueueOffset(0) : expected;
   min_valid_ = min_;
   return absl::OkStatus();
 }
 
-int64_t ConsumeQueue::MinOffset() const {
+QueueOffset ConsumeQueue::MinOffset() const {
   std::lock_guard<std::mutex> l(mu_);
   return min_;
 }
-int64_t ConsumeQueue::MaxOffset() const {
+QueueOffset ConsumeQueue::MaxOffset() const {
   std::lock_guard<std::mutex> l(mu_);
   return written_ + static_cast<int64_t>(pending_.size());
 }
-int64_t ConsumeQueue::MinValidOffset() const {
+QueueOffset ConsumeQueue::MinValidOffset() const {
   std::lock_guard<std::mutex> l(mu_);
   return min_valid_;
 }
@@ -132,15 +132,15 @@ absl::Status ConsumeQueue::Append(const ConsumeQueueEntry& e) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(int64_t queue_offset,
+absl::StatusOr<ConsumeQueue::SegmentFile*> ConsumeQueue::FileForLocked(QueueOffset queue_offset,
                                                                        bool create) {
-  const int64_t first = queue_offset - queue_offset % per_segment_;
+  const QueueOffset first = FileFirst(queue_offset);
   auto it = files_.find(first);
   if (it != files_.end()) return it->second.get();
   if (!create) return absl::NotFoundError("no consume queue file");
   auto f = std::make_shared<SegmentFile>();
   f->first = first;
-  f->path = absl::StrFormat("%s/%020d", dir_, first);
+  f->path = absl::StrFormat("%s/%020d", dir_, first.value());
   TOKIMQ_RETURN_IF_ERROR(cache_->Open(f->path, OpenMode::kTruncate).status());
   if (files_.empty()) {
     min_ = first;
@@ -190,8 +190,8 @@ absl::Status ConsumeQueue::WriteBuffered() {
   return WriteBufferedLocked();
 }
 
-void ConsumeQueue::MarkFileLocked(int64_t first) {
-  std::vector<int64_t>& v = dirty_.files;
+void ConsumeQueue::MarkFileLocked(QueueOffset first) {
+  std::vector<QueueOffset>& v = dirty_.files;
   if (v.empty() || v.back() < first) {
     v.push_back(first);
     return;
@@ -211,7 +211,7 @@ absl::StatusOr<ConsumeQueue::Dirty> ConsumeQueue::TakeDirty() {
 
 void ConsumeQueue::ReturnDirty(const Dirty& dirty) {
   std::lock_guard<std::mutex> l(mu_);
-  for (int64_t first : dirty.files) MarkFileLocked(first);
+  for (QueueOffset first : dirty.files) MarkFileLocked(first);
   dirty_.dir = dirty_.dir || dirty.dir;
   dirty_.parents = dirty_.parents || dirty.parents;
 }
@@ -223,7 +223,7 @@ absl::Status ConsumeQueue::SyncDirty(const Dirty& dirty,
   std::vector<std::shared_ptr<File>> to_sync;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (int64_t first : dirty.files) {
+    for (QueueOffset first : dirty.files) {
       auto it = files_.find(first);
       if (it == files_.end()) continue;  // removed since: its directory entry is in `dir`
       // Out of descriptors: nothing synced; the caller returns the marks.
@@ -261,17 +261,17 @@ absl::Status ConsumeQueue::Sync(absl::flat_hash_set<std::string>* synced_dirs) {
   return s;
 }
 
-absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(int64_t from,
+absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(QueueOffset from,
                                                                         size_t n) const {
   std::vector<ConsumeQueueEntry> out;
   out.reserve(n);
   std::string buf;
   while (out.size() < n) {
-    const int64_t q = from + static_cast<int64_t>(out.size());
-    auto it = files_.find(q - q % per_segment_);
+    const QueueOffset q = from + static_cast<int64_t>(out.size());
+    auto it = files_.find(FileFirst(q));
     if (it == files_.end()) {
       return absl::DataLossError(
-          absl::StrCat("consume queue ", dir_, " misses the file of entry ", q));
+          absl::StrCat("consume queue ", dir_, " misses the file of entry ", q.value()));
     }
     const int64_t rel = q - it->first;
     const size_t cnt = std::min<size_t>(n - out.size(), static_cast<size_t>(per_segment_ - rel));
@@ -280,44 +280,44 @@ absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::ReadLocked(int64_t 
     TOKIMQ_ASSIGN_OR_RETURN(
         size_t got, file->PRead(static_cast<uint64_t>(rel) * kEntrySize, buf.size(), buf.data()));
     if (got != buf.size()) {
-      return absl::DataLossError(absl::StrCat("consume queue ", dir_, ": short read at entry ", q));
+      return absl::DataLossError(absl::StrCat("consume queue ", dir_, ": short read at entry ", q.value()));
     }
     for (size_t i = 0; i < cnt; ++i) out.push_back(DecodeEntry(buf.data() + i * kEntrySize));
   }
   return out;
 }
 
-absl::StatusOr<std::optional<ConsumeQueueEntry>> ConsumeQueue::Get(int64_t queue_offset) const {
+absl::StatusOr<std::optional<ConsumeQueueEntry>> ConsumeQueue::Get(QueueOffset queue_offset) const {
   std::lock_guard<std::mutex> l(mu_);
   if (queue_offset >= written_ + static_cast<int64_t>(pending_.size())) return std::nullopt;
   if (queue_offset < min_) {
-    return absl::NotFoundError(absl::StrCat("queue offset ", queue_offset, " was deleted"));
+    return absl::NotFoundError(absl::StrCat("queue offset ", queue_offset.value(), " was deleted"));
   }
   if (queue_offset >= written_) return pending_[static_cast<size_t>(queue_offset - written_)];
   TOKIMQ_ASSIGN_OR_RETURN(auto v, ReadLocked(queue_offset, 1));
   return v[0];
 }
 
-absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::Entries(int64_t from,
+absl::StatusOr<std::vector<ConsumeQueueEntry>> ConsumeQueue::Entries(QueueOffset from,
                                                                      size_t max_count) const {
   std::lock_guard<std::mutex> l(mu_);
   from = std::max(from, min_);
-  const int64_t max = written_ + static_cast<int64_t>(pending_.size());
-  const int64_t end =
-      std::min<int64_t>(max, from + static_cast<int64_t>(std::min<size_t>(max_count, INT32_MAX)));
+  const QueueOffset max = written_ + static_cast<int64_t>(pending_.size());
+  const QueueOffset end =
+      std::min(max, from + static_cast<int64_t>(std::min<size_t>(max_count, INT32_MAX)));
   std::vector<ConsumeQueueEntry> out;
   if (from >= end) return out;
   if (from < written_) {
     TOKIMQ_ASSIGN_OR_RETURN(out,
                             ReadLocked(from, static_cast<size_t>(std::min(end, written_) - from)));
   }
-  for (int64_t q = std::max(from, written_); q < end; ++q) {
+  for (QueueOffset q = std::max(from, written_); q < end; ++q) {
     out.push_back(pending_[static_cast<size_t>(q - written_)]);
   }
   return out;
 }
 
-absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
+absl::Status ConsumeQueue::TruncateTo(QueueOffset queue_offset) {
   std::lock_guard<std::mutex> l(mu_);
   if (queue_offset >= written_ + static_cast<int64_t>(pending_.size())) return absl::OkStatus();
   if (queue_offset >= written_) {
@@ -325,7 +325,7 @@ absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
     return absl::OkStatus();
   }
   pending_.clear();
-  const int64_t keep_first = queue_offset - queue_offset % per_segment_;
+  const QueueOffset keep_first = FileFirst(queue_offset);
   for (auto it = files_.begin(); it != files_.end();) {
     if (it->first > keep_first) {
       TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*it->second));
@@ -347,19 +347,19 @@ absl::Status ConsumeQueue::TruncateTo(int64_t queue_offset) {
   return absl::OkStatus();
 }
 
-absl::Status ConsumeQueue::AdvanceMinValid(int64_t min_physical_offset) {
+absl::Status ConsumeQueue::AdvanceMinValid(PhysicalOffset min_physical_offset) {
   std::lock_guard<std::mutex> l(mu_);
-  const int64_t max = written_ + static_cast<int64_t>(pending_.size());
-  auto phys_at = [&](int64_t q) -> absl::StatusOr<int64_t> {
+  const QueueOffset max = written_ + static_cast<int64_t>(pending_.size());
+  auto phys_at = [&](QueueOffset q) -> absl::StatusOr<PhysicalOffset> {
     if (q >= written_) return pending_[static_cast<size_t>(q - written_)].physical_offset;
     TOKIMQ_ASSIGN_OR_RETURN(auto v, ReadLocked(q, 1));
     return v[0].physical_offset;
   };
   // Entries of one queue are in CommitLog order: binary search the first one still stored.
-  int64_t lo = std::max(min_valid_, min_), hi = max;
+  QueueOffset lo = std::max(min_valid_, min_), hi = max;
   while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    TOKIMQ_ASSIGN_OR_RETURN(int64_t phys, phys_at(mid));
+    const QueueOffset mid = lo + (hi - lo) / 2;
+    TOKIMQ_ASSIGN_OR_RETURN(PhysicalOffset phys, phys_at(mid));
     if (phys < min_physical_offset) {
       lo = mid + 1;
     } else {

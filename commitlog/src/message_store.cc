@@ -23,8 +23,8 @@
 
 namespace tokimq {
 
-int64_t DurableEnd(std::span<const PutResult> puts) {
-  int64_t end = 0;
+PhysicalOffset DurableEnd(std::span<const PutResult> puts) {
+  PhysicalOffset end(0);
   for (const PutResult& p : puts) end = std::max(end, p.physical_offset + int64_t{p.size});
   return end;
 }
@@ -60,7 +60,7 @@ void MessageStore::VisitMany(std::span<const ReadRequest> reqs,
 }
 
 absl::StatusOr<size_t> MessageStore::VisitQueue(const std::string& topic, int32_t queue_id,
-                                                int64_t from_offset, int max_count,
+                                                QueueOffset from_offset, int max_count,
                                                 const RecordVisitor& visit) const {
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
                           ReadQueue(topic, queue_id, from_offset, max_count));
@@ -158,7 +158,7 @@ absl::StatusOr<std::vector<PutResult>> MessageStoreImpl::PutBatchNoWait(std::vec
     std::lock_guard<std::mutex> l(put_mu_);
     std::vector<ConsumeQueue*> cqs;  // owned by queues_, which never drops a queue
     cqs.reserve(msgs.size());
-    absl::flat_hash_map<ConsumeQueue*, int64_t> next;
+    absl::flat_hash_map<ConsumeQueue*, QueueOffset> next;
     std::vector<Message*> ptrs;
     ptrs.reserve(msgs.size());
     for (size_t i = 0; i < msgs.size(); ++i) {
@@ -226,7 +226,7 @@ absl::StatusOr<int> MessageStoreImpl::DeleteExpired(int64_t retention_ms) {
     // hook_mu_ also serialises DeleteExpired calls (hooks run one pass at a time).
     std::lock_guard<std::mutex> l(hook_mu_);
     if (!hooks_.empty()) {
-      TOKIMQ_ASSIGN_OR_RETURN(int64_t expired_end, log_->ExpiredEnd(retention_ms));
+      TOKIMQ_ASSIGN_OR_RETURN(PhysicalOffset expired_end, log_->ExpiredEnd(retention_ms));
       if (expired_end > log_->MinOffset()) {
         for (const auto& [id, hook] : hooks_) {
           absl::Status s = hook(expired_end);
@@ -235,14 +235,14 @@ absl::StatusOr<int> MessageStoreImpl::DeleteExpired(int64_t retention_ms) {
       }
     }
   }
-  int64_t pinned = INT64_MAX;
+  PhysicalOffset pinned(INT64_MAX);
   {
     std::lock_guard<std::mutex> l(pin_mu_);
     for (const auto& [id, p] : pins_) pinned = std::min(pinned, p());
   }
   TOKIMQ_ASSIGN_OR_RETURN(int n, log_->DeleteExpiredSegments(retention_ms, pinned));
   if (n > 0) {
-    const int64_t min = log_->MinOffset();
+    const PhysicalOffset min = log_->MinOffset();
     for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(min));
   }
   if (!hook_status.ok()) return hook_status;
@@ -306,7 +306,7 @@ absl::Status MessageStoreImpl::Checkpoint() {
   std::vector<std::shared_ptr<ConsumeQueue>> all;
   {
     std::lock_guard<std::mutex> l(put_mu_);
-    dispatched = log_->MaxOffset();
+    dispatched = log_->MaxOffset().value();
     all = AllQueues();
   }
   TOKIMQ_RETURN_IF_ERROR(cp_sync_->Sync(all));

@@ -87,27 +87,28 @@ class MessageStoreImpl final : public MessageStore {
   absl::StatusOr<std::vector<PutResult>> PutBatchNoWait(std::vector<Message> msgs) override;
 
   absl::StatusOr<int64_t> AppendReplicated(const ReplicaChunk& chunk) override;
-  absl::StatusOr<Message> Read(int64_t physical_offset) const override {
+  absl::StatusOr<Message> Read(PhysicalOffset physical_offset) const override {
     return log_->Read(physical_offset);
   }
   std::vector<absl::StatusOr<Message>> ReadMany(std::span<const ReadRequest> reqs) const override;
   void VisitMany(std::span<const ReadRequest> reqs,
                  const IndexedRecordVisitor& visit) const override;
-  absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,
-                                                            int32_t queue_id,
-                                                            int64_t queue_offset) const override;
+  absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(
+      const std::string& topic, int32_t queue_id, QueueOffset queue_offset) const override;
   absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic, int32_t queue_id,
-                                                 int64_t from_offset, int max_count) const override;
-  absl::StatusOr<size_t> VisitQueue(const std::string& topic, int32_t queue_id, int64_t from_offset,
-                                    int max_count, const RecordVisitor& visit) const override;
+                                                 QueueOffset from_offset,
+                                                 int max_count) const override;
+  absl::StatusOr<size_t> VisitQueue(const std::string& topic, int32_t queue_id,
+                                    QueueOffset from_offset, int max_count,
+                                    const RecordVisitor& visit) const override;
 
-  int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const override {
+  QueueOffset MinQueueOffset(const std::string& topic, int32_t queue_id) const override {
     auto cq = Find(topic, queue_id);
-    return cq == nullptr ? 0 : std::min(cq->MinValidOffset(), cq->MaxOffset());
+    return cq == nullptr ? QueueOffset(0) : std::min(cq->MinValidOffset(), cq->MaxOffset());
   }
-  int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const override {
+  QueueOffset MaxQueueOffset(const std::string& topic, int32_t queue_id) const override {
     auto cq = Find(topic, queue_id);
-    return cq == nullptr ? 0 : cq->MaxOffset();
+    return cq == nullptr ? QueueOffset(0) : cq->MaxOffset();
   }
 
   void SetDispatchListener(DispatchListener listener) override { listener_ = std::move(listener); }
@@ -138,12 +139,12 @@ class MessageStoreImpl final : public MessageStore {
 
   // message_store_recovery.cc
   absl::Status RecoverQueues();
-  absl::Status DropSuspectTail(ConsumeQueue* cq, int64_t start);
+  absl::Status DropSuspectTail(ConsumeQueue* cq, PhysicalOffset start);
   // Dispatches the indexed records starting in [start, limit) (limit -1: the CommitLog end);
   // returns how many. When `touched` is set it receives each record's queue and queue offset.
   absl::StatusOr<int64_t> Redispatch(
       int64_t start, int64_t limit = -1,
-      std::vector<std::tuple<std::string, int32_t, int64_t>>* touched = nullptr);
+      std::vector<std::tuple<std::string, int32_t, QueueOffset>>* touched = nullptr);
 
   absl::Status Checkpoint();
   void CheckpointLoop();

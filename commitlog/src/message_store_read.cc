@@ -30,25 +30,26 @@ void MessageStoreImpl::VisitMany(std::span<const ReadRequest> reqs,
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return reqs[a].physical_offset < reqs[b].physical_offset; });
-  const auto offset = [&](size_t k) { return reqs[order[k]].physical_offset; };
+  const auto offset = [&](size_t k) { return reqs[order[k]].physical_offset.value(); };
   const auto size = [&](size_t k) { return int64_t{reqs[order[k]].size}; };
   const int64_t seg_size = log_->segment_size();
   std::string buf;
   size_t i = 0;
   while (i < order.size()) {
     const ReadRequest& first = reqs[order[i]];
-    const int64_t start = first.physical_offset;
+    const PhysicalOffset start = first.physical_offset;
     int64_t end = 0;
     const size_t j = ReadRunEnd(i, order.size(), seg_size, offset, size, &end);
     std::shared_ptr<const Segment> keep;
     absl::StatusOr<std::string_view> run = absl::NotFoundError("");
-    if (start >= 0 && first.size >= record::kMinMessageSize &&
-        end - start <= static_cast<int64_t>(kMaxReadRun)) {
-      run = log_->ReadSpan(start, static_cast<size_t>(end - start), &buf, &keep);
+    if (start.value() >= 0 && first.size >= record::kMinMessageSize &&
+        end - start.value() <= static_cast<int64_t>(kMaxReadRun)) {
+      run = log_->ReadSpan(start, static_cast<size_t>(end - start.value()), &buf, &keep);
     }
     for (size_t k = i; k < j; ++k) {
       const ReadRequest& r = reqs[order[k]];
-      if (run.ok() && r.size >= record::kMinMessageSize && r.physical_offset + r.size <= end) {
+      if (run.ok() && r.size >= record::kMinMessageSize &&
+          (r.physical_offset + r.size).value() <= end) {
         record::RecordView view;
         const auto rel = static_cast<size_t>(r.physical_offset - start);
         if (log_->DecodeViewAt(run->substr(rel, r.size), r.physical_offset, &view).ok()) {
@@ -65,19 +66,19 @@ void MessageStoreImpl::VisitMany(std::span<const ReadRequest> reqs,
 }
 
 absl::StatusOr<std::optional<ConsumeQueueEntry>> MessageStoreImpl::GetEntry(
-    const std::string& topic, int32_t queue_id, int64_t queue_offset) const {
+    const std::string& topic, int32_t queue_id, QueueOffset queue_offset) const {
   auto cq = Find(topic, queue_id);
   if (cq == nullptr) return std::nullopt;
   if (queue_offset < cq->MinValidOffset() && queue_offset < cq->MaxOffset()) {
-    return absl::NotFoundError(
-        absl::StrCat("queue offset ", queue_offset, " of ", topic, "/", queue_id, " was deleted"));
+    return absl::NotFoundError(absl::StrCat("queue offset ", queue_offset.value(), " of ", topic,
+                                            "/", queue_id, " was deleted"));
   }
   return cq->Get(queue_offset);
 }
 
 absl::StatusOr<std::vector<Message>> MessageStoreImpl::ReadQueue(const std::string& topic,
                                                                  int32_t queue_id,
-                                                                 int64_t from_offset,
+                                                                 QueueOffset from_offset,
                                                                  int max_count) const {
   std::vector<Message> out;
   TOKIMQ_RETURN_IF_ERROR(
@@ -89,16 +90,16 @@ absl::StatusOr<std::vector<Message>> MessageStoreImpl::ReadQueue(const std::stri
 }
 
 absl::StatusOr<size_t> MessageStoreImpl::VisitQueue(const std::string& topic, int32_t queue_id,
-                                                    int64_t from_offset, int max_count,
+                                                    QueueOffset from_offset, int max_count,
                                                     const RecordVisitor& visit) const {
   size_t visited = 0;
   auto cq = Find(topic, queue_id);
   if (cq == nullptr || max_count <= 0) return visited;
-  const int64_t start = std::max(from_offset, cq->MinValidOffset());
+  const QueueOffset start = std::max(from_offset, cq->MinValidOffset());
   TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(start, static_cast<size_t>(max_count)));
-  const auto offset = [&](size_t k) { return entries[k].physical_offset; };
+  const auto offset = [&](size_t k) { return entries[k].physical_offset.value(); };
   const auto size = [&](size_t k) { return int64_t{entries[k].size}; };
-  const int64_t min_phys = log_->MinOffset();
+  const PhysicalOffset min_phys = log_->MinOffset();
   const int64_t seg_size = log_->segment_size();
   std::string buf;
   size_t i = 0;
@@ -107,12 +108,12 @@ absl::StatusOr<size_t> MessageStoreImpl::VisitQueue(const std::string& topic, in
       ++i;
       continue;
     }
-    const int64_t run_start = entries[i].physical_offset;
+    const PhysicalOffset run_start = entries[i].physical_offset;
     int64_t end = 0;
     const size_t j = ReadRunEnd(i, entries.size(), seg_size, offset, size, &end);
     std::shared_ptr<const Segment> keep;
     absl::StatusOr<std::string_view> run =
-        log_->ReadSpan(run_start, static_cast<size_t>(end - run_start), &buf, &keep);
+        log_->ReadSpan(run_start, static_cast<size_t>(end - run_start.value()), &buf, &keep);
     if (absl::IsNotFound(run.status())) {  // deleted by retention meanwhile
       i = j;
       continue;
@@ -123,12 +124,12 @@ absl::StatusOr<size_t> MessageStoreImpl::VisitQueue(const std::string& topic, in
       const auto pos = static_cast<size_t>(entries[k].physical_offset - run_start);
       TOKIMQ_RETURN_IF_ERROR(
           log_->DecodeViewAt(run->substr(pos, entries[k].size), entries[k].physical_offset, &v));
-      const int64_t qo = start + static_cast<int64_t>(k);
+      const QueueOffset qo = start + static_cast<int64_t>(k);
       if (v.topic != topic || v.queue_id != queue_id || v.queue_offset != qo) {
         return absl::DataLossError(
-            absl::StrCat("consume queue ", topic, "/", queue_id, " entry ", qo,
-                         " points at offset ", entries[k].physical_offset, " which holds ",
-                         std::string(v.topic), "/", v.queue_id, "#", v.queue_offset));
+            absl::StrCat("consume queue ", topic, "/", queue_id, " entry ", qo.value(),
+                         " points at offset ", entries[k].physical_offset.value(), " which holds ",
+                         std::string(v.topic), "/", v.queue_id, "#", v.queue_offset.value()));
       }
       TOKIMQ_RETURN_IF_ERROR(visit(v));
       ++visited;

@@ -29,12 +29,12 @@ bool LoadableQueueDir(const std::string& topic) {
 
 // Entries pointing at or past `start` (the rescan point) were written after the last
 // checkpoint and may be torn or missing: drop them; the rescan re-adds them.
-absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, int64_t start) {
-  const int64_t log_end = log_->MaxOffset();
-  int64_t keep = cq->MaxOffset();
-  const int64_t min = cq->MinOffset();
+absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, PhysicalOffset start) {
+  const PhysicalOffset log_end = log_->MaxOffset();
+  QueueOffset keep = cq->MaxOffset();
+  const QueueOffset min = cq->MinOffset();
   while (keep > min) {
-    const int64_t from = std::max(min, keep - 1024);
+    const QueueOffset from = std::max(min, keep - 1024);
     TOKIMQ_ASSIGN_OR_RETURN(auto entries, cq->Entries(from, static_cast<size_t>(keep - from)));
     bool stop = false;
     for (size_t i = entries.size(); i > 0; --i) {
@@ -54,19 +54,21 @@ absl::Status MessageStoreImpl::DropSuspectTail(ConsumeQueue* cq, int64_t start) 
 
 // Re-dispatches every indexed record from `start` to the CommitLog end; returns how many.
 absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(
-    int64_t start, int64_t limit, std::vector<std::tuple<std::string, int32_t, int64_t>>* touched) {
-  const int64_t log_max = limit >= 0 ? limit : log_->MaxOffset();
+    int64_t start, int64_t limit,
+    std::vector<std::tuple<std::string, int32_t, QueueOffset>>* touched) {
+  const int64_t log_max = limit >= 0 ? limit : log_->MaxOffset().value();
   int64_t off = start, redispatched = 0;
   while (off < log_max) {
-    TOKIMQ_ASSIGN_OR_RETURN(auto rec, log_->ReadNext(off));
+    TOKIMQ_ASSIGN_OR_RETURN(auto rec, log_->ReadNext(PhysicalOffset(off)));
     const Message& m = rec.first;
     if ((m.flags & kFlagIndexed) != 0 && LoadableQueueDir(m.topic) && m.queue_id >= 0) {
       TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
       if (m.queue_offset != cq->MaxOffset()) {
-        return absl::DataLossError(absl::StrCat(
-            "record at offset ", m.physical_offset, " has queue offset ", m.queue_offset,
-            " but consume queue ", m.topic, "/", m.queue_id, " continues at ", cq->MaxOffset(),
-            "; consume queue data below the checkpoint is missing"));
+        return absl::DataLossError(
+            absl::StrCat("record at offset ", m.physical_offset.value(), " has queue offset ",
+                         m.queue_offset.value(), " but consume queue ", m.topic, "/", m.queue_id,
+                         " continues at ", cq->MaxOffset().value(),
+                         "; consume queue data below the checkpoint is missing"));
       }
       TOKIMQ_RETURN_IF_ERROR(
           cq->Append({m.physical_offset, static_cast<uint32_t>(rec.second - m.physical_offset),
@@ -74,18 +76,18 @@ absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(
       ++redispatched;
       if (touched != nullptr) touched->emplace_back(m.topic, m.queue_id, m.queue_offset);
     }
-    off = rec.second;
+    off = rec.second.value();
   }
   return redispatched;
 }
 
 absl::StatusOr<int64_t> MessageStoreImpl::AppendReplicated(const ReplicaChunk& chunk) {
-  std::vector<std::tuple<std::string, int32_t, int64_t>> touched;
+  std::vector<std::tuple<std::string, int32_t, QueueOffset>> touched;
   int64_t end = 0;
   {
     std::lock_guard<std::mutex> l(put_mu_);
     if (closed_) return absl::FailedPreconditionError("message store is closed");
-    const int64_t start = log_->MaxOffset();
+    const int64_t start = log_->MaxOffset().value();
     TOKIMQ_ASSIGN_OR_RETURN(end, log_->AppendChunk(chunk));
     // A chunk ending with a blank record moves the end to the next segment; nothing starts
     // after the blank.
@@ -102,7 +104,7 @@ absl::StatusOr<int64_t> MessageStoreImpl::AppendReplicated(const ReplicaChunk& c
 absl::Status MessageStoreImpl::RecoverQueues() {
   const std::string root = opt_.dir + "/consumequeue";
   TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(root));
-  const int64_t log_min = log_->MinOffset(), log_max = log_->MaxOffset();
+  const int64_t log_min = log_->MinOffset().value(), log_max = log_->MaxOffset().value();
   int64_t start = log_min;
   auto cp = ReadOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic);
   if (cp.ok()) {
@@ -121,7 +123,7 @@ absl::Status MessageStoreImpl::RecoverQueues() {
         continue;
       }
       TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(topic, std::stoi(id)));
-      TOKIMQ_RETURN_IF_ERROR(DropSuspectTail(cq.get(), start));
+      TOKIMQ_RETURN_IF_ERROR(DropSuspectTail(cq.get(), PhysicalOffset(start)));
     }
   }
   TOKIMQ_ASSIGN_OR_RETURN(int64_t redispatched, Redispatch(start));
@@ -129,7 +131,7 @@ absl::Status MessageStoreImpl::RecoverQueues() {
     TOKIMQ_LOG_INFO("message store {}: re-dispatched {} records from offset {}", opt_.dir,
                     redispatched, start);
   }
-  for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(log_min));
+  for (const auto& cq : AllQueues()) TOKIMQ_RETURN_IF_ERROR(cq->AdvanceMinValid(PhysicalOffset(log_min)));
   return Checkpoint();
 }
 

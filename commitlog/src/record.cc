@@ -55,8 +55,8 @@ void EncodeTo(const Message& msg, size_t encoded_size, char* dst) {
   EncodeFixed32(dst + 4, static_cast<uint32_t>(total));
   EncodeFixed32(dst + 12, msg.flags);
   EncodeFixed32(dst + 16, static_cast<uint32_t>(msg.queue_id));
-  EncodeFixed64(dst + 20, static_cast<uint64_t>(msg.queue_offset));
-  EncodeFixed64(dst + 28, static_cast<uint64_t>(msg.physical_offset));
+  EncodeFixed64(dst + 20, static_cast<uint64_t>(msg.queue_offset.value()));
+  EncodeFixed64(dst + 28, static_cast<uint64_t>(msg.physical_offset.value()));
   EncodeFixed64(dst + 36, static_cast<uint64_t>(msg.born_ms));
   EncodeFixed64(dst + 44, static_cast<uint64_t>(msg.store_ms));
   EncodeFixed16(dst + kTopicLenPos, static_cast<uint16_t>(msg.topic.size()));
@@ -132,8 +132,8 @@ static absl::Status DecodeViewImpl(std::string_view rec, RecordView* out, bool v
   out->size = pre.total_size;
   out->flags = flags;
   out->queue_id = static_cast<int32_t>(qid);
-  out->queue_offset = static_cast<int64_t>(qoff);
-  out->physical_offset = static_cast<int64_t>(phys);
+  out->queue_offset = QueueOffset(static_cast<int64_t>(qoff));
+  out->physical_offset = PhysicalOffset(static_cast<int64_t>(phys));
   out->born_ms = static_cast<int64_t>(born);
   out->store_ms = static_cast<int64_t>(store);
   return absl::OkStatus();

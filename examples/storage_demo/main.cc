@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
 
   const std::string topic = "demo";
   std::vector<int64_t> base(queues);
-  for (int q = 0; q < queues; ++q) base[q] = store->MaxQueueOffset(topic, q);
+  for (int q = 0; q < queues; ++q) base[q] = store->MaxQueueOffset(topic, q).value();
 
   int64_t t0 = clock->NowMicros();
   for (int64_t i = 0; i < count; ++i) {
@@ -94,11 +94,11 @@ int main(int argc, char** argv) {
     int64_t off = base[q];
     int64_t i = q;  // message i went to queue i % queues
     while (true) {
-      auto batch = store->ReadQueue(topic, q, off, 1024);
+      auto batch = store->ReadQueue(topic, q, tokimq::QueueOffset(off), 1024);
       if (!batch.ok()) return Fail("read: " + batch.status().ToString());
       if (batch->empty()) break;
       for (const auto& m : *batch) {
-        if (m.queue_offset != off) return Fail("queue offset " + std::to_string(off));
+        if (m.queue_offset != tokimq::QueueOffset(off)) return Fail("queue offset " + std::to_string(off));
         if (m.body != BodyFor(i)) return Fail("body of message " + std::to_string(i));
         ++off;
         i += queues;
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     return Fail("read " + std::to_string(read) + " of " + std::to_string(count) + " messages");
   }
   if (auto s = store->Close(); !s.ok()) return Fail("close: " + s.ToString());
-  const int64_t bytes = store->commit_log()->MaxOffset();
+  const int64_t bytes = store->commit_log()->MaxOffset().value();
   store.reset();
   if (temp) std::filesystem::remove_all(dir);
 

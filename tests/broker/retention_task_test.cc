@@ -84,12 +84,12 @@ TEST_F(RetentionTaskTest, MessageDelayedBeyondRetentionIsMovedAndDelivered) {
   const int64_t deliver = clock_.NowMs() + 2 * kDay;
   auto scheduled = timers_->Schedule(later, deliver);
   ASSERT_TRUE(scheduled.ok()) << scheduled.status();
-  const int64_t first_at = scheduled->put.physical_offset;
+  const int64_t first_at = scheduled->put.physical_offset.value();
   PutFill(20);
   ASSERT_TRUE(timers_->RunUntilIdle().ok());
 
   EXPECT_EQ(Run(), 0);  // nothing is an hour old yet
-  EXPECT_EQ(store_->commit_log()->MinOffset(), 0);
+  EXPECT_EQ(store_->commit_log()->MinOffset().value(), 0);
 
   // Each pass finds the message in an expired segment, copies it to the head (a few hundred
   // bytes) and deletes everything expired: the long delay no longer pins the segments.
@@ -99,19 +99,19 @@ TEST_F(RetentionTaskTest, MessageDelayedBeyondRetentionIsMovedAndDelivered) {
     Run();
     EXPECT_EQ(timers_->metrics().pinned_bytes.Value(), 0) << "after " << moved + kHour << " ms";
   }
-  EXPECT_GT(store_->commit_log()->MinOffset(), first_at);
+  EXPECT_GT(store_->commit_log()->MinOffset().value(), first_at);
   // Moved only when its segment is due: with 1.1 MB an hour in 1 MiB segments and a one-hour
   // age, every third pass (a segment is due when the next one's first record is over an hour
   // old).
   EXPECT_GE(timers_->metrics().moved.Value(), 15);
   EXPECT_LE(timers_->metrics().moved.Value(), 24);
   EXPECT_GT(task_->deleted_segments(), 40);
-  EXPECT_GT(store_->MinQueueOffset("fill", 0), 0);
-  EXPECT_EQ(store_->MaxQueueOffset("t", 0), 0);
+  EXPECT_GT(store_->MinQueueOffset("fill", 0).value(), 0);
+  EXPECT_EQ(store_->MaxQueueOffset("t", 0).value(), 0);
 
   clock_.SetMs(deliver);
   ASSERT_TRUE(timers_->RunUntilIdle().ok());
-  auto got = store_->ReadQueue("t", 0, 0, 10);
+  auto got = store_->ReadQueue("t", 0, QueueOffset(0), 10);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ((*got)[0].body, "two days later");
@@ -131,11 +131,11 @@ TEST_F(RetentionTaskTest, NonPositiveAgeDeletesNothing) {
   clock_.AdvanceMs(30 * kDay);
   age_ms_ = 0;
   EXPECT_EQ(Run(), 0);
-  EXPECT_EQ(store_->commit_log()->MinOffset(), 0);
+  EXPECT_EQ(store_->commit_log()->MinOffset().value(), 0);
   EXPECT_EQ(task_->last_age_ms(), 0);
   age_ms_ = kDay;
   EXPECT_GT(Run(), 0);
-  EXPECT_GT(store_->commit_log()->MinOffset(), 0);
+  EXPECT_GT(store_->commit_log()->MinOffset().value(), 0);
   EXPECT_EQ(task_->last_age_ms(), kDay);
 }
 
@@ -148,8 +148,8 @@ TEST_F(RetentionTaskTest, QueueMinimumSurvivesTheFirstFileWrite) {
   PutFill(30);  // three 1 MiB segments; 30 entries stay buffered in the queue
   clock_.AdvanceMs(2 * kHour);
   EXPECT_EQ(Run(), 2);
-  const int64_t min = store_->MinQueueOffset("fill", 0);
-  EXPECT_EQ(min, 20);
+  const QueueOffset min = store_->MinQueueOffset("fill", 0);
+  EXPECT_EQ(min, QueueOffset(20));
   ASSERT_TRUE(store_->Flush().ok());
   EXPECT_EQ(store_->MinQueueOffset("fill", 0), min);
 }

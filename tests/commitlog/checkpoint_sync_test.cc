@@ -58,7 +58,7 @@ class CheckpointSyncTest : public ::testing::Test {
         const std::string dir = dir_.Join("consumequeue/" + Topic(t) + "/" + std::to_string(q));
         auto cq = ConsumeQueue::Open(&fs_, dir, 16);
         ASSERT_TRUE(cq.ok()) << cq.status();
-        EXPECT_EQ((*cq)->MaxOffset(), 1) << dir;
+        EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(1)) << dir;
       }
     }
   }
@@ -150,7 +150,7 @@ TEST_F(CheckpointSyncTest, DirectoryListAndFsyncFreeIdleCachedFilesWhenOutOfDesc
   ASSERT_TRUE(fs_.DropUnsyncedData().ok());
   auto cq = ConsumeQueue::Open(&fs_, dir_.Join("consumequeue/fresh/0"), 16);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  EXPECT_EQ((*cq)->MaxOffset(), 1);
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(1));
 }
 
 class ConsumeQueueSyncTest : public ::testing::Test {
@@ -165,7 +165,7 @@ class ConsumeQueueSyncTest : public ::testing::Test {
 TEST_F(ConsumeQueueSyncTest, FailedFsyncFailsEveryLaterSync) {
   auto cq = ConsumeQueue::Open(&fs_, dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  ASSERT_TRUE((*cq)->Append({100, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->Append({PhysicalOffset(100), 100, 0}).ok());
   fs_.SetFailSync(true);
   absl::Status first = (*cq)->Sync();
   EXPECT_FALSE(first.ok());
@@ -181,24 +181,24 @@ TEST_F(ConsumeQueueSyncTest, FailedFsyncFailsEveryLaterSync) {
 TEST_F(ConsumeQueueSyncTest, WritesAfterTakeDirtyAreTakenByTheNextCheckpoint) {
   auto cq = ConsumeQueue::Open(&fs_, dir_.Join("q"), 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  ASSERT_TRUE((*cq)->Append({100, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->Append({PhysicalOffset(100), 100, 0}).ok());
   auto taken = (*cq)->TakeDirty();
   ASSERT_TRUE(taken.ok()) << taken.status();
-  EXPECT_EQ(taken->files, std::vector<int64_t>{0});
+  EXPECT_EQ(taken->files, std::vector<QueueOffset>{QueueOffset(0)});
   EXPECT_TRUE(taken->dir);
   EXPECT_TRUE(taken->parents);
-  ASSERT_TRUE((*cq)->Append({200, 100, 0}).ok());
+  ASSERT_TRUE((*cq)->Append({PhysicalOffset(200), 100, 0}).ok());
   ASSERT_TRUE((*cq)->WriteBuffered().ok());
   ASSERT_TRUE((*cq)->SyncDirty(*taken, nullptr).ok());
   auto next = (*cq)->TakeDirty();
   ASSERT_TRUE(next.ok()) << next.status();
-  EXPECT_EQ(next->files, std::vector<int64_t>{0});
+  EXPECT_EQ(next->files, std::vector<QueueOffset>{QueueOffset(0)});
   EXPECT_FALSE(next->dir);
   EXPECT_FALSE(next->parents);
   (*cq)->ReturnDirty(*next);  // as after a failed sync: the marks are back
   auto back = (*cq)->TakeDirty();
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->files, std::vector<int64_t>{0});
+  EXPECT_EQ(back->files, std::vector<QueueOffset>{QueueOffset(0)});
 }
 
 }  // namespace

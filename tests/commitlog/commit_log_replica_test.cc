@@ -53,7 +53,7 @@ class CommitLogReplicaTest : public ::testing::Test {
       Message m;
       m.topic = "t";
       m.queue_id = i % 3;
-      m.queue_offset = i;
+      m.queue_offset = QueueOffset(i);
       m.body.assign(static_cast<size_t>(50 + (i * 37) % 400), static_cast<char>('a' + i % 26));
       ASSERT_TRUE(log->Append(&m).ok());
       clock_.AdvanceMs(1);
@@ -62,8 +62,8 @@ class CommitLogReplicaTest : public ::testing::Test {
   // Pulls until the follower has everything; returns the number of chunks.
   int CopyAll(CommitLog* leader, CommitLog* follower, size_t max_bytes) {
     int chunks = 0;
-    while (follower->MaxOffset() < leader->MaxOffset()) {
-      auto chunk = leader->ReadChunk(follower->MaxOffset(), max_bytes);
+    while (follower->MaxOffset().value() < leader->MaxOffset().value()) {
+      auto chunk = leader->ReadChunk(follower->MaxOffset().value(), max_bytes);
       EXPECT_TRUE(chunk.ok()) << chunk.status();
       if (!chunk.ok()) return chunks;
       auto end = follower->AppendChunk(*chunk);
@@ -83,9 +83,9 @@ TEST_F(CommitLogReplicaTest, FollowerCopyIsByteIdenticalAcrossSegments) {
   auto leader = OpenLog("leader");
   auto follower = OpenLog("follower");
   Fill(leader.get(), 120);
-  ASSERT_GT(leader->MaxOffset(), 4 * 4096);  // several segments, several blank records
+  ASSERT_GT(leader->MaxOffset().value(), 4 * 4096);  // several segments, several blank records
   EXPECT_GT(CopyAll(leader.get(), follower.get(), 1000), 10);
-  EXPECT_EQ(follower->MaxOffset(), leader->MaxOffset());
+  EXPECT_EQ(follower->MaxOffset().value(), leader->MaxOffset().value());
   ASSERT_TRUE(leader->Close().ok());
   ASSERT_TRUE(follower->Close().ok());
   auto a = Files(dir_.Join("leader"));
@@ -108,17 +108,17 @@ TEST_F(CommitLogReplicaTest, FollowerResumesFromItsEndAfterRestart) {
   }
   Fill(leader.get(), 40, 40);
   auto follower = OpenLog("follower");
-  const int64_t resumed_at = follower->MaxOffset();
+  const int64_t resumed_at = follower->MaxOffset().value();
   EXPECT_GT(resumed_at, 0);
   CopyAll(leader.get(), follower.get(), 700);
-  for (int64_t off = 0; off < leader->MaxOffset();) {
-    auto a = leader->ReadNext(off);
-    auto b = follower->ReadNext(off);
+  for (int64_t off = 0; off < leader->MaxOffset().value();) {
+    auto a = leader->ReadNext(PhysicalOffset(off));
+    auto b = follower->ReadNext(PhysicalOffset(off));
     ASSERT_TRUE(a.ok() && b.ok()) << off;
     EXPECT_EQ(a->first.body, b->first.body);
     EXPECT_EQ(a->first.store_ms, b->first.store_ms);
     EXPECT_EQ(a->second, b->second);
-    off = a->second;
+    off = a->second.value();
   }
 }
 
@@ -131,10 +131,10 @@ TEST_F(CommitLogReplicaTest, ChunkWithBadChecksumIsRefusedAndNothingWritten) {
   chunk->bytes[chunk->bytes.size() - 3] ^= 0x20;  // in the last record's body
   auto end = follower->AppendChunk(*chunk);
   EXPECT_EQ(end.status().code(), absl::StatusCode::kDataLoss) << end.status();
-  EXPECT_EQ(follower->MaxOffset(), 0);
+  EXPECT_EQ(follower->MaxOffset().value(), 0);
   chunk->bytes.resize(chunk->bytes.size() - 1);  // torn last record
   EXPECT_EQ(follower->AppendChunk(*chunk).status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(follower->MaxOffset(), 0);
+  EXPECT_EQ(follower->MaxOffset().value(), 0);
 }
 
 TEST_F(CommitLogReplicaTest, ChunkForAnotherOffsetIsRefused) {
@@ -150,7 +150,7 @@ TEST_F(CommitLogReplicaTest, ChunkForAnotherOffsetIsRefused) {
   // A record moved to another position fails its offset check even with a good CRC.
   ReplicaChunk moved{0, second->bytes};
   EXPECT_EQ(follower->AppendChunk(moved).status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(follower->MaxOffset(), 0);
+  EXPECT_EQ(follower->MaxOffset().value(), 0);
 }
 
 TEST_F(CommitLogReplicaTest, ReadChunkSendsWholeRecordsAndRefusesOffsetsPastTheEnd) {
@@ -158,16 +158,16 @@ TEST_F(CommitLogReplicaTest, ReadChunkSendsWholeRecordsAndRefusesOffsetsPastTheE
   Fill(leader.get(), 3);
   auto one = leader->ReadChunk(0, 1);
   ASSERT_TRUE(one.ok());
-  auto rec = leader->ReadNext(0);
+  auto rec = leader->ReadNext(PhysicalOffset(0));
   ASSERT_TRUE(rec.ok());
-  EXPECT_EQ(static_cast<int64_t>(one->bytes.size()), rec->second);  // one whole record
+  EXPECT_EQ(static_cast<int64_t>(one->bytes.size()), rec->second.value());  // one whole record
   auto all = leader->ReadChunk(0, 1 << 20);
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(static_cast<int64_t>(all->bytes.size()), leader->MaxOffset());
-  auto none = leader->ReadChunk(leader->MaxOffset(), 1 << 20);
+  EXPECT_EQ(static_cast<int64_t>(all->bytes.size()), leader->MaxOffset().value());
+  auto none = leader->ReadChunk(leader->MaxOffset().value(), 1 << 20);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->bytes.empty());
-  EXPECT_EQ(leader->ReadChunk(leader->MaxOffset() + 1, 100).status().code(),
+  EXPECT_EQ(leader->ReadChunk(leader->MaxOffset().value() + 1, 100).status().code(),
             absl::StatusCode::kOutOfRange);
 }
 
@@ -186,7 +186,7 @@ TEST_F(CommitLogReplicaTest, FollowerStoreRebuildsTheLeadersConsumeQueues) {
   auto leader = open("leader");
   auto follower = open("follower");
   int notified = 0;
-  follower->SetDispatchListener([&](const std::string&, int32_t, int64_t) { ++notified; });
+  follower->SetDispatchListener([&](const std::string&, int32_t, QueueOffset) { ++notified; });
   for (int i = 0; i < 60; ++i) {
     Message m;
     m.topic = i % 2 ? "odd" : "even";
@@ -194,8 +194,8 @@ TEST_F(CommitLogReplicaTest, FollowerStoreRebuildsTheLeadersConsumeQueues) {
     m.body = "m" + std::to_string(i);
     ASSERT_TRUE(leader->Put(std::move(m)).ok());
   }
-  while (follower->commit_log()->MaxOffset() < leader->commit_log()->MaxOffset()) {
-    auto chunk = leader->commit_log()->ReadChunk(follower->commit_log()->MaxOffset(), 500);
+  while (follower->commit_log()->MaxOffset().value() < leader->commit_log()->MaxOffset().value()) {
+    auto chunk = leader->commit_log()->ReadChunk(follower->commit_log()->MaxOffset().value(), 500);
     ASSERT_TRUE(chunk.ok());
     auto end = follower->AppendReplicated(*chunk);
     ASSERT_TRUE(end.ok()) << end.status();
@@ -203,9 +203,9 @@ TEST_F(CommitLogReplicaTest, FollowerStoreRebuildsTheLeadersConsumeQueues) {
   EXPECT_GT(notified, 0);
   for (const char* topic : {"odd", "even"}) {
     for (int q = 0; q < 3; ++q) {
-      EXPECT_EQ(follower->MaxQueueOffset(topic, q), 10);
-      auto a = leader->ReadQueue(topic, q, 0, 100);
-      auto b = follower->ReadQueue(topic, q, 0, 100);
+      EXPECT_EQ(follower->MaxQueueOffset(topic, q).value(), 10);
+      auto a = leader->ReadQueue(topic, q, QueueOffset(0), 100);
+      auto b = follower->ReadQueue(topic, q, QueueOffset(0), 100);
       ASSERT_TRUE(a.ok() && b.ok());
       ASSERT_EQ(a->size(), b->size());
       for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].body, (*b)[i].body);

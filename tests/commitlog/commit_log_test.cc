@@ -35,7 +35,7 @@ class CommitLogTest : public ::testing::Test {
     Message m;
     m.topic = "t";
     m.queue_id = i % 4;
-    m.queue_offset = i;
+    m.queue_offset = QueueOffset(i);
     m.born_ms = 1000 + i;
     m.properties["i"] = std::to_string(i);
     m.body.assign(body, static_cast<char>('a' + i % 26));
@@ -70,28 +70,28 @@ TEST_F(CommitLogTest, AppendedRecordsReadBackByOffsetAndInSequence) {
     Message m = Msg(i);
     auto off = log->Append(&m);
     ASSERT_TRUE(off.ok()) << off.status();
-    EXPECT_EQ(*off, m.physical_offset);
+    EXPECT_EQ(off->value(), m.physical_offset.value());
     EXPECT_EQ(m.store_ms, clock_.NowMs());
-    offsets.push_back(*off);
+    offsets.push_back(off->value());
   }
   for (int i = 0; i < 50; ++i) {
-    auto m = log->Read(offsets[i]);
+    auto m = log->Read(PhysicalOffset(offsets[i]));
     ASSERT_TRUE(m.ok()) << m.status();
     EXPECT_EQ(m->body, Msg(i).body);
     EXPECT_EQ(m->properties.at("i"), std::to_string(i));
-    EXPECT_EQ(m->physical_offset, offsets[i]);
+    EXPECT_EQ(m->physical_offset.value(), offsets[i]);
   }
   int64_t off = 0;
   for (int i = 0; i < 50; ++i) {
-    auto r = log->ReadNext(off);
+    auto r = log->ReadNext(PhysicalOffset(off));
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->first.physical_offset, offsets[i]);
-    off = r->second;
+    EXPECT_EQ(r->first.physical_offset.value(), offsets[i]);
+    off = r->second.value();
   }
-  EXPECT_EQ(off, log->MaxOffset());
-  EXPECT_TRUE(absl::IsNotFound(log->ReadNext(off).status()));
+  EXPECT_EQ(off, log->MaxOffset().value());
+  EXPECT_TRUE(absl::IsNotFound(log->ReadNext(PhysicalOffset(off)).status()));
   EXPECT_TRUE(absl::IsNotFound(log->Read(log->MaxOffset()).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(log->Read(offsets[3] + 5).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(log->Read(PhysicalOffset(offsets[3] + 5)).status()));
 }
 
 TEST_F(CommitLogTest, BodyOverMaxSizeIsRefused) {
@@ -100,7 +100,7 @@ TEST_F(CommitLogTest, BodyOverMaxSizeIsRefused) {
   EXPECT_TRUE(log->Append(&ok).ok());
   Message big = Msg(1, 2001);
   EXPECT_TRUE(absl::IsInvalidArgument(log->Append(&big).status()));
-  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(ok.EncodedSize()));
+  EXPECT_EQ(log->MaxOffset().value(), static_cast<int64_t>(ok.EncodedSize()));
   auto small_seg = Options(256);
   small_seg.dir = dir_.Join("other");
   auto log2 = OpenLog(small_seg);
@@ -117,21 +117,21 @@ TEST_F(CommitLogTest, RecordEndingExactlyAtSegmentEndNeedsNoBlank) {
     m.body.assign(512 - m.EncodedSize(), 'x');
     ASSERT_EQ(m.EncodedSize(), 512u);
     ASSERT_TRUE(log->Append(&m).ok());
-    offsets.push_back(m.physical_offset);
+    offsets.push_back(m.physical_offset.value());
   }
   for (int i = 0; i < 10; ++i) EXPECT_EQ(offsets[i], i * 512);
   auto f = FileSystem::Default()->Open(SegPath(0), OpenMode::kReadOnly);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->Size(), 4096u);
-  auto r = log->ReadNext(7 * 512);
+  auto r = log->ReadNext(PhysicalOffset(7 * 512));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->second, 4096);
+  EXPECT_EQ(r->second.value(), 4096);
   ASSERT_TRUE(log->Close().ok());
   log.reset();
   CommitLogRecoveryInfo info;
   log = OpenLog(Options(), &info);
   EXPECT_TRUE(info.clean_shutdown);
-  EXPECT_EQ(log->MaxOffset(), 10 * 512);
+  EXPECT_EQ(log->MaxOffset().value(), 10 * 512);
 }
 
 TEST_F(CommitLogTest, RecordThatDoesNotFitGoesToNextSegmentAfterBlank) {
@@ -140,23 +140,23 @@ TEST_F(CommitLogTest, RecordThatDoesNotFitGoesToNextSegmentAfterBlank) {
   for (int i = 0; i < 6; ++i) {
     Message m = Msg(i, 1000);
     ASSERT_TRUE(log->Append(&m).ok());
-    offsets.push_back(m.physical_offset);
+    offsets.push_back(m.physical_offset.value());
   }
   const int64_t size = static_cast<int64_t>(Msg(0, 1000).EncodedSize());
   EXPECT_EQ(offsets[2], 2 * size);
   EXPECT_EQ(offsets[3], 4096);                                         // 4 * size > 4096
-  EXPECT_TRUE(absl::IsInvalidArgument(log->Read(3 * size).status()));  // the blank
-  auto r = log->ReadNext(offsets[2]);
+  EXPECT_TRUE(absl::IsInvalidArgument(log->Read(PhysicalOffset(3 * size)).status()));  // the blank
+  auto r = log->ReadNext(PhysicalOffset(offsets[2]));
   ASSERT_TRUE(r.ok());
   auto r2 = log->ReadNext(r->second);
   ASSERT_TRUE(r2.ok());
-  EXPECT_EQ(r2->first.physical_offset, 4096);
+  EXPECT_EQ(r2->first.physical_offset.value(), 4096);
   log.reset();  // crash: recovery must walk over the blank
   CommitLogRecoveryInfo info;
   log = OpenLog(Options(), &info);
   EXPECT_FALSE(info.clean_shutdown);
   EXPECT_EQ(info.truncated_bytes, 0);
-  EXPECT_EQ(log->MaxOffset(), 4096 + 3 * size);
+  EXPECT_EQ(log->MaxOffset().value(), 4096 + 3 * size);
 }
 
 TEST_F(CommitLogTest, ReopenForAppendContinuesAfterLastRecord) {
@@ -165,7 +165,7 @@ TEST_F(CommitLogTest, ReopenForAppendContinuesAfterLastRecord) {
     Message m = Msg(i);
     ASSERT_TRUE(log->Append(&m).ok());
   }
-  const int64_t end = log->MaxOffset();
+  const int64_t end = log->MaxOffset().value();
   ASSERT_TRUE(log->Close().ok());
   ASSERT_TRUE(log->Close().ok());  // idempotent
   Message late = Msg(99);
@@ -174,15 +174,15 @@ TEST_F(CommitLogTest, ReopenForAppendContinuesAfterLastRecord) {
   CommitLogRecoveryInfo info;
   log = OpenLog(Options(), &info);
   EXPECT_TRUE(info.clean_shutdown);
-  EXPECT_EQ(log->MaxOffset(), end);
-  EXPECT_EQ(log->FlushedOffset(), end);
+  EXPECT_EQ(log->MaxOffset().value(), end);
+  EXPECT_EQ(log->FlushedOffset().value(), end);
   Message m = Msg(30);
   ASSERT_TRUE(log->Append(&m).ok());
-  EXPECT_EQ(m.physical_offset, end);
+  EXPECT_EQ(m.physical_offset.value(), end);
   log.reset();  // unclean this time
   log = OpenLog(Options(), &info);
   EXPECT_FALSE(info.clean_shutdown);
-  auto r = log->Read(end);
+  auto r = log->Read(PhysicalOffset(end));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, Msg(30).body);
 }
@@ -195,9 +195,9 @@ TEST_F(CommitLogTest, TruncatedLastRecordAtEveryByteKeepsExactlyTheValidPrefix) 
     for (int i = 0; i < kRecords; ++i) {
       Message m = Msg(i, 60);
       ASSERT_TRUE(log->Append(&m).ok());
-      last_start = m.physical_offset;
+      last_start = m.physical_offset.value();
     }
-    last_end = log->MaxOffset();
+    last_end = log->MaxOffset().value();
     ASSERT_TRUE(log->Flush().ok());
   }
   std::string pristine = *ReadWholeFile(FileSystem::Default(), SegPath(0));
@@ -213,24 +213,24 @@ TEST_F(CommitLogTest, TruncatedLastRecordAtEveryByteKeepsExactlyTheValidPrefix) 
     CommitLogRecoveryInfo info;
     auto log = OpenLog(Options(), &info);
     ASSERT_NE(log, nullptr);
-    EXPECT_EQ(log->MaxOffset(), last_start);
+    EXPECT_EQ(log->MaxOffset().value(), last_start);
     EXPECT_EQ(info.truncated_bytes, cut - last_start);
     int64_t off = 0;
     int n = 0;
-    while (off < log->MaxOffset()) {
-      auto r = log->ReadNext(off);
+    while (off < log->MaxOffset().value()) {
+      auto r = log->ReadNext(PhysicalOffset(off));
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->first.body, Msg(n, 60).body);
-      off = r->second;
+      off = r->second.value();
       ++n;
     }
     EXPECT_EQ(n, kRecords - 1);
     Message m = Msg(42, 60);
     ASSERT_TRUE(log->Append(&m).ok());
-    EXPECT_EQ(m.physical_offset, last_start);
+    EXPECT_EQ(m.physical_offset.value(), last_start);
     log.reset();
     log = OpenLog(Options());
-    auto back = log->Read(last_start);
+    auto back = log->Read(PhysicalOffset(last_start));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->properties.at("i"), "42");
   }
@@ -243,7 +243,7 @@ TEST_F(CommitLogTest, FlippedBitInMiddleRecordRefusesOpenNamingFileAndOffset) {
     for (int i = 0; i < 5; ++i) {
       Message m = Msg(i);
       ASSERT_TRUE(log->Append(&m).ok());
-      offsets.push_back(m.physical_offset);
+      offsets.push_back(m.physical_offset.value());
     }
     ASSERT_TRUE(log->Flush().ok());
   }
@@ -292,8 +292,8 @@ TEST_F(CommitLogTest, FailedFsyncFailsThatAndEveryLaterCallAndReportsNothingUndu
   Message a = Msg(0);
   ASSERT_TRUE(log->Append(&a).ok());
   ASSERT_TRUE(log->WaitDurable(log->MaxOffset()).ok());
-  const int64_t durable = log->FlushedOffset();
-  EXPECT_EQ(durable, log->MaxOffset());
+  const int64_t durable = log->FlushedOffset().value();
+  EXPECT_EQ(durable, log->MaxOffset().value());
 
   fs_.SetFailSync(true);
   Message b = Msg(1);
@@ -304,8 +304,8 @@ TEST_F(CommitLogTest, FailedFsyncFailsThatAndEveryLaterCallAndReportsNothingUndu
   Message c = Msg(2);
   EXPECT_FALSE(log->Append(&c).ok());
   EXPECT_FALSE(log->Flush().ok());
-  EXPECT_FALSE(log->WaitDurable(durable).ok());
-  EXPECT_EQ(log->FlushedOffset(), durable);
+  EXPECT_FALSE(log->WaitDurable(PhysicalOffset(durable)).ok());
+  EXPECT_EQ(log->FlushedOffset().value(), durable);
   EXPECT_FALSE(log->Close().ok());
   log.reset();
 
@@ -313,7 +313,7 @@ TEST_F(CommitLogTest, FailedFsyncFailsThatAndEveryLaterCallAndReportsNothingUndu
   CommitLogRecoveryInfo info;
   log = OpenLog(o, &info);
   EXPECT_FALSE(info.clean_shutdown);
-  EXPECT_EQ(log->MaxOffset(), durable);
+  EXPECT_EQ(log->MaxOffset().value(), durable);
   EXPECT_TRUE(log->Read(a.physical_offset).ok());
 }
 
@@ -327,22 +327,22 @@ TEST_F(CommitLogTest, NoSpaceIsResourceExhaustedAndTheNextAppendSucceedsOnceSpac
   EXPECT_EQ(log->Append(&b).status().code(), absl::StatusCode::kResourceExhausted);
   Message b2 = Msg(1);
   EXPECT_EQ(log->Append(&b2).status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(a.EncodedSize()));
+  EXPECT_EQ(log->MaxOffset().value(), static_cast<int64_t>(a.EncodedSize()));
   EXPECT_TRUE(log->Flush().ok());  // a full disk is no fsync failure
   fs_.ClearFaults();
   // No restart needed: the log was not failed.
   Message c = Msg(2);
   auto off = log->Append(&c);
   ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_EQ(*off, static_cast<int64_t>(a.EncodedSize()));
+  EXPECT_EQ(off->value(), static_cast<int64_t>(a.EncodedSize()));
   ASSERT_TRUE(log->Flush().ok());
-  auto read = log->Read(*off);
+  auto read = log->Read(PhysicalOffset(off->value()));
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->properties.at("i"), "2");
   log.reset();  // crash
   log = OpenLog(Options());
   ASSERT_NE(log, nullptr);
-  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(a.EncodedSize() + c.EncodedSize()));
+  EXPECT_EQ(log->MaxOffset().value(), static_cast<int64_t>(a.EncodedSize() + c.EncodedSize()));
 }
 
 // The 99 messages of issue 14: a batch whose write ran out of space part-way left its first
@@ -353,7 +353,7 @@ TEST_F(CommitLogTest, AppendThatRunsOutOfSpaceLeavesNothingVisibleAfterReopen) {
   Message a = Msg(0);
   ASSERT_TRUE(log->Append(&a).ok());
   ASSERT_TRUE(log->Flush().ok());
-  const int64_t end = log->MaxOffset();
+  const int64_t end = log->MaxOffset().value();
   std::vector<Message> batch;
   for (int i = 1; i <= 5; ++i) batch.push_back(Msg(i));
   std::vector<Message*> ptrs;
@@ -362,7 +362,7 @@ TEST_F(CommitLogTest, AppendThatRunsOutOfSpaceLeavesNothingVisibleAfterReopen) {
   fs_.NoSpaceAfterBytes(batch[0].EncodedSize() * 5 / 2);
   absl::Status s = log->AppendBatch(ptrs);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_EQ(log->MaxOffset().value(), end);
   EXPECT_EQ(FileSystem::Default()->Open(SegPath(0), OpenMode::kReadOnly).value()->Size(),
             static_cast<uint64_t>(end));
   log.reset();  // crash while the disk is full
@@ -370,23 +370,23 @@ TEST_F(CommitLogTest, AppendThatRunsOutOfSpaceLeavesNothingVisibleAfterReopen) {
   CommitLogRecoveryInfo info;
   log = OpenLog(Options(), &info);
   ASSERT_NE(log, nullptr);
-  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_EQ(log->MaxOffset().value(), end);
   EXPECT_EQ(info.truncated_bytes, 0);
-  EXPECT_FALSE(log->ReadNext(end).ok());
+  EXPECT_FALSE(log->ReadNext(PhysicalOffset(end)).ok());
   Message d = Msg(9);
   auto off = log->Append(&d);
   ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_EQ(*off, end);
+  EXPECT_EQ(off->value(), end);
 }
 
 TEST_F(CommitLogTest, BatchOutOfSpaceInItsNextSegmentIsCutBackInBothSegments) {
   auto log = OpenLog(Options());  // 4096-byte segments, ~140-byte records
   int count = 0;
-  while (log->MaxOffset() + 3 * static_cast<int64_t>(Msg(count).EncodedSize()) < 4096) {
+  while (log->MaxOffset().value() + 3 * static_cast<int64_t>(Msg(count).EncodedSize()) < 4096) {
     Message m = Msg(count++);
     ASSERT_TRUE(log->Append(&m).ok());
   }
-  const int64_t end = log->MaxOffset();
+  const int64_t end = log->MaxOffset().value();
   std::vector<Message> batch;
   for (int i = 0; i < 10; ++i) batch.push_back(Msg(100 + i));  // crosses into segment 4096
   std::vector<Message*> ptrs;
@@ -394,20 +394,20 @@ TEST_F(CommitLogTest, BatchOutOfSpaceInItsNextSegmentIsCutBackInBothSegments) {
   // The first segment's run and its blank fit; the next segment's run does not.
   fs_.NoSpaceAfterBytes(4096 - static_cast<uint64_t>(end) + 10);
   EXPECT_EQ(log->AppendBatch(ptrs).code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_EQ(log->MaxOffset().value(), end);
   EXPECT_FALSE(fs_.Exists(SegPath(4096)));
   fs_.ClearFaults();
   ASSERT_TRUE(log->AppendBatch(ptrs).ok());
-  EXPECT_EQ(batch[0].physical_offset, end);
-  EXPECT_EQ(batch.back().physical_offset / 4096, 1);
+  EXPECT_EQ(batch[0].physical_offset.value(), end);
+  EXPECT_EQ(batch.back().physical_offset.value() / 4096, 1);
   log.reset();
   log = OpenLog(Options());
   ASSERT_NE(log, nullptr);
   int n = 0;
-  for (int64_t off = 0; off < log->MaxOffset(); ++n) {
-    auto r = log->ReadNext(off);
+  for (int64_t off = 0; off < log->MaxOffset().value(); ++n) {
+    auto r = log->ReadNext(PhysicalOffset(off));
     ASSERT_TRUE(r.ok()) << r.status();
-    off = r->second;
+    off = r->second.value();
   }
   EXPECT_EQ(n, count + 10);
 }
@@ -424,7 +424,7 @@ TEST_F(CommitLogTest, TornWriteIsTruncatedOnReopen) {
   CommitLogRecoveryInfo info;
   log = OpenLog(Options(), &info);
   EXPECT_EQ(info.truncated_bytes, 50);
-  EXPECT_EQ(log->MaxOffset(), static_cast<int64_t>(a.EncodedSize()));
+  EXPECT_EQ(log->MaxOffset().value(), static_cast<int64_t>(a.EncodedSize()));
 }
 
 TEST_F(CommitLogTest, GroupCommitMakesEveryWaiterDurable) {
@@ -439,8 +439,8 @@ TEST_F(CommitLogTest, GroupCommitMakesEveryWaiterDurable) {
       for (int i = 0; i < kPerThread; ++i) {
         Message m = Msg(t * 1000 + i);
         auto off = log->Append(&m);
-        if (!off.ok() || !log->WaitDurable(*off + static_cast<int64_t>(m.EncodedSize())).ok() ||
-            log->FlushedOffset() < *off + static_cast<int64_t>(m.EncodedSize())) {
+        if (!off.ok() || !log->WaitDurable(PhysicalOffset(off->value() + static_cast<int64_t>(m.EncodedSize()))).ok() ||
+            log->FlushedOffset().value() < off->value() + static_cast<int64_t>(m.EncodedSize())) {
           errors++;
         }
       }
@@ -448,7 +448,7 @@ TEST_F(CommitLogTest, GroupCommitMakesEveryWaiterDurable) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(log->FlushedOffset(), log->MaxOffset());
+  EXPECT_EQ(log->FlushedOffset().value(), log->MaxOffset().value());
   EXPECT_LE(fs_.sync_count(), kThreads * kPerThread + 2);
 }
 
@@ -462,7 +462,7 @@ TEST_F(CommitLogTest, SixtyFourWhenDurableWaitsShareOneSegmentFsync) {
   for (int i = 0; i < 64; ++i) {
     Message m = Msg(i);
     ASSERT_TRUE(log->Append(&m).ok());
-    ends.push_back(m.physical_offset + static_cast<int64_t>(m.EncodedSize()));
+    ends.push_back(m.physical_offset.value() + static_cast<int64_t>(m.EncodedSize()));
   }
   const CommitLogSyncStats before = log->sync_stats();
   EXPECT_EQ(before.segment_syncs, 0);
@@ -470,10 +470,10 @@ TEST_F(CommitLogTest, SixtyFourWhenDurableWaitsShareOneSegmentFsync) {
   std::condition_variable cv;
   int answered = 0, early = 0, failed = 0;
   for (int64_t end : ends) {
-    log->WhenDurable(end, [&, end](absl::Status s) {
+    log->WhenDurable(PhysicalOffset(end), [&, end](absl::Status s) {
       std::lock_guard<std::mutex> l(mu);
       if (!s.ok()) ++failed;
-      if (log->FlushedOffset() < end) ++early;  // answered before the fsync covering it
+      if (log->FlushedOffset().value() < end) ++early;  // answered before the fsync covering it
       ++answered;
       cv.notify_all();
     });
@@ -488,7 +488,7 @@ TEST_F(CommitLogTest, SixtyFourWhenDurableWaitsShareOneSegmentFsync) {
   EXPECT_EQ(after.segment_syncs, 1);  // one fdatasync for 64 acknowledgements
   EXPECT_EQ(after.rounds, 1);
   EXPECT_EQ(after.durable_waits, 64);
-  EXPECT_EQ(log->FlushedOffset(), log->MaxOffset());
+  EXPECT_EQ(log->FlushedOffset().value(), log->MaxOffset().value());
 }
 
 // kSync: a failed fdatasync fails every WhenDurable it covered, and nothing after it is
@@ -500,13 +500,13 @@ TEST_F(CommitLogTest, FailedFsyncFailsEveryWhenDurableItCoveredAndEveryLaterOne)
   Message a = Msg(0);
   ASSERT_TRUE(log->Append(&a).ok());
   ASSERT_TRUE(log->WaitDurable(log->MaxOffset()).ok());
-  const int64_t durable = log->FlushedOffset();
+  const int64_t durable = log->FlushedOffset().value();
   fs_.SetFailSync(true);
   std::vector<int64_t> ends;
   for (int i = 1; i <= 10; ++i) {
     Message m = Msg(i);
     ASSERT_TRUE(log->Append(&m).ok());
-    ends.push_back(m.physical_offset + static_cast<int64_t>(m.EncodedSize()));
+    ends.push_back(m.physical_offset.value() + static_cast<int64_t>(m.EncodedSize()));
   }
   std::mutex mu;
   std::condition_variable cv;
@@ -516,19 +516,19 @@ TEST_F(CommitLogTest, FailedFsyncFailsEveryWhenDurableItCoveredAndEveryLaterOne)
     answers.push_back(std::move(s));
     cv.notify_all();
   };
-  for (int64_t end : ends) log->WhenDurable(end, record);
+  for (int64_t end : ends) log->WhenDurable(PhysicalOffset(end), record);
   {
     std::unique_lock<std::mutex> l(mu);
     cv.wait(l, [&] { return answers.size() == ends.size(); });
   }
   for (const absl::Status& s : answers) EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
   fs_.SetFailSync(false);
-  log->WhenDurable(ends.back(), record);  // inline: the log failed
-  log->WhenDurable(durable, record);
+  log->WhenDurable(PhysicalOffset(ends.back()), record);  // inline: the log failed
+  log->WhenDurable(PhysicalOffset(durable), record);
   ASSERT_EQ(answers.size(), ends.size() + 2);
   EXPECT_FALSE(answers[ends.size()].ok());
   EXPECT_FALSE(answers[ends.size() + 1].ok());
-  EXPECT_EQ(log->FlushedOffset(), durable);
+  EXPECT_EQ(log->FlushedOffset().value(), durable);
   EXPECT_EQ(log->sync_stats().durable_waits, 1);  // only the wait before the failure
 }
 
@@ -541,14 +541,14 @@ TEST_F(CommitLogTest, AppendBatchIsContiguousAcrossSegments) {
   ASSERT_TRUE(log->AppendBatch(ptrs).ok());
   int64_t off = 0;
   for (int i = 0; i < 10; ++i) {
-    auto r = log->ReadNext(off);
+    auto r = log->ReadNext(PhysicalOffset(off));
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->first.physical_offset, msgs[i].physical_offset);
+    EXPECT_EQ(r->first.physical_offset.value(), msgs[i].physical_offset.value());
     EXPECT_EQ(r->first.body, msgs[i].body);
-    off = r->second;
+    off = r->second.value();
   }
-  EXPECT_LT(msgs[4].physical_offset, 4096);
-  EXPECT_GE(msgs[9].physical_offset, 4096);
+  EXPECT_LT(msgs[4].physical_offset.value(), 4096);
+  EXPECT_GE(msgs[9].physical_offset.value(), 4096);
 }
 
 TEST_F(CommitLogTest, RetentionDeletesOldSegmentsButNeverPinnedOrActiveOnes) {
@@ -563,28 +563,28 @@ TEST_F(CommitLogTest, RetentionDeletesOldSegmentsButNeverPinnedOrActiveOnes) {
   clock_.AdvanceMs(10'000);
   fill_segments(2);  // 12288, 16384 at t0 + 10 s
   const int64_t pinned = 4096 + 100;
-  auto n = log->DeleteExpiredSegments(5'000, pinned);
+  auto n = log->DeleteExpiredSegments(5'000, PhysicalOffset(pinned));
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, 1);  // only segment 0: segment 4096 contains the pin
-  EXPECT_EQ(log->MinOffset(), 4096);
-  EXPECT_TRUE(absl::IsNotFound(log->Read(0).status()));
+  EXPECT_EQ(log->MinOffset().value(), 4096);
+  EXPECT_TRUE(absl::IsNotFound(log->Read(PhysicalOffset(0)).status()));
   EXPECT_FALSE(FileSystem::Default()->Exists(SegPath(0)));
   EXPECT_TRUE(FileSystem::Default()->Exists(SegPath(4096)));
 
-  n = log->DeleteExpiredSegments(5'000, INT64_MAX);
+  n = log->DeleteExpiredSegments(5'000, PhysicalOffset(INT64_MAX));
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 1);  // 4096; 8192 is followed by records of t0 + 10 s, not expired
-  EXPECT_EQ(log->MinOffset(), 8192);
+  EXPECT_EQ(log->MinOffset().value(), 8192);
   clock_.AdvanceMs(100'000);
-  n = log->DeleteExpiredSegments(5'000, INT64_MAX);
+  n = log->DeleteExpiredSegments(5'000, PhysicalOffset(INT64_MAX));
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 2);  // everything except the active segment
-  EXPECT_EQ(log->MinOffset(), 16384);
-  const int64_t end = log->MaxOffset();
+  EXPECT_EQ(log->MinOffset().value(), 16384);
+  const int64_t end = log->MaxOffset().value();
   log.reset();
   log = OpenLog(Options());
-  EXPECT_EQ(log->MinOffset(), 16384);
-  EXPECT_EQ(log->MaxOffset(), end);
+  EXPECT_EQ(log->MinOffset().value(), 16384);
+  EXPECT_EQ(log->MaxOffset().value(), end);
 }
 
 TEST_F(CommitLogTest, AsyncFlusherMakesDataDurableInTheBackground) {
@@ -595,7 +595,7 @@ TEST_F(CommitLogTest, AsyncFlusherMakesDataDurableInTheBackground) {
   ASSERT_TRUE(log->Append(&m).ok());
   // Waiting for the background thread would need a sleep; WaitDurable forces it instead.
   ASSERT_TRUE(log->WaitDurable(log->MaxOffset()).ok());
-  EXPECT_EQ(log->FlushedOffset(), log->MaxOffset());
+  EXPECT_EQ(log->FlushedOffset().value(), log->MaxOffset().value());
   ASSERT_TRUE(log->Close().ok());
 }
 

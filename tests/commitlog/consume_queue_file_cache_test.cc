@@ -50,7 +50,7 @@ class ConsumeQueueFileCacheTest : public ::testing::Test {
         for (int q = 0; q < kQueues; ++q) {
           auto r = s->Put(Msg(Topic(t), q, i));
           ASSERT_TRUE(r.ok()) << r.status();
-          ASSERT_EQ(r->queue_offset, i);
+          ASSERT_EQ(r->queue_offset.value(), i);
         }
       }
     }
@@ -59,8 +59,8 @@ class ConsumeQueueFileCacheTest : public ::testing::Test {
   void ExpectAll(MessageStore* s, int n) {
     for (int t = 0; t < kTopics; ++t) {
       for (int q = 0; q < kQueues; ++q) {
-        ASSERT_EQ(s->MaxQueueOffset(Topic(t), q), n);
-        auto msgs = s->ReadQueue(Topic(t), q, 0, 1000);
+        ASSERT_EQ(s->MaxQueueOffset(Topic(t), q).value(), n);
+        auto msgs = s->ReadQueue(Topic(t), q, QueueOffset(0), 1000);
         ASSERT_TRUE(msgs.ok()) << msgs.status();
         ASSERT_EQ(msgs->size(), static_cast<size_t>(n));
         for (int i = 0; i < n; ++i) EXPECT_EQ((*msgs)[i].body, Msg(Topic(t), q, i).body);
@@ -125,7 +125,7 @@ TEST_F(ConsumeQueueFileCacheTest, FailedOpensFailTheCallNotTheStoreAndServiceRes
   fs_.SetFailOpen(false);  // descriptors are back
   auto again = (*s)->Put(Msg("fresh", 0, 0));
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->queue_offset, 0);
+  EXPECT_EQ(again->queue_offset.value(), 0);
   PutAll(s->get(), 10, 20);
   ASSERT_TRUE((*s)->Flush().ok());
   ExpectAll(s->get(), 20);
@@ -143,7 +143,7 @@ TEST_F(ConsumeQueueFileCacheTest, CommitLogRollWhileOutOfDescriptorsFailsThatPut
   MessageStore* s = opened->get();
   // Fill the first segment up to where the next record needs a new one.
   int i = 0;
-  while (s->commit_log()->MaxOffset() + 200 < 4096) ASSERT_TRUE(s->Put(Msg("a", 0, i++)).ok());
+  while (s->commit_log()->MaxOffset().value() + 200 < 4096) ASSERT_TRUE(s->Put(Msg("a", 0, i++)).ok());
   fs_.SetFailOpen(true);
   absl::Status failed;
   for (int k = 0; k < 3 && failed.ok(); ++k) failed = s->Put(Msg("a", 0, i++)).status();
@@ -153,8 +153,8 @@ TEST_F(ConsumeQueueFileCacheTest, CommitLogRollWhileOutOfDescriptorsFailsThatPut
   // The log did not fail for good (before: "commit log failed" for every later put).
   auto r = s->Put(Msg("a", 0, i));
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->queue_offset, i);
-  EXPECT_GE(r->physical_offset, 4096);
+  EXPECT_EQ(r->queue_offset.value(), i);
+  EXPECT_GE(r->physical_offset.value(), 4096);
   ASSERT_TRUE(s->Close().ok());
 }
 
@@ -168,10 +168,10 @@ TEST_F(ConsumeQueueFileCacheTest, SyncThatCannotReopenAFileKeepsEveryFileDirty) 
     auto cq = ConsumeQueue::Open(&cache, dir, 8);
     ASSERT_TRUE(cq.ok()) << cq.status();
     for (int i = 0; i < 16; ++i) {
-      ASSERT_TRUE((*cq)->Append({int64_t{100} * i, 100, 0}).ok());
+      ASSERT_TRUE((*cq)->Append({PhysicalOffset(int64_t{100} * i), 100, 0}).ok());
     }
     ASSERT_TRUE((*cq)->WriteBuffered().ok());  // two files; the cache keeps the second
-    ASSERT_TRUE((*cq)->Get(0).ok());           // now the first, the second is evicted
+    ASSERT_TRUE((*cq)->Get(QueueOffset(0)).ok());           // now the first, the second is evicted
     fs_.SetFailOpen(true);
     absl::Status s = (*cq)->Sync();
     EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
@@ -181,10 +181,10 @@ TEST_F(ConsumeQueueFileCacheTest, SyncThatCannotReopenAFileKeepsEveryFileDirty) 
   ASSERT_TRUE(fs_.DropUnsyncedData().ok());  // power loss
   auto cq = ConsumeQueue::Open(&cache, dir, 8);
   ASSERT_TRUE(cq.ok()) << cq.status();
-  EXPECT_EQ((*cq)->MaxOffset(), 16);
-  auto e = (*cq)->Get(3);
+  EXPECT_EQ((*cq)->MaxOffset(), QueueOffset(16));
+  auto e = (*cq)->Get(QueueOffset(3));
   ASSERT_TRUE(e.ok() && e->has_value());
-  EXPECT_EQ((*e)->physical_offset, 300);
+  EXPECT_EQ((*e)->physical_offset.value(), 300);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ class ReadManyTest : public ::testing::Test {
 
   // Flips a body byte of record i (the i-th Put) in its segment file.
   void CorruptRecord(int i) {
-    const int64_t off = puts_[i].physical_offset;
+    const int64_t off = puts_[i].physical_offset.value();
     const std::string seg = dir_.path() + "/commitlog/" +
                             std::string(20 - std::to_string(off / 4096 * 4096).size(), '0') +
                             std::to_string(off / 4096 * 4096);
@@ -63,10 +63,10 @@ TEST_F(ReadManyTest, MatchesReadForEveryRecordInAnyOrder) {
     ASSERT_TRUE(got[i].ok()) << got[i].status();
     auto one = store_->Read(reqs[i].physical_offset);
     ASSERT_TRUE(one.ok());
-    EXPECT_EQ(got[i]->physical_offset, reqs[i].physical_offset);
+    EXPECT_EQ(got[i]->physical_offset.value(), reqs[i].physical_offset.value());
     EXPECT_EQ(got[i]->body, one->body);
     EXPECT_EQ(got[i]->topic, one->topic);
-    EXPECT_EQ(got[i]->queue_offset, one->queue_offset);
+    EXPECT_EQ(got[i]->queue_offset.value(), one->queue_offset.value());
     EXPECT_EQ(got[i]->properties, one->properties);
   }
 }
@@ -88,23 +88,23 @@ TEST_F(ReadManyTest, VisitManyVisitsEachRequestOnceWithReadsRecordOrError) {
     }
     Message m;
     record::MessageFromView(*v, &m);
-    EXPECT_EQ(m.physical_offset, reqs[i].physical_offset);
+    EXPECT_EQ(m.physical_offset.value(), reqs[i].physical_offset.value());
     EXPECT_EQ(m.topic, one->topic);
     EXPECT_EQ(m.body, one->body);
-    EXPECT_EQ(m.queue_offset, one->queue_offset);
+    EXPECT_EQ(m.queue_offset.value(), one->queue_offset.value());
     EXPECT_EQ(m.properties, one->properties);
   });
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(visits[i], 1) << "request " << i;
 }
 
 TEST_F(ReadManyTest, WrongSizesAndBadOffsetsGiveReadsAnswer) {
-  const int64_t max = store_->commit_log()->MaxOffset();
+  const int64_t max = store_->commit_log()->MaxOffset().value();
   std::vector<ReadRequest> reqs = {
       {puts_[5].physical_offset, puts_[5].size + 7},  // wrong size: still the record
       {puts_[6].physical_offset, 3},                  // absurd size: still the record
       {puts_[7].physical_offset + 1, puts_[7].size},  // not a record start
-      {max, 100},                                     // past the end
-      {-5, 100},                                      // negative
+      {PhysicalOffset(max), 100},                     // past the end
+      {PhysicalOffset(-5), 100},                      // negative
       {puts_[8].physical_offset, puts_[8].size},
   };
   auto got = store_->ReadMany(reqs);
@@ -118,21 +118,21 @@ TEST_F(ReadManyTest, WrongSizesAndBadOffsetsGiveReadsAnswer) {
   EXPECT_TRUE(absl::IsNotFound(got[3].status())) << got[3].status();
   EXPECT_TRUE(absl::IsNotFound(got[4].status())) << got[4].status();
   ASSERT_TRUE(got[5].ok());
-  EXPECT_EQ(got[5]->physical_offset, puts_[8].physical_offset);
+  EXPECT_EQ(got[5]->physical_offset.value(), puts_[8].physical_offset.value());
 }
 
 TEST_F(ReadManyTest, CorruptRecordIsDataLossOthersStillRead) {
   // Flip a body byte of record 10 on disk (its segment file): ReadMany reports kDataLoss for
   // it, as Read does, and still returns its neighbours.
-  const int64_t off = puts_[10].physical_offset;
+  const int64_t off = puts_[10].physical_offset.value();
   CorruptRecord(10);
   std::vector<ReadRequest> reqs = {{puts_[9].physical_offset, puts_[9].size},
-                                   {off, puts_[10].size},
+                                   {PhysicalOffset(off), puts_[10].size},
                                    {puts_[11].physical_offset, puts_[11].size}};
   auto got = store_->ReadMany(reqs);
   EXPECT_TRUE(got[0].ok());
   EXPECT_TRUE(absl::IsDataLoss(got[1].status())) << got[1].status();
-  EXPECT_TRUE(absl::IsDataLoss(store_->Read(off).status()));
+  EXPECT_TRUE(absl::IsDataLoss(store_->Read(PhysicalOffset(off)).status()));
   EXPECT_TRUE(got[2].ok());
 }
 
@@ -141,24 +141,24 @@ TEST_F(ReadManyTest, CorruptRecordIsDataLossOthersStillRead) {
 TEST_F(ReadManyTest, ReadQueueAcrossInterleavedRecordsAndSegmentsMatchesRead) {
   for (const std::string topic : {"a", "b"}) {
     for (int64_t from : {0, 1, 7}) {
-      auto got = store_->ReadQueue(topic, 0, from, 64);
+      auto got = store_->ReadQueue(topic, 0, QueueOffset(from), 64);
       ASSERT_TRUE(got.ok()) << got.status();
       int64_t expect = from;
       for (const Message& m : *got) {
         EXPECT_EQ(m.topic, topic);
-        EXPECT_EQ(m.queue_offset, expect++);
+        EXPECT_EQ(m.queue_offset.value(), expect++);
         auto one = store_->Read(m.physical_offset);
         ASSERT_TRUE(one.ok());
         EXPECT_EQ(m.body, one->body);
         EXPECT_EQ(m.properties, one->properties);
       }
-      EXPECT_EQ(expect, store_->MaxQueueOffset(topic, 0)) << topic << " from " << from;
+      EXPECT_EQ(expect, store_->MaxQueueOffset(topic, 0).value()) << topic << " from " << from;
     }
   }
   // A corrupt record of "b" between two records of "a" does not disturb reading "a".
   CorruptRecord(1);
-  EXPECT_TRUE(absl::IsDataLoss(store_->ReadQueue("b", 0, 0, 64).status()));
-  auto a = store_->ReadQueue("a", 0, 0, 64);
+  EXPECT_TRUE(absl::IsDataLoss(store_->ReadQueue("b", 0, QueueOffset(0), 64).status()));
+  auto a = store_->ReadQueue("a", 0, QueueOffset(0), 64);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(a->size(), 20u);
 }
@@ -167,11 +167,11 @@ TEST_F(ReadManyTest, RemovedPinProviderIsNeverCalledAgain) {
   int calls_a = 0, calls_b = 0;
   auto a = store_->AddRemovablePinProvider([&] {
     ++calls_a;
-    return int64_t{0};  // pins everything
+    return PhysicalOffset(0);  // pins everything
   });
   auto b = store_->AddRemovablePinProvider([&] {
     ++calls_b;
-    return INT64_MAX;
+    return PhysicalOffset(INT64_MAX);
   });
   EXPECT_NE(a, 0u);
   EXPECT_NE(a, b);

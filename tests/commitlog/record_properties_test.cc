@@ -35,8 +35,8 @@ Message Base() {
   Message m;
   m.topic = "orders";
   m.queue_id = 2;
-  m.queue_offset = 9;
-  m.physical_offset = 4096;
+  m.queue_offset = QueueOffset(9);
+  m.physical_offset = PhysicalOffset(4096);
   m.born_ms = 1'700'000'000'000;
   m.store_ms = 1'700'000'000'005;
   m.flags = 1;

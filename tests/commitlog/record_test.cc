@@ -13,8 +13,8 @@ Message Sample(size_t body_size, int props) {
   Message m;
   m.topic = "orders";
   m.queue_id = 3;
-  m.queue_offset = 77;
-  m.physical_offset = 123456;
+  m.queue_offset = QueueOffset(77);
+  m.physical_offset = PhysicalOffset(123456);
   m.born_ms = 1'700'000'000'123;
   m.store_ms = 1'700'000'000'456;
   m.flags = 0;
@@ -27,8 +27,8 @@ Message Sample(size_t body_size, int props) {
 void ExpectSame(const Message& a, const Message& b) {
   EXPECT_EQ(a.topic, b.topic);
   EXPECT_EQ(a.queue_id, b.queue_id);
-  EXPECT_EQ(a.queue_offset, b.queue_offset);
-  EXPECT_EQ(a.physical_offset, b.physical_offset);
+  EXPECT_EQ(a.queue_offset.value(), b.queue_offset.value());
+  EXPECT_EQ(a.physical_offset.value(), b.physical_offset.value());
   EXPECT_EQ(a.born_ms, b.born_ms);
   EXPECT_EQ(a.store_ms, b.store_ms);
   EXPECT_EQ(a.flags, b.flags);

@@ -17,8 +17,8 @@ Message Sample() {
   Message m;
   m.topic = "orders";
   m.queue_id = 3;
-  m.queue_offset = 17;
-  m.physical_offset = 4096;
+  m.queue_offset = QueueOffset(17);
+  m.physical_offset = PhysicalOffset(4096);
   m.born_ms = 111;
   m.store_ms = 222;
   m.flags = kFlagIndexed;
@@ -37,8 +37,8 @@ TEST(RecordViewTest, DecodeViewSeesEveryFieldWithoutCopying) {
   EXPECT_EQ(v.size, rec.size());
   EXPECT_EQ(v.flags, kFlagIndexed);
   EXPECT_EQ(v.queue_id, 3);
-  EXPECT_EQ(v.queue_offset, 17);
-  EXPECT_EQ(v.physical_offset, 4096);
+  EXPECT_EQ(v.queue_offset.value(), 17);
+  EXPECT_EQ(v.physical_offset.value(), 4096);
   EXPECT_EQ(v.born_ms, 111);
   EXPECT_EQ(v.store_ms, 222);
   EXPECT_EQ(v.topic, "orders");
@@ -126,11 +126,11 @@ class VisitQueueTest : public ::testing::Test {
 };
 
 TEST_F(VisitQueueTest, VisitsTheRecordsReadQueueReturnsInOrder) {
-  auto want = store_->ReadQueue("q", 0, 5, 40);
+  auto want = store_->ReadQueue("q", 0, QueueOffset(5), 40);
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_EQ(want->size(), 40u);
   std::vector<Message> got;
-  auto n = store_->VisitQueue("q", 0, 5, 40, [&](const record::RecordView& v) {
+  auto n = store_->VisitQueue("q", 0, QueueOffset(5), 40, [&](const record::RecordView& v) {
     record::MessageFromView(v, &got.emplace_back());
     return absl::OkStatus();
   });
@@ -138,15 +138,15 @@ TEST_F(VisitQueueTest, VisitsTheRecordsReadQueueReturnsInOrder) {
   EXPECT_EQ(*n, 40u);
   ASSERT_EQ(got.size(), want->size());
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].queue_offset, static_cast<int64_t>(5 + i));
-    EXPECT_EQ(got[i].physical_offset, (*want)[i].physical_offset);
+    EXPECT_EQ(got[i].queue_offset.value(), static_cast<int64_t>(5 + i));
+    EXPECT_EQ(got[i].physical_offset.value(), (*want)[i].physical_offset.value());
     EXPECT_EQ(got[i].body, (*want)[i].body);
     EXPECT_EQ(got[i].properties, (*want)[i].properties);
   }
   // The default implementation (over ReadQueue) visits the same.
   size_t base_count = 0;
-  auto b = store_->MessageStore::VisitQueue("q", 0, 5, 40, [&](const record::RecordView& v) {
-    EXPECT_EQ(v.physical_offset, (*want)[base_count].physical_offset);
+  auto b = store_->MessageStore::VisitQueue("q", 0, QueueOffset(5), 40, [&](const record::RecordView& v) {
+    EXPECT_EQ(v.physical_offset.value(), (*want)[base_count].physical_offset.value());
     EXPECT_EQ(v.body, (*want)[base_count].body);
     ++base_count;
     return absl::OkStatus();
@@ -157,7 +157,7 @@ TEST_F(VisitQueueTest, VisitsTheRecordsReadQueueReturnsInOrder) {
 
 TEST_F(VisitQueueTest, VisitorErrorStopsTheWalkAndIsReturned) {
   int calls = 0;
-  auto n = store_->VisitQueue("q", 0, 0, 60, [&](const record::RecordView&) {
+  auto n = store_->VisitQueue("q", 0, QueueOffset(0), 60, [&](const record::RecordView&) {
     return ++calls == 3 ? absl::CancelledError("enough") : absl::OkStatus();
   });
   EXPECT_EQ(n.status().code(), absl::StatusCode::kCancelled);
@@ -166,13 +166,13 @@ TEST_F(VisitQueueTest, VisitorErrorStopsTheWalkAndIsReturned) {
 
 TEST_F(VisitQueueTest, UnknownQueueAndEndOfQueueVisitNothing) {
   auto visit = [](const record::RecordView&) { return absl::OkStatus(); };
-  auto a = store_->VisitQueue("none", 0, 0, 10, visit);
+  auto a = store_->VisitQueue("none", 0, QueueOffset(0), 10, visit);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(*a, 0u);
   auto b = store_->VisitQueue("q", 0, store_->MaxQueueOffset("q", 0), 10, visit);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(*b, 0u);
-  auto c = store_->VisitQueue("q", 0, 0, 0, visit);
+  auto c = store_->VisitQueue("q", 0, QueueOffset(0), 0, visit);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(*c, 0u);
 }

@@ -25,13 +25,13 @@ class CommitLogDescriptorTest : public ::testing::Test {
     Message m;
     m.topic = "t";
     m.queue_id = 0;
-    m.queue_offset = i;
+    m.queue_offset = QueueOffset(i);
     m.body.assign(300, static_cast<char>('a' + i % 26));
     return m;
   }
   void ExpectAllReadable(CommitLog* log, const std::vector<int64_t>& offsets) {
     for (size_t i = 0; i < offsets.size(); ++i) {
-      auto m = log->Read(offsets[i]);
+      auto m = log->Read(PhysicalOffset(offsets[i]));
       ASSERT_TRUE(m.ok()) << m.status();
       EXPECT_EQ(m->body, Msg(static_cast<int>(i)).body);
     }
@@ -50,7 +50,7 @@ TEST_F(CommitLogDescriptorTest, FlushedSegmentsAreReadWithoutDescriptors) {
       Message m = Msg(i);
       auto off = (*log)->Append(&m);
       ASSERT_TRUE(off.ok()) << off.status();
-      offsets.push_back(*off);
+      offsets.push_back(off->value());
       if (i % 10 == 9) {
         ASSERT_TRUE((*log)->Flush().ok());
       }

@@ -115,8 +115,8 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
     rocksdb::Status s = rocksdb::DB::Open(opts, dir_.Join("meta"), &db);
     ASSERT_TRUE(s.ok()) << s.ToString();
     db_.reset(db);
-    store()->SetDispatchListener([this](const std::string& t, int32_t q, int64_t o) {
-      if (ConsumerService* svc = svc_ptr_.load()) svc->OnDispatch(t, q, o);
+    store()->SetDispatchListener([this](const std::string& t, int32_t q, QueueOffset o) {
+      if (ConsumerService* svc = svc_ptr_.load()) svc->OnDispatch(t, q, o.value());
     });
     ConsumerServiceDeps deps;
     deps.clock = &clock_;

@@ -20,7 +20,7 @@ TEST_P(ConsumerTest, ReceiveThenAckRemovesTheMessageForGood) {
   EXPECT_THAT(Bodies(got), ElementsAre("m0", "m1", "m2"));
   EXPECT_EQ(got[0].delivery_attempt, 1);
   EXPECT_EQ(got[0].invisible_until_ms, clock_.NowMs() + 30'000);
-  EXPECT_EQ(got[2].message.queue_offset, 2);
+  EXPECT_EQ(got[2].message.queue_offset.value(), 2);
   EXPECT_EQ(svc_->InFlight("g"), 3);
   for (const auto& m : got) EXPECT_TRUE(svc_->Ack("g", m.receipt_handle).ok());
   EXPECT_EQ(svc_->InFlight("g"), 0);

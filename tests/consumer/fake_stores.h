@@ -36,8 +36,8 @@ class FakeMessageStore final : public MessageStore {
     {
       std::lock_guard<std::mutex> l(mu_);
       auto& q = queues_[{topic, qid}];
-      msg.queue_offset = static_cast<int64_t>(q.size());
-      msg.physical_offset = next_phys_;
+      msg.queue_offset = QueueOffset(static_cast<int64_t>(q.size()));
+      msg.physical_offset = PhysicalOffset(next_phys_);
       msg.store_ms = clock_->NowMs();
       next_phys_ += 100;
       r.physical_offset = msg.physical_offset;
@@ -62,7 +62,7 @@ class FakeMessageStore final : public MessageStore {
     }
     return out;
   }
-  absl::StatusOr<Message> Read(int64_t physical_offset) const override {
+  absl::StatusOr<Message> Read(PhysicalOffset physical_offset) const override {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [k, q] : queues_) {
       for (const auto& m : q) {
@@ -73,34 +73,36 @@ class FakeMessageStore final : public MessageStore {
   }
   absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,
                                                             int32_t queue_id,
-                                                            int64_t queue_offset) const override {
+                                                            QueueOffset queue_offset) const override {
     std::lock_guard<std::mutex> l(mu_);
     auto it = queues_.find({topic, queue_id});
-    if (it == queues_.end() || queue_offset >= static_cast<int64_t>(it->second.size())) {
+    if (it == queues_.end() || queue_offset.value() >= static_cast<int64_t>(it->second.size())) {
       return std::optional<ConsumeQueueEntry>();
     }
-    const Message& m = it->second[static_cast<size_t>(queue_offset)];
+    const Message& m = it->second[static_cast<size_t>(queue_offset.value())];
     return std::optional<ConsumeQueueEntry>(ConsumeQueueEntry{m.physical_offset, 100, 0});
   }
   absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic, int32_t queue_id,
-                                                 int64_t from_offset,
+                                                 QueueOffset from_offset,
                                                  int max_count) const override {
     std::lock_guard<std::mutex> l(mu_);
     std::vector<Message> out;
     auto it = queues_.find({topic, queue_id});
     if (it == queues_.end()) return out;
-    for (int64_t o = std::max<int64_t>(from_offset, 0);
+    for (int64_t o = std::max<int64_t>(from_offset.value(), 0);
          o < static_cast<int64_t>(it->second.size()) && static_cast<int>(out.size()) < max_count;
          ++o) {
       out.push_back(it->second[static_cast<size_t>(o)]);
     }
     return out;
   }
-  int64_t MinQueueOffset(const std::string&, int32_t) const override { return 0; }
-  int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const override {
+  QueueOffset MinQueueOffset(const std::string&, int32_t) const override {
+    return QueueOffset(0);
+  }
+  QueueOffset MaxQueueOffset(const std::string& topic, int32_t queue_id) const override {
     std::lock_guard<std::mutex> l(mu_);
     auto it = queues_.find({topic, queue_id});
-    return it == queues_.end() ? 0 : static_cast<int64_t>(it->second.size());
+    return QueueOffset(it == queues_.end() ? 0 : static_cast<int64_t>(it->second.size()));
   }
   void SetDispatchListener(DispatchListener listener) override {
     std::lock_guard<std::mutex> l(mu_);

@@ -89,7 +89,7 @@ TEST_P(FifoBatchTest, NackInTheMiddleOfARunReturnsItAndItsSuccessorsInOrder) {
   EXPECT_EQ(again[0].delivery_attempt, 2);  // the one that failed
   EXPECT_EQ(again[1].delivery_attempt, 1);  // returned with it: not counted
   EXPECT_EQ(again[3].delivery_attempt, 1);
-  EXPECT_EQ(again[0].message.queue_offset, 1);  // in place, not a retry copy
+  EXPECT_EQ(again[0].message.queue_offset.value(), 1);  // in place, not a retry copy
   AckAll(again, {0, 1, 2, 3});
   AckAll(got, {4});
   EXPECT_EQ(svc_->InFlight("g"), 0);

@@ -59,7 +59,7 @@ TEST_P(ConsumerTest, FifoExpiredLeaseRetriesInPlaceAndKeepsTheGroupBlocked) {
   auto again = Recv("g", "f", 16, 5'000);
   ASSERT_THAT(Bodies(again), ElementsAre("a1"));
   EXPECT_EQ(again[0].delivery_attempt, 2);
-  EXPECT_EQ(again[0].message.queue_offset, 0);  // the original, not a retry-topic copy
+  EXPECT_EQ(again[0].message.queue_offset.value(), 0);  // the original, not a retry-topic copy
   EXPECT_EQ(again[0].message.topic, "f");
   EXPECT_EQ(svc_->Ack("g", got[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(svc_->Ack("g", again[0].receipt_handle).ok());

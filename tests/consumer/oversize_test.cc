@@ -113,7 +113,7 @@ TEST_P(OversizeTest, AnswerSizeCountsTheKeyAndTagTwice) {
   auto got = RecvLimited("probe", "t", /*limit=*/0);
   ASSERT_EQ(got.size(), 1u);
   // The record's size, from a second look at the stored message.
-  auto stored = store()->ReadQueue("t", 0, 0, 1);
+  auto stored = store()->ReadQueue("t", 0, QueueOffset(0), 1);
   ASSERT_TRUE(stored.ok());
   const int64_t record = static_cast<int64_t>(stored->front().EncodedSize());
   const int64_t answer = record + 3'000 + 3 + 1024;

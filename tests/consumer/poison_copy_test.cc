@@ -48,7 +48,7 @@ TEST_P(ConsumerTest, ExpiredLeaseOfAGroupNamedBeforeTheRuleIsParkedNotRetriedFor
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);  // but is unusable
 
   Advance(2000);  // the lease expires: its retry copy would go to "%RETRY%sp ace"
-  auto parked = store()->ReadQueue(kPoisonTopic, 0, 0, 10);
+  auto parked = store()->ReadQueue(kPoisonTopic, 0, QueueOffset(0), 10);
   ASSERT_TRUE(parked.ok()) << parked.status();
   ASSERT_EQ(parked->size(), 1u);
   const Message& m = (*parked)[0];
@@ -60,8 +60,8 @@ TEST_P(ConsumerTest, ExpiredLeaseOfAGroupNamedBeforeTheRuleIsParkedNotRetriedFor
   EXPECT_EQ(Prop(m, prop::kOriginalTopic), "t");
   EXPECT_EQ(svc_->InFlight("sp ace"), 0);  // the lease ended
   Advance(60'000);
-  EXPECT_EQ(store()->ReadQueue(kPoisonTopic, 0, 0, 10)->size(), 1u);  // once
-  EXPECT_EQ(store()->MaxQueueOffset("%RETRY%sp ace", 0), 0);
+  EXPECT_EQ(store()->ReadQueue(kPoisonTopic, 0, QueueOffset(0), 10)->size(), 1u);  // once
+  EXPECT_EQ(store()->MaxQueueOffset("%RETRY%sp ace", 0).value(), 0);
 }
 
 TEST_P(ConsumerTest, ExhaustedLeaseOfAGroupNamedBeforeTheRuleIsParkedInsteadOfItsDlq) {
@@ -70,7 +70,7 @@ TEST_P(ConsumerTest, ExhaustedLeaseOfAGroupNamedBeforeTheRuleIsParkedInsteadOfIt
   WriteLegacyLease(db_.get(), "a:b", clock_.NowMs() + 1000, 1000);
   Restart();
   Advance(2000);
-  auto parked = store()->ReadQueue(kPoisonTopic, 0, 0, 10);
+  auto parked = store()->ReadQueue(kPoisonTopic, 0, QueueOffset(0), 10);
   ASSERT_TRUE(parked.ok());
   ASSERT_EQ(parked->size(), 1u);
   EXPECT_EQ(Prop((*parked)[0], kPoisonTopicProp), "%DLQ%a:b");

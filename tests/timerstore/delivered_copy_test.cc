@@ -65,8 +65,8 @@ class DeliveredCopyTest : public ::testing::Test {
     Message m;
     m.topic = std::move(topic);
     m.queue_id = 0;
-    m.queue_offset = 41;
-    m.physical_offset = 123'456'789;
+    m.queue_offset = QueueOffset(41);
+    m.physical_offset = PhysicalOffset(123'456'789);
     m.born_ms = 1'699'999'999'000;
     m.store_ms = 1'700'000'000'000;
     m.flags = kFlagIndexed;
@@ -80,8 +80,8 @@ class DeliveredCopyTest : public ::testing::Test {
 
   // The record PutBatch writes for `copy` (fields the CommitLog assigns fixed).
   static std::string Put(Message copy) {
-    copy.queue_offset = 5;
-    copy.physical_offset = 1 << 20;
+    copy.queue_offset = QueueOffset(5);
+    copy.physical_offset = PhysicalOffset(1 << 20);
     copy.store_ms = kNow + 1;
     copy.flags |= kFlagIndexed;
     std::string rec(copy.EncodedSize(), '\0');

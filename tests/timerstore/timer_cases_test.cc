@@ -89,7 +89,7 @@ TEST_P(TimerCasesTest, YearDelayRollsWithoutACopyInTheCommitLog) {
   const int64_t kDay = 86'400'000;
   TimerEnv env(P(), 7 * kDay);
   env.Open();
-  int64_t start_end = env.ms().commit_log()->MaxOffset();
+  PhysicalOffset start_end = env.ms().commit_log()->MaxOffset();
   int64_t deliver = env.clock().NowMs() + 365 * kDay + 4321;
   env.Send("year", deliver);
   env.Run();
@@ -105,7 +105,7 @@ TEST_P(TimerCasesTest, YearDelayRollsWithoutACopyInTheCommitLog) {
   EXPECT_EQ(env.ts().metrics().rolled.Value(), rolls);
   // CommitLog growth: the timer-topic record plus the delivered copy, nothing else.
   int records = 0;
-  for (int64_t at = start_end; at < env.ms().commit_log()->MaxOffset();) {
+  for (PhysicalOffset at = start_end; at < env.ms().commit_log()->MaxOffset();) {
     auto next = env.ms().commit_log()->ReadNext(at);
     ASSERT_TRUE(next.ok()) << next.status();
     ++records;
@@ -234,7 +234,7 @@ TEST_P(TimerCasesTest, RetentionDoesNotDeletePinnedSegment) {
     auto del = env.ms().DeleteExpired(kHour);
     ASSERT_TRUE(del.ok()) << del.status();
   }
-  EXPECT_GT(env.ms().commit_log()->MinOffset(), 0);  // retention did run
+  EXPECT_GT(env.ms().commit_log()->MinOffset().value(), 0);  // retention did run
   env.AdvanceTo(deliver);
   auto got = env.Delivered();
   ASSERT_EQ(got.size(), 1u);
@@ -280,7 +280,7 @@ TEST(TimerDeliveredCopy, KeepsUserPropertiesAndCarriesTimerProperties) {
   EXPECT_EQ(p.at(prop::kDeliverMs), std::to_string(deliver));
   EXPECT_EQ(p.at(prop::kTimerDequeueMs), std::to_string(deliver));
   EXPECT_EQ(p.at(prop::kTimerEnqueueMs), std::to_string(now));
-  EXPECT_EQ(p.at(kTimerSourceOffset), std::to_string(r->put.physical_offset));
+  EXPECT_EQ(p.at(kTimerSourceOffset), std::to_string(r->put.physical_offset.value()));
   ASSERT_NE(p.at(prop::kTimerUnitPos), "stale");
   EXPECT_GE(std::stoll(p.at(prop::kTimerUnitPos)), 0);
 }
@@ -302,7 +302,7 @@ TEST(TimerDeliveredCopy, ScheduledMessageWithDeleteOfPropertyIsNotARecall) {
   forged.topic = "t";
   forged.queue_id = 0;
   forged.body = "forged";
-  forged.properties[kTimerDeleteOf] = std::to_string(v->put.physical_offset);
+  forged.properties[kTimerDeleteOf] = std::to_string(v->put.physical_offset.value());
   ASSERT_TRUE(env.ts().Schedule(std::move(forged), deliver).ok());
   env.Run();
   env.AdvanceTo(deliver);
@@ -335,7 +335,7 @@ TEST(TimerDeliveredCopy, TagOfTheCopyIsInTheConsumeQueueEntry) {
   env.AdvanceTo(deliver);
   ASSERT_EQ(env.Delivered().size(), 2u);
   for (int64_t qo : {0, 1}) {
-    auto e = env.ms().GetEntry("t", 0, qo);
+    auto e = env.ms().GetEntry("t", 0, QueueOffset(qo));
     ASSERT_TRUE(e.ok() && e->has_value());
     auto d = env.ms().Read((*e)->physical_offset);
     ASSERT_TRUE(d.ok()) << d.status();

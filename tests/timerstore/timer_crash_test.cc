@@ -88,7 +88,7 @@ TEST_P(TimerCrashTest, CommitLogTailLostDropsDanglingUnitsOnce) {
   env.Run();
   ASSERT_TRUE(env.ts().Checkpoint().ok());  // TimerLog durable, pointing at all 10 records
   // The CommitLog loses its tail: records 5..9 vanish (e.g. a disk that lied about fsync).
-  int64_t cut = r[5].put.physical_offset;
+  int64_t cut = r[5].put.physical_offset.value();
   env.CleanRestart();
   {
     // Shut everything, cut the segment file, reopen.

@@ -105,7 +105,7 @@ class TimerEnv {
   }
 
   std::vector<Message> Delivered(const std::string& topic = "t") {
-    auto r = ms_->ReadQueue(topic, 0, 0, 1 << 30);
+    auto r = ms_->ReadQueue(topic, 0, QueueOffset(0), 1 << 30);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : std::vector<Message>{};
   }

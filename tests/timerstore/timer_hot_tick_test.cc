@@ -44,8 +44,8 @@ TEST_P(TimerHotTickTest, HotTickDeliveredFullyNeighboursOnTime) {
     for (const auto& [id, d] : hot_ids) due_hot += d <= now;
     for (const auto& [id, d] : other_ids) due_other += d <= now;
     // Everything due is out, nothing else (RunUntilIdle ran to idle at `now`).
-    ASSERT_EQ(env.ms().MaxQueueOffset("hot", 0), due_hot) << "now=" << now;
-    ASSERT_EQ(env.ms().MaxQueueOffset("other", 0), due_other) << "now=" << now;
+    ASSERT_EQ(env.ms().MaxQueueOffset("hot", 0).value(), due_hot) << "now=" << now;
+    ASSERT_EQ(env.ms().MaxQueueOffset("other", 0).value(), due_other) << "now=" << now;
     EXPECT_EQ(m.pending.Value(), total - due_hot - due_other) << "now=" << now;
     EXPECT_EQ(m.pending.underflows(), 0);
     for (const auto& g : m.pending_by_bucket) EXPECT_GE(g.Value(), 0);

@@ -177,7 +177,7 @@ TEST_P(TimerPoisonTest, ScheduleRefusesADestinationTheNameRuleRefuses) {
   m.body = "x";
   auto r = env.ts().Schedule(std::move(m), env.clock().NowMs() + 1000);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(env.ms().MaxQueueOffset(kTimerTopic, 0), 0);
+  EXPECT_EQ(env.ms().MaxQueueOffset(kTimerTopic, 0).value(), 0);
 }
 
 TEST_P(TimerPoisonTest, RecordThatNoLongerDecodesIsParkedAsAStub) {
@@ -210,7 +210,7 @@ TEST_P(TimerPoisonTest, RecordThatNoLongerDecodesIsParkedAsAStub) {
   ASSERT_EQ(parked.size(), 1u);
   EXPECT_TRUE(parked[0].body.empty());
   EXPECT_EQ(Prop(parked[0], kTimerSourceOffset),
-            std::to_string(scheduled->put.physical_offset));
+            std::to_string(scheduled->put.physical_offset.value()));
   EXPECT_EQ(Prop(parked[0], prop::kDeliverMs), std::to_string(due));
   EXPECT_NE(Prop(parked[0], kPoisonReason).find("the record does not decode"), std::string::npos)
       << Prop(parked[0], kPoisonReason);

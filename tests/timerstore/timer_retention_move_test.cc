@@ -42,7 +42,7 @@ class TimerRetentionMoveTest : public ::testing::Test {
     env_.Ack();
   }
   absl::StatusOr<int> Retention() { return env_.ms().DeleteExpired(kRetention); }
-  int64_t MinOffset() { return env_.ms().commit_log()->MinOffset(); }
+  PhysicalOffset MinOffset() { return env_.ms().commit_log()->MinOffset(); }
   // Advances to each sent deliver time in order, exactly, and checks the history plus that
   // every delivery happened at its own millisecond.
   void DeliverAllAndCheck() {
@@ -129,7 +129,7 @@ TEST_F(TimerRetentionMoveTest, CrashAtEachStepOfTheMoveDeliversEachMessageOnce) 
     env.Open();
     n = env.ms().DeleteExpired(kRetention);
     ASSERT_TRUE(n.ok()) << n.status();
-    EXPECT_GT(env.ms().commit_log()->MinOffset(), 0);
+    EXPECT_GT(env.ms().commit_log()->MinOffset().value(), 0);
     EXPECT_EQ(env.ts().metrics().pinned_bytes.Value(), 0);
     // A second crash with the moved copies as the only record of the messages.
     env.Crash();
@@ -161,13 +161,13 @@ TEST_F(TimerRetentionMoveTest, CommittedMoveWhoseSegmentsStayDeliversTheCopiesOn
   env_.CleanRestart();
   Churn();
   ASSERT_TRUE(Retention().ok());
-  ASSERT_GT(MinOffset(), 0);
+  ASSERT_GT(MinOffset().value(), 0);
   env_.CloseForCrash();
   for (const auto& e : fs::directory_iterator(saved)) {
     if (!fs::exists(segments / e.path().filename())) fs::copy(e.path(), segments);
   }
   env_.Crash();
-  ASSERT_EQ(MinOffset(), 0);
+  ASSERT_EQ(MinOffset().value(), 0);
   DeliverAllAndCheck();
   EXPECT_EQ(env_.ts().metrics().dropped.Value(), 0);
 }

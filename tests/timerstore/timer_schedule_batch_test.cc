@@ -50,7 +50,7 @@ TEST_F(TimerScheduleBatchTest, EachItemDeliveredAtItsMillisecondExactlyOnce) {
   ASSERT_EQ(r->size(), 50u);
   for (int i = 0; i < 50; ++i) {
     EXPECT_FALSE((*r)[i].delivered_now);
-    EXPECT_EQ((*r)[i].put.queue_offset, i);  // timer topic, in item order
+    EXPECT_EQ((*r)[i].put.queue_offset.value(), i);  // timer topic, in item order
   }
   env_.Run();
   EXPECT_EQ(env_.ts().metrics().pending.Value(), 50);
@@ -70,16 +70,16 @@ TEST_F(TimerScheduleBatchTest, EachItemDeliveredAtItsMillisecondExactlyOnce) {
 
 TEST_F(TimerScheduleBatchTest, OneContiguousWriteInItemOrder) {
   const int64_t now = env_.clock().NowMs();
-  const int64_t start = env_.ms().commit_log()->MaxOffset();
+  const int64_t start = env_.ms().commit_log()->MaxOffset().value();
   auto r = Batch({Item("a", now + 500), Item("b", now), Item("c", now + 900, "u"),
                   Item("d", now - 5, "u")});
   ASSERT_TRUE(r.ok()) << r.status();
   int64_t pos = start;
   for (const ScheduleResult& s : *r) {
-    EXPECT_EQ(s.put.physical_offset, pos);
+    EXPECT_EQ(s.put.physical_offset.value(), pos);
     pos += s.put.size;
   }
-  EXPECT_EQ(env_.ms().commit_log()->MaxOffset(), pos);
+  EXPECT_EQ(env_.ms().commit_log()->MaxOffset().value(), pos);
 }
 
 TEST_F(TimerScheduleBatchTest, DueNowItemsGoToTheirRealTopicLikeSchedule) {
@@ -89,9 +89,9 @@ TEST_F(TimerScheduleBatchTest, DueNowItemsGoToTheirRealTopicLikeSchedule) {
   EXPECT_TRUE((*r)[0].delivered_now);
   EXPECT_FALSE((*r)[1].delivered_now);
   EXPECT_TRUE((*r)[2].delivered_now);
-  EXPECT_EQ((*r)[0].put.queue_offset, 0);  // topic t
-  EXPECT_EQ((*r)[1].put.queue_offset, 0);  // timer topic
-  EXPECT_EQ((*r)[2].put.queue_offset, 0);  // topic u
+  EXPECT_EQ((*r)[0].put.queue_offset.value(), 0);  // topic t
+  EXPECT_EQ((*r)[1].put.queue_offset.value(), 0);  // timer topic
+  EXPECT_EQ((*r)[2].put.queue_offset.value(), 0);  // topic u
   EXPECT_EQ(env_.ts().metrics().delivered.Value(), 2);
   // The stored records are what Schedule writes: deliver time on both, real destination on the
   // timer one.
@@ -121,7 +121,7 @@ TEST_F(TimerScheduleBatchTest, RecallHandlesWorkPerItem) {
   ASSERT_TRUE(r.ok()) << r.status();
   auto h = RecallHandle::Decode((*r)[1].recall_handle);
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->physical_offset, (*r)[1].put.physical_offset);
+  EXPECT_EQ(h->physical_offset, (*r)[1].put.physical_offset.value());
   EXPECT_EQ(h->deliver_ms, now + 300);
   EXPECT_TRUE(env_.ts().Recall((*r)[1].recall_handle).ok());
   EXPECT_EQ(env_.ts().Recall((*r)[1].recall_handle).code(),
@@ -134,7 +134,7 @@ TEST_F(TimerScheduleBatchTest, RecallHandlesWorkPerItem) {
 }
 
 TEST_F(TimerScheduleBatchTest, EmptyBatchIsOkAndWritesNothing) {
-  const int64_t end = env_.ms().commit_log()->MaxOffset();
+  const PhysicalOffset end = env_.ms().commit_log()->MaxOffset();
   auto r = env_.ts().ScheduleBatch({});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->empty());
@@ -143,17 +143,17 @@ TEST_F(TimerScheduleBatchTest, EmptyBatchIsOkAndWritesNothing) {
 
 TEST_F(TimerScheduleBatchTest, BadDestinationFailsWholeBatchWithNothingStored) {
   const int64_t now = env_.clock().NowMs();
-  const int64_t end = env_.ms().commit_log()->MaxOffset();
+  const PhysicalOffset end = env_.ms().commit_log()->MaxOffset();
   auto r = Batch({Item("a", now + 100), Item("b", now, "bad topic"), Item("c", now + 100)});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(env_.ms().commit_log()->MaxOffset(), end);
-  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0), 0);
+  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0).value(), 0);
   EXPECT_EQ(env_.ts().metrics().delivered.Value(), 0);
 }
 
 TEST_F(TimerScheduleBatchTest, OversizeMessageFailsWholeBatchWithNothingStored) {
   const int64_t now = env_.clock().NowMs();
-  const int64_t end = env_.ms().commit_log()->MaxOffset();
+  const PhysicalOffset end = env_.ms().commit_log()->MaxOffset();
   ScheduleItem big = Item("big", now + 100);
   big.msg.body.assign(2u << 20, 'x');  // larger than the 1 MiB test segment
   std::vector<ScheduleItem> items;
@@ -162,7 +162,7 @@ TEST_F(TimerScheduleBatchTest, OversizeMessageFailsWholeBatchWithNothingStored) 
   auto r = Batch(std::move(items));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(env_.ms().commit_log()->MaxOffset(), end);
-  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0), 0);
+  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0).value(), 0);
 }
 
 TEST_F(TimerScheduleBatchTest, DiskFullFailsWholeBatchAndStoreCarriesOnAfterReopen) {
@@ -172,7 +172,7 @@ TEST_F(TimerScheduleBatchTest, DiskFullFailsWholeBatchAndStoreCarriesOnAfterReop
   EXPECT_FALSE(r.ok());
   env_.fs().ClearFaults();
   env_.Crash();  // the log failed; a restart recovers it
-  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0), 0);
+  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0).value(), 0);
   auto again = Batch({Item("c", now + 300)});
   ASSERT_TRUE(again.ok()) << again.status();
   env_.AdvanceTo(now + 1000);
@@ -253,7 +253,7 @@ TEST_F(TimerScheduleBatchTest, DefaultImplementationSchedulesEachItemAndStopsAtF
   auto r = only.ScheduleBatch(std::move(items));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(only.calls, 2);
-  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0), 1);  // "a" stays stored
+  EXPECT_EQ(env_.ms().MaxQueueOffset(kTimerTopic, 0).value(), 1);  // "a" stays stored
   auto ok = only.ScheduleBatch({Item("d", now + 100), Item("e", now)});
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_FALSE((*ok)[0].delivered_now);

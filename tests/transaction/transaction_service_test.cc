@@ -77,7 +77,7 @@ TEST_F(TransactionServiceTest, HalfIsInvisibleUntilCommitted) {
   EXPECT_EQ(t[0].body, "body-m1");
   EXPECT_EQ(t[0].properties.at(prop::kMessageId), "m1");
   EXPECT_EQ(t[0].properties.at("order"), "m1");
-  EXPECT_EQ(t[0].properties.at(prop::kTxHalfOffset), std::to_string(h.put.physical_offset));
+  EXPECT_EQ(t[0].properties.at(prop::kTxHalfOffset), std::to_string(h.put.physical_offset.value()));
   EXPECT_EQ(t[0].properties.count(prop::kRealTopic), 0u);
   TransactionStats s = tx_->Stats();
   EXPECT_EQ(s.pending, 0);
@@ -87,7 +87,7 @@ TEST_F(TransactionServiceTest, HalfIsInvisibleUntilCommitted) {
   ASSERT_EQ(ops.size(), 1u);
   std::optional<OpRecord> op = ParseOpRecord(ops[0]);
   ASSERT_TRUE(op.has_value());
-  EXPECT_EQ(op->half_phys, h.put.physical_offset);
+  EXPECT_EQ(op->half_phys, h.put.physical_offset.value());
   EXPECT_EQ(op->outcome, TxOutcome::kCommit);
 }
 
@@ -276,7 +276,7 @@ TEST(TransactionOpTest, OpRecordExampleOfTheFormatDoc) {
                             "1234567890ABCDEF00000001", TxOutcome::kCommit, "client");
   EXPECT_EQ(op.topic, "tokimq_sys_trans_op");
   EXPECT_TRUE(op.body.empty());
-  op.physical_offset = 0;
+  op.physical_offset = PhysicalOffset(0);
   std::string rec;
   record::Encode(op, &rec);
   record::RecordView view;

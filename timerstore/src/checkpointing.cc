@@ -28,7 +28,7 @@ absl::Status TimerStoreImpl::Checkpoint() {
     // roll continuations in the TimerLog): from the earliest start of any tick in flight (a
     // tick re-opened by a late link can start after a later tick's puts), and not past what
     // this store's own recovery still relies on (its dedup window, see dedup_until_tick_).
-    c.commitlog_scan_from = store_->commit_log()->MaxOffset();
+    c.commitlog_scan_from = store_->commit_log()->MaxOffset().value();
     c.timerlog_scan_from = c.timerlog_flush_pos;
     for (const auto& [tick, t] : inflight_) {
       c.commitlog_scan_from = std::min(c.commitlog_scan_from, t.commitlog_start);

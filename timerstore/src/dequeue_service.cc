@@ -73,7 +73,7 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   // properties as record bytes (DeliveredCopy: no map built, PutBatch copies them verbatim).
   std::vector<ReadRequest> reqs;
   reqs.reserve(units.size());
-  for (const ScheduledUnit& su : units) reqs.push_back({su.unit.physical_offset, su.unit.msg_size});
+  for (const ScheduledUnit& su : units) reqs.push_back({PhysicalOffset(su.unit.physical_offset), su.unit.msg_size});
   std::vector<std::optional<Message>> copies(units.size());
   std::vector<std::string> poison(units.size());
   std::vector<absl::Status> errors(units.size());

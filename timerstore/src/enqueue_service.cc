@@ -56,7 +56,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
     from = enqueue_read_offset_;
   }
   if (room == 0) return 0;  // back-pressure: enqueue put is behind
-  int64_t max = store_->MaxQueueOffset(kTimerTopic, 0);
+  int64_t max = store_->MaxQueueOffset(kTimerTopic, 0).value();
   if (from >= max) return 0;
   // Only a few fields of each record are needed: visit record views instead of decoding
   // Messages (no per-message allocation besides the queue slot).
@@ -64,12 +64,12 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
   items.reserve(std::min<size_t>(room, 1024));
   TOKIMQ_RETURN_IF_ERROR(
       store_
-          ->VisitQueue(kTimerTopic, 0, from, static_cast<int>(std::min<size_t>(room, 1024)),
+          ->VisitQueue(kTimerTopic, 0, QueueOffset(from), static_cast<int>(std::min<size_t>(room, 1024)),
                        [&items](const record::RecordView& v) {
                          const TimerFields f = TimerFieldsOf(v);
                          EnqueueItem it;
-                         it.physical_offset = v.physical_offset;
-                         it.queue_offset = v.queue_offset;
+                         it.physical_offset = v.physical_offset.value();
+                         it.queue_offset = v.queue_offset.value();
                          it.size = v.size;
                          it.has_deliver = f.has_deliver;
                          it.is_delete = f.is_delete;

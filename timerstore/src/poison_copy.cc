@@ -22,8 +22,8 @@ void Park(Message* m, std::string_view reason) {
   m->properties[kPoisonSource] = "timer";
   m->topic = kPoisonTopic;
   m->queue_id = 0;
-  m->queue_offset = -1;
-  m->physical_offset = -1;
+  m->queue_offset = QueueOffset::kNone();
+  m->physical_offset = PhysicalOffset::kNone();
   m->store_ms = 0;
 }
 

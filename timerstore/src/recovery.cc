@@ -30,7 +30,8 @@ absl::Status TimerStoreImpl::RecoverMoves() {
                     [&](const AbandonedMove& a) { return a.epoch == moves_.started_epoch; });
     if (!listed) {
       // A move cut short by the crash: its copies (if any reached the CommitLog) never count.
-      moves_.abandoned.push_back({moves_.started_epoch, store_->commit_log()->MaxOffset()});
+      moves_.abandoned.push_back(
+          {moves_.started_epoch, store_->commit_log()->MaxOffset().value()});
       metrics_.move_aborts.Add(1);
       TOKIMQ_RETURN_IF_ERROR(StoreMoveState(fs_, options_.dir + "/moves", moves_));
       TOKIMQ_LOG_INFO("timerstore: retention move {} was interrupted; its copies are ignored",
@@ -58,10 +59,10 @@ absl::Status TimerStoreImpl::LoadCheckpointForRecovery(RecoveryScan* r) {
   if (!absl::IsNotFound(loaded.status())) return loaded.status();
   ckpt.precision_ms = options_.precision_ms;
   ckpt.read_tick = TickOf(clock_->NowMs());
-  ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0);
+  ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0).value();
   // No checkpoint: whatever TimerLog/wheel exist are unaccounted for. Start them empty and
   // rebuild from the timer topic; the whole CommitLog is scanned for delivered copies.
-  ckpt.commitlog_scan_from = store_->commit_log()->MinOffset();
+  ckpt.commitlog_scan_from = store_->commit_log()->MinOffset().value();
   if (fs_->Exists(dir + "/timerwheel")) TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerwheel"));
   if (fs_->Exists(dir + "/timerlog")) {
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir + "/timerlog"));
@@ -154,10 +155,10 @@ int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, int64_t phys, const 
 void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
   // Delivered copies already in the CommitLog (moves done before the crash).
   CommitLog* log = store_->commit_log();
-  const int64_t cl_end = log->MaxOffset();
-  int64_t at = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
+  const int64_t cl_end = log->MaxOffset().value();
+  int64_t at = std::max(r->ckpt.commitlog_scan_from, log->MinOffset().value());
   while (at < cl_end) {
-    auto next = log->ReadNext(at);
+    auto next = log->ReadNext(PhysicalOffset(at));
     if (!next.ok()) {
       TOKIMQ_LOG_WARN("timerstore: CommitLog scan stopped at {}: {}", at, next.status().ToString());
       break;
@@ -170,8 +171,8 @@ void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
       r->max_tail_tick = std::max(r->max_tail_tick, DeliveredCopySlot(m, phys, *r));
     }
     ++r->scanned;
-    if (next->second <= at) break;
-    at = next->second;
+    if (next->second.value() <= at) break;
+    at = next->second.value();
   }
   if (!delivered_phys_.empty() || !rolled_from_.empty()) {
     // Every move or roll done before the crash was of a slot walked before it; once the read
@@ -179,7 +180,7 @@ void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
     dedup_until_tick_ = std::max(r->max_tail_tick, r->read_tick);
     // What the sets say was read from these ranges only: checkpoints keep them in scope until
     // the read tick passes dedup_until_tick_ (see Checkpoint()).
-    dedup_commitlog_from_ = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
+    dedup_commitlog_from_ = std::max(r->ckpt.commitlog_scan_from, log->MinOffset().value());
     dedup_timerlog_from_ = r->scan_from;
   }
   // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
@@ -193,11 +194,12 @@ void TimerStoreImpl::RegisterWithStore() {
   pin_cell_->owner = this;
   pin_id_ = store_->AddRemovablePinProvider([cell = pin_cell_] {
     std::lock_guard<std::mutex> cl(cell->mu);
-    if (cell->owner == nullptr) return std::numeric_limits<int64_t>::max();
+    if (cell->owner == nullptr) return PhysicalOffset(std::numeric_limits<int64_t>::max());
     std::lock_guard<std::mutex> l(cell->owner->mu_);
-    return cell->owner->PinLocked();
+    return PhysicalOffset(cell->owner->PinLocked());
   });
-  hook_id_ = store_->AddRetentionHook([cell = pin_cell_](int64_t expired_end) {
+  hook_id_ = store_->AddRetentionHook([cell = pin_cell_](PhysicalOffset expired) {
+    const int64_t expired_end = expired.value();
     std::lock_guard<std::mutex> cl(cell->mu);
     if (cell->owner == nullptr) return absl::OkStatus();
     absl::Status s = cell->owner->MoveSurvivors(expired_end);
@@ -218,8 +220,8 @@ absl::Status TimerStoreImpl::Recover() {
   last_enqueued_phys_ = ckpt.last_enqueued_phys;
   TOKIMQ_RETURN_IF_ERROR(ReplayTimerLogTail(&r));
   ScanDeliveredCopies(&r);
-  int64_t qmin = store_->MinQueueOffset(kTimerTopic, 0);
-  int64_t qmax = store_->MaxQueueOffset(kTimerTopic, 0);
+  int64_t qmin = store_->MinQueueOffset(kTimerTopic, 0).value();
+  int64_t qmax = store_->MaxQueueOffset(kTimerTopic, 0).value();
   enqueue_offset_ = std::clamp(ckpt.enqueue_queue_offset, qmin, std::max(qmin, qmax));
   enqueue_read_offset_ = enqueue_offset_;
   timer_max_queue_offset_ = qmax;

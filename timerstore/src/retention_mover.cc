@@ -103,7 +103,7 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
     reqs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const TimerUnit& u = survivors[from + i].unit;
-      reqs.push_back({u.physical_offset, u.msg_size});
+      reqs.push_back({PhysicalOffset(u.physical_offset), u.msg_size});
     }
     std::vector<Message> copies;
     copies.reserve(n);
@@ -127,8 +127,8 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       }
       Message m;
       record::MessageFromView(v, &m);
-      m.queue_offset = -1;
-      m.physical_offset = -1;
+      m.queue_offset = QueueOffset::kNone();
+      m.physical_offset = PhysicalOffset::kNone();
       m.store_ms = 0;
       m.properties.try_emplace(kTimerOriginOffset, std::to_string(u.physical_offset));
       m.properties.insert_or_assign(kTimerMovedFrom, std::to_string(u.physical_offset));
@@ -143,13 +143,13 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       ++*copied;
       *copied_bytes += p.size;
     }
-    NoteTimerPuts(puts.back().queue_offset);
+    NoteTimerPuts(puts.back().queue_offset.value());
   }
   return absl::OkStatus();
 }
 
 absl::Status TimerStoreImpl::AbandonMoveLocked(uint64_t epoch) {
-  moves_.abandoned.push_back({epoch, store_->commit_log()->MaxOffset()});
+  moves_.abandoned.push_back({epoch, store_->commit_log()->MaxOffset().value()});
   metrics_.move_aborts.Add(1);
   return StoreMoveState(fs_, options_.dir + "/moves", moves_);
 }
@@ -213,7 +213,8 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
                           FindCandidates(slots, expired_end, &units_read));
   const int64_t walk_us = RealTimeMicrosSince(started);
   std::vector<MoveCandidate> survivors, seen;
-  const int64_t timer_queue_end = store_->MaxQueueOffset(kTimerTopic, 0);  // not under mu_
+  const int64_t timer_queue_end =
+      store_->MaxQueueOffset(kTimerTopic, 0).value();  // not under mu_
   int64_t end;
   uint64_t epoch = 0;
   MoveState state;
@@ -294,14 +295,14 @@ void TimerStoreImpl::RefreshRetentionGauges(int64_t expired_end) {
     pin = PinLocked();
   }
   CommitLog* log = store_->commit_log();
-  const int64_t min = log->MinOffset();
+  const int64_t min = log->MinOffset().value();
   const int64_t kept_from = std::max(pin, min);
   if (expired_end >= 0) {
     metrics_.pinned_bytes.Set(expired_end > kept_from ? expired_end - kept_from : 0);
   }
   int64_t age = 0;
   if (pin != std::numeric_limits<int64_t>::max()) {
-    auto ms = log->SegmentStoreMs(std::max(pin, min));
+    auto ms = log->SegmentStoreMs(PhysicalOffset(std::max(pin, min)));
     if (ms.ok()) age = std::max<int64_t>(0, clock_->NowMs() - *ms);
   }
   metrics_.oldest_pending_segment_age_ms.Set(age);

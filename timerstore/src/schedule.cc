@@ -73,9 +73,9 @@ absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t del
   if (result.delivered_now) {
     metrics_.delivered.Add(1);
   } else {
-    NoteTimerPuts(result.put.queue_offset);
+    NoteTimerPuts(result.put.queue_offset.value());
   }
-  result.recall_handle = RecallHandle{result.put.physical_offset, deliver_ms, id_crc}.Encode();
+  result.recall_handle = RecallHandle{result.put.physical_offset.value(), deliver_ms, id_crc}.Encode();
   return result;
 }
 
@@ -115,8 +115,8 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
   for (size_t i = 0; i < items.size(); ++i) {
     out[i].put = puts[i];
     out[i].recall_handle =
-        RecallHandle{puts[i].physical_offset, items[i].deliver_ms, id_crcs[i]}.Encode();
-    if (!out[i].delivered_now) max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset);
+        RecallHandle{puts[i].physical_offset.value(), items[i].deliver_ms, id_crcs[i]}.Encode();
+    if (!out[i].delivered_now) max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset.value());
   }
   if (due_now > 0) metrics_.delivered.Add(due_now);
   if (max_timer_offset >= 0) NoteTimerPuts(max_timer_offset);
@@ -125,7 +125,7 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
 
 absl::Status TimerStoreImpl::Recall(std::string_view text) {
   TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
-  auto read = store_->Read(h.physical_offset);
+  auto read = store_->Read(PhysicalOffset(h.physical_offset));
   bool moved = false;
   if (!read.ok()) {
     // Below the move frontier the record was given up by retention: a message still pending
@@ -175,7 +175,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
     recalled_.erase(h.physical_offset);
     return put.status();
   }
-  timer_max_queue_offset_ = std::max(timer_max_queue_offset_, put->queue_offset + 1);
+  timer_max_queue_offset_ = std::max(timer_max_queue_offset_, (put->queue_offset + 1).value());
   metrics_.recalled.Add(1);
   run_cv_.notify_all();
   return absl::OkStatus();

@@ -57,7 +57,7 @@ TimerStoreImpl::InflightTick& TimerStoreImpl::InflightLocked(int64_t tick) {
   auto it = inflight_.find(tick);
   if (it != inflight_.end()) return it->second;
   InflightTick& t = inflight_[tick];
-  t.commitlog_start = store_->commit_log()->MaxOffset();
+  t.commitlog_start = store_->commit_log()->MaxOffset().value();
   t.timerlog_start = timerlog_->WritePos();
   return t;
 }

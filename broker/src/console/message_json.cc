@@ -63,7 +63,7 @@ json ScheduledJson(const Message& m) {
   Message shown = m;
   shown.topic = Prop(m, prop::kRealTopic);
   json j = MessageJson(shown);
-  int64_t deliver = 0, origin = m.physical_offset;
+  int64_t deliver = 0, origin = m.physical_offset.value();
   ParseInt64(Prop(m, prop::kDeliverMs), &deliver);
   const std::string o = Prop(m, prop::kTimerOriginOffset);
   if (!o.empty()) ParseInt64(o, &origin);
@@ -83,7 +83,7 @@ json MessageJson(const Message& m) {
   return json{{"id", Prop(m, prop::kMessageId)},
               {"topic", m.topic},
               {"queue_id", m.queue_id},
-              {"queue_offset", m.queue_offset},
+              {"queue_offset", m.queue_offset.value()},
               {"key", Prop(m, prop::kKeys)},
               {"tag", Prop(m, prop::kTag)},
               {"born_ms", m.born_ms},
@@ -101,12 +101,12 @@ absl::StatusOr<json> DlqJson(const Broker& broker, const std::string& group, int
   }
   const MessageStore* store = broker.message_store();
   const std::string topic = kDlqTopicPrefix + group;
-  const int64_t min = store->MinQueueOffset(topic, 0);
-  const int64_t max = store->MaxQueueOffset(topic, 0);
+  const int64_t min = store->MinQueueOffset(topic, 0).value();
+  const int64_t max = store->MaxQueueOffset(topic, 0).value();
   if (from < 0) from = std::max(min, max - limit);
   json messages = json::array();
   if (from < max) {
-    absl::StatusOr<std::vector<Message>> msgs = store->ReadQueue(topic, 0, std::max(from, min), limit);
+    absl::StatusOr<std::vector<Message>> msgs = store->ReadQueue(topic, 0, QueueOffset(std::max(from, min)), limit);
     if (!msgs.ok()) return msgs.status();
     for (const Message& m : *msgs) messages.push_back(MessageJson(m));
   }
@@ -121,9 +121,9 @@ absl::StatusOr<json> ResendFromDlq(Broker& broker, const std::string& group, int
   if (absl::Status s = ValidateGroupName(group); !s.ok()) return s;
   const std::string topic = kDlqTopicPrefix + group;
   absl::StatusOr<std::vector<Message>> msgs =
-      broker.message_store()->ReadQueue(topic, 0, offset, 1);
+      broker.message_store()->ReadQueue(topic, 0, QueueOffset(offset), 1);
   if (!msgs.ok()) return msgs.status();
-  if (msgs->empty() || (*msgs)[0].queue_offset != offset) {
+  if (msgs->empty() || (*msgs)[0].queue_offset != QueueOffset(offset)) {
     return absl::NotFoundError(fmt::format("no message at offset {} of {}", offset, topic));
   }
   const Message& m = (*msgs)[0];
@@ -164,8 +164,8 @@ absl::StatusOr<json> LookupJson(Broker& broker, const std::string& id, const std
   int64_t scanned = 0;
   for (const auto& [topic, n] : queues) {
     for (int32_t q = 0; q < n && found.size() < kMaxLookupResults; ++q) {
-      const int64_t max = store->MaxQueueOffset(topic, q);
-      const int64_t from = std::max(store->MinQueueOffset(topic, q), max - kLookupScanPerQueue);
+      const QueueOffset max = store->MaxQueueOffset(topic, q);
+      const QueueOffset from = std::max(store->MinQueueOffset(topic, q), max - kLookupScanPerQueue);
       absl::StatusOr<std::vector<Message>> msgs =
           store->ReadQueue(topic, q, from, static_cast<int>(max - from));
       if (!msgs.ok()) continue;  // a queue cut by retention meanwhile: skip it

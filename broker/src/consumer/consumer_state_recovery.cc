@@ -109,7 +109,7 @@ absl::Status ConsumerServiceImpl::ReconcileWithStore() {
     for (auto& [k, p] : progress_) all.push_back(p.get());
   }
   for (Progress* p : all) {
-    int64_t max = store_->MaxQueueOffset(p->key.read_topic, p->key.queue_id);
+    int64_t max = store_->MaxQueueOffset(p->key.read_topic, p->key.queue_id).value();
     std::vector<int64_t> gone;
     for (auto it2 = p->leases.lower_bound(max); it2 != p->leases.end(); ++it2) {
       TOKIMQ_LOG_WARN("consumer: dropping lease past queue end {}/{} offset {}",

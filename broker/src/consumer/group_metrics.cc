@@ -50,7 +50,7 @@ GroupMetrics ConsumerServiceImpl::Metrics(const std::string& group) const {
     GroupTopicMetrics& t = by_topic[k.topic];
     t.topic = k.topic;
     t.received += received;
-    const int64_t end = store_->MaxQueueOffset(k.read_topic, k.queue_id);
+    const int64_t end = store_->MaxQueueOffset(k.read_topic, k.queue_id).value();
     if (consume >= 0 && end > consume) t.lag += end - consume;
     // The queue's oldest message not acked: its first leased or parked entry, else the first
     // one not handed out.
@@ -58,7 +58,7 @@ GroupMetrics ConsumerServiceImpl::Metrics(const std::string& group) const {
     if (oldest < 0 && consume >= 0 && end > consume) oldest = consume;
     if (oldest < 0) continue;
     absl::StatusOr<std::vector<Message>> msgs = store_->ReadQueue(k.read_topic, k.queue_id,
-                                                                  oldest, 1);
+                                                                  QueueOffset(oldest), 1);
     if (!msgs.ok() || msgs->empty()) continue;  // gone (retention): nothing to date
     const int64_t visible = VisibleMs(msgs->front());
     if (out.oldest_unacked_visible_ms == 0 || visible < out.oldest_unacked_visible_ms) {

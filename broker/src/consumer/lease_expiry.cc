@@ -48,8 +48,8 @@ absl::Status ConsumerServiceImpl::EndLease(Progress* p, int64_t offset,
   };
 
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> msgs,
-                          store_->ReadQueue(k.read_topic, k.queue_id, offset, 1));
-  if (msgs.empty() || msgs[0].queue_offset != offset) {
+                          store_->ReadQueue(k.read_topic, k.queue_id, QueueOffset(offset), 1));
+  if (msgs.empty() || msgs[0].queue_offset != QueueOffset(offset)) {
     TOKIMQ_LOG_WARN("consumer: leased message {}/{}@{} is gone (retention); dropping lease",
                     k.read_topic, k.queue_id, offset);
   } else {

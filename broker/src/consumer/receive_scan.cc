@@ -59,13 +59,13 @@ bool Unanswerable(const ReceiveRequest& req, const record::RecordView& v) {
 
 int64_t ConsumerServiceImpl::BeginScan(Progress* p, Taken* t) const {
   const QueueKey& k = p->key;
-  const int64_t min = store_->MinQueueOffset(k.read_topic, k.queue_id);
+  const int64_t min = store_->MinQueueOffset(k.read_topic, k.queue_id).value();
   // A group new to this queue starts at the earliest retained message.
   const int64_t from = std::max(p->consume_offset, min);
   t->p = p;
   t->from = from;
   t->next = from;
-  return store_->MaxQueueOffset(k.read_topic, k.queue_id);
+  return store_->MaxQueueOffset(k.read_topic, k.queue_id).value();
 }
 
 absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(
@@ -77,13 +77,13 @@ absl::StatusOr<int64_t> ConsumerServiceImpl::ScanQueue(
     const int chunk = std::min(want, kScanChunk);
     bool full = false;
     TOKIMQ_ASSIGN_OR_RETURN(
-        size_t n, store_->VisitQueue(k.read_topic, k.queue_id, next, chunk,
+        size_t n, store_->VisitQueue(k.read_topic, k.queue_id, QueueOffset(next), chunk,
                                      [&](const record::RecordView& v) -> absl::Status {
                                        if (full || room() <= 0 || !fits(v)) {
                                          full = true;  // read, not visited: next call's
                                          return absl::OkStatus();
                                        }
-                                       next = v.queue_offset + 1;
+                                       next = v.queue_offset.value() + 1;
                                        return visit(v);
                                      }));
     if (n == 0) {
@@ -119,7 +119,7 @@ absl::Status ConsumerServiceImpl::SetAsideUnanswerable(const QueueKey& k,
 ConsumerServiceImpl::TakenMessage ConsumerServiceImpl::Take(const record::RecordView& v,
                                                             bool raw) {
   TakenMessage t;
-  t.queue_offset = v.queue_offset;
+  t.queue_offset = v.queue_offset.value();
   t.deliver_ms = PropInt(v, prop::kDeliverMs, v.store_ms);
   if (raw) {
     t.record.assign(v.bytes.data(), v.bytes.size());
@@ -196,9 +196,9 @@ absl::Status ConsumerServiceImpl::RedeliverParked(Progress* p, const ReceiveRequ
   bool found = false;
   TOKIMQ_RETURN_IF_ERROR(
       store_
-          ->VisitQueue(k.read_topic, k.queue_id, offset, 1,
+          ->VisitQueue(k.read_topic, k.queue_id, QueueOffset(offset), 1,
                        [&](const record::RecordView& m) -> absl::Status {
-                         if (m.queue_offset != offset) return absl::OkStatus();
+                         if (m.queue_offset != QueueOffset(offset)) return absl::OkStatus();
                          found = true;
                          if (Unanswerable(req, m)) {
                            t->dropped.push_back(offset);
@@ -294,7 +294,7 @@ absl::Status ConsumerServiceImpl::ReceiveFromFifo(Progress* p, const ReceiveRequ
   };
   TOKIMQ_ASSIGN_OR_RETURN(t->next, ScanQueue(k, from, max, room, fits,
                                              [&](const record::RecordView& m) {
-    const int64_t offset = m.queue_offset;
+    const int64_t offset = m.queue_offset.value();
     if (!Wanted(req, m)) return absl::OkStatus();
     std::string group(Prop(m, prop::kMessageGroup));
     if (!group.empty() && blocked(group)) {

@@ -45,8 +45,8 @@ absl::Status RetryCopyWriter::Put(const QueueKey& k, Message copy, uint32_t atte
   copy.properties[prop::kOriginalTopic] = k.topic;
   copy.properties[prop::kDeliveryAttempt] = std::to_string(attempt);
   copy.queue_id = 0;
-  copy.queue_offset = -1;
-  copy.physical_offset = -1;
+  copy.queue_offset = QueueOffset::kNone();
+  copy.physical_offset = PhysicalOffset::kNone();
   copy.store_ms = 0;
   copy.topic = to_dlq ? DlqTopic(k.group) : RetryTopic(k.group);
   // A copy that can never be stored (a group named before the name rule has no valid retry or

@@ -62,7 +62,7 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
   }
   acks_.Reset(0);
   TOKIMQ_LOG_INFO("replication: leader of term {} at CommitLog offset {}", view.term,
-                  store_->commit_log()->MaxOffset());
+                  store_->commit_log()->MaxOffset().value());
   std::lock_guard<std::mutex> l(serving_mu_);
   if (serving_) return;
   serving_ = true;
@@ -100,7 +100,7 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
         fmt::format("follower segment size {} differs from the leader's {}", req.segment_size(),
                     options_.segment_size));
   }
-  const int64_t max = log->MaxOffset();
+  const int64_t max = log->MaxOffset().value();
   absl::StatusOr<ReplicaChunk> chunk = log->ReadChunk(req.from_offset(), req.max_bytes());
   if (!chunk.ok()) return chunk.status();
   // The follower holds every byte below from_offset (a follower of this term, behind our end).
@@ -123,7 +123,7 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_role(replication::RoleName(v.role));
   resp->set_term(v.term);
   resp->set_leader_address(v.leader_address);
-  resp->set_max_offset(store_->commit_log()->MaxOffset());
+  resp->set_max_offset(store_->commit_log()->MaxOffset().value());
   resp->set_follower_acked_offset(acks_.acked_offset());
   resp->set_replication(options_.sync ? "sync" : "async");
   return s;
@@ -172,7 +172,7 @@ bool ReplicationService::PullOnce(const std::string& leader) {
     if (!conn.ok()) return fail(conn.status(), 100, this);
     p.conn = std::move(*conn);
   }
-  const int64_t from = store_->commit_log()->MaxOffset();
+  const int64_t from = store_->commit_log()->MaxOffset().value();
   proto::Request req;
   auto* pull = req.mutable_replicate_pull();
   pull->set_term(leadership_.Current().term);

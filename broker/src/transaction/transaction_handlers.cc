@@ -71,7 +71,7 @@ absl::Status Broker::StoreHalves(std::vector<PreparedSend>* prepared, const std:
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<HalfPutResult> puts, transactions_->Put(std::move(halves)));
   for (size_t j = 0; j < puts.size() && j < index.size(); ++j) {
     proto::SendResult* r = resp->mutable_results(index[j]);
-    r->set_queue_offset(puts[j].put.queue_offset);
+    r->set_queue_offset(puts[j].put.queue_offset.value());
     r->set_transaction_id(std::move(puts[j].transaction_id));
   }
   return absl::OkStatus();

@@ -18,8 +18,8 @@ constexpr int kReadBatch = 1024;
 // Calls visit(m) for every stored record of (topic, 0), in queue order.
 absl::Status ForEachInQueue(const MessageStore& store, const std::string& topic,
                             const std::function<void(const Message&)>& visit) {
-  int64_t at = store.MinQueueOffset(topic, 0);
-  const int64_t end = store.MaxQueueOffset(topic, 0);
+  QueueOffset at = store.MinQueueOffset(topic, 0);
+  const QueueOffset end = store.MaxQueueOffset(topic, 0);
   while (at < end) {
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<Message> batch, store.ReadQueue(topic, 0, at, kReadBatch));
     if (batch.empty()) break;  // the rest was deleted by retention
@@ -52,7 +52,7 @@ absl::Status TransactionService::Recover() {
   }));
   if (skipped > 0) TOKIMQ_LOG_WARN("transactions: {} op records not understood, skipped", skipped);
   TOKIMQ_RETURN_IF_ERROR(ForEachInQueue(*store_, kHalfTopic, [&](const Message& m) {
-    if (ended_phys.contains(m.physical_offset)) return;
+    if (ended_phys.contains(m.physical_offset.value())) return;
     auto id = m.properties.find(prop::kMessageId);
     auto topic = m.properties.find(prop::kRealTopic);
     auto tx = m.properties.find(prop::kTransactionId);
@@ -60,7 +60,7 @@ absl::Status TransactionService::Recover() {
       return;
     }
     Pending p;
-    p.phys = m.physical_offset;
+    p.phys = m.physical_offset.value();
     p.size = static_cast<uint32_t>(m.EncodedSize());
     p.topic = topic->second;
     p.transaction_id = tx->second;
@@ -82,11 +82,11 @@ absl::Status TransactionService::RecoverCopies() {
   CommitLog* log = store_->commit_log();
   int64_t oldest = INT64_MAX;
   for (const auto& [phys, id] : by_phys) oldest = std::min(oldest, phys);
-  int64_t at = std::max(oldest, log->MinOffset());
-  const int64_t end = log->MaxOffset();
+  int64_t at = std::max(oldest, log->MinOffset().value());
+  const int64_t end = log->MaxOffset().value();
   int recovered = 0;
   while (at < end) {
-    absl::StatusOr<std::pair<Message, int64_t>> next = log->ReadNext(at);
+    absl::StatusOr<std::pair<Message, PhysicalOffset>> next = log->ReadNext(PhysicalOffset(at));
     if (!next.ok()) {
       TOKIMQ_LOG_WARN("transactions: CommitLog scan stopped at {}: {}", at,
                       next.status().ToString());
@@ -109,8 +109,8 @@ absl::Status TransactionService::RecoverCopies() {
       by_phys.erase(it);
       ++recovered;
     }
-    if (next->second <= at) break;
-    at = next->second;
+    if (next->second.value() <= at) break;
+    at = next->second.value();
   }
   if (recovered > 0) {
     TOKIMQ_LOG_INFO("transactions: {} halves ended before a crash got their op record", recovered);

@@ -21,9 +21,9 @@ absl::StatusOr<std::unique_ptr<TransactionService>> TransactionService::Open(
   TOKIMQ_RETURN_IF_ERROR(s->Recover());
   TOKIMQ_RETURN_IF_ERROR(s->RecoverCopies());
   TransactionService* raw = s.get();
-  s->pin_id_ = store->AddRemovablePinProvider([raw]() -> int64_t {
+  s->pin_id_ = store->AddRemovablePinProvider([raw]() -> PhysicalOffset {
     std::lock_guard<std::mutex> lock(raw->mu_);
-    return raw->pending_phys_.empty() ? INT64_MAX : *raw->pending_phys_.begin();
+    return PhysicalOffset(raw->pending_phys_.empty() ? INT64_MAX : *raw->pending_phys_.begin());
   });
   return s;
 }
@@ -73,7 +73,7 @@ absl::StatusOr<std::vector<HalfPutResult>> TransactionService::Put(std::vector<H
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < puts.size() && i < infos.size(); ++i) {
     Pending& p = infos[i];
-    p.phys = puts[i].physical_offset;
+    p.phys = puts[i].physical_offset.value();
     p.size = puts[i].size;
     p.store_ms = now;
     p.next_check_ms = now + p.next_check_ms;
@@ -123,7 +123,7 @@ absl::Status TransactionService::End(const std::string& topic, const std::string
   absl::Status s;
   bool copy_written = p.copy_written;
   if (outcome == TxOutcome::kCommit && !copy_written) {
-    absl::StatusOr<Message> half = store_->Read(p.phys);
+    absl::StatusOr<Message> half = store_->Read(PhysicalOffset(p.phys));
     s = half.ok() ? WriteCommitCopy(p, *half) : half.status();
     copy_written = s.ok();
   }
@@ -159,8 +159,8 @@ absl::Status TransactionService::WriteCommitCopy(const Pending& p, const Message
     m.properties.erase(k);
   }
   m.properties[prop::kTxHalfOffset] = std::to_string(p.phys);
-  m.queue_offset = -1;
-  m.physical_offset = -1;
+  m.queue_offset = QueueOffset::kNone();
+  m.physical_offset = PhysicalOffset::kNone();
   m.flags = kFlagNone;
   std::vector<ScheduleItem> items;
   items.push_back({std::move(m), std::max(deliver_ms, clock_->NowMs())});
@@ -197,11 +197,11 @@ void TransactionService::RememberEndedLocked(const std::string& message_id, Ende
 }
 
 absl::Status TransactionService::MoveUnresolved(const std::string& message_id, const Pending& p) {
-  TOKIMQ_ASSIGN_OR_RETURN(Message m, store_->Read(p.phys));
+  TOKIMQ_ASSIGN_OR_RETURN(Message m, store_->Read(PhysicalOffset(p.phys)));
   m.topic = kUnresolvedTopic;
   m.queue_id = 0;
-  m.queue_offset = -1;
-  m.physical_offset = -1;
+  m.queue_offset = QueueOffset::kNone();
+  m.physical_offset = PhysicalOffset::kNone();
   m.flags = kFlagNone;
   m.properties[prop::kTxHalfOffset] = std::to_string(p.phys);
   TOKIMQ_RETURN_IF_ERROR(store_->Put(std::move(m)).status());
@@ -245,7 +245,7 @@ absl::StatusOr<int> TransactionService::RunChecks() {
     }
     HalfCheck check;
     check.transaction_id = p.transaction_id;
-    absl::StatusOr<Message> half = store_->Read(p.phys);
+    absl::StatusOr<Message> half = store_->Read(PhysicalOffset(p.phys));
     if (!half.ok()) {
       if (first_error.ok()) first_error = half.status();
       continue;

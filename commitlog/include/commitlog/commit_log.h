@@ -49,6 +49,7 @@
 #include "commitlog/message.h"
 #include "common/clock.h"
 #include "common/file.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
@@ -96,7 +97,7 @@ class CommitLog {
   // properties and encoded_properties set),
   // kResourceExhausted (disk full: nothing stored, the log stays usable), kInternal (I/O, or
   // the log already failed).
-  virtual absl::StatusOr<int64_t> Append(Message* msg) = 0;
+  virtual absl::StatusOr<PhysicalOffset> Append(Message* msg) = 0;
   // Appends several records contiguously (may roll segments between them). All-or-nothing from
   // the caller's view: on error none of them is reported appended.
   virtual absl::Status AppendBatch(std::span<Message* const> msgs) = 0;
@@ -104,14 +105,15 @@ class CommitLog {
   // Reads the record at `physical_offset`. kNotFound if the offset is below MinOffset (deleted
   // by retention) or at/after MaxOffset; kDataLoss if the bytes there fail their checksum;
   // kInvalidArgument if the offset is not the start of a record.
-  virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;
+  virtual absl::StatusOr<Message> Read(PhysicalOffset physical_offset) const = 0;
   // Reads the record at `physical_offset` and returns it with the offset of the next record
   // (skipping padding to the next segment). Used by dispatch and recovery scans.
-  virtual absl::StatusOr<std::pair<Message, int64_t>> ReadNext(int64_t physical_offset) const = 0;
+  virtual absl::StatusOr<std::pair<Message, PhysicalOffset>> ReadNext(
+      PhysicalOffset physical_offset) const = 0;
 
   // Blocks until every byte below `end_offset` is fsynced (kSync group commit; in kAsync it
   // forces a flush). Error if the log failed.
-  virtual absl::Status WaitDurable(int64_t end_offset) = 0;
+  virtual absl::Status WaitDurable(PhysicalOffset end_offset) = 0;
   // The same answer as WaitDurable(end_offset), without blocking: done(OK) once an fsync
   // covering every byte below `end_offset` has returned OK, done(error) if that fsync failed or
   // the log failed earlier (then nothing after the last good fsync is ever answered OK). kSync:
@@ -120,31 +122,32 @@ class CommitLog {
   // Flush or Close. kAsync: flushes on the caller and calls done inline. `end_offset` must not
   // exceed MaxOffset() at the call. Thread-safe.
   using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
-  virtual void WhenDurable(int64_t end_offset, DurableCallback done) = 0;
+  virtual void WhenDurable(PhysicalOffset end_offset, DurableCallback done) = 0;
   // fsyncs everything appended so far.
   virtual absl::Status Flush() = 0;
   virtual CommitLogSyncStats sync_stats() const = 0;
 
-  virtual int64_t MinOffset() const = 0;      // first byte still stored (retention moves it)
-  virtual int64_t MaxOffset() const = 0;      // end of the last appended record
-  virtual int64_t FlushedOffset() const = 0;  // end of the durable prefix
+  virtual PhysicalOffset MinOffset() const = 0;      // first byte still stored (retention moves it)
+  virtual PhysicalOffset MaxOffset() const = 0;      // end of the last appended record
+  virtual PhysicalOffset FlushedOffset() const = 0;  // end of the durable prefix
 
   // Deletes whole segments whose newest record is older than now - retention_ms, oldest first,
   // never the active segment and never a segment containing or after `pinned_min_offset`
-  // (pass INT64_MAX when nothing is pinned). Returns the number of segments deleted. The age of
-  // a segment is the store time of the first record of the segment after it (an upper bound of
-  // its newest record that needs no scan).
+  // (pass PhysicalOffset(INT64_MAX) when nothing is pinned). Returns the number of segments
+  // deleted. The age of a segment is the store time of the first record of the segment after
+  // it (an upper bound of its newest record that needs no scan).
   virtual absl::StatusOr<int> DeleteExpiredSegments(int64_t retention_ms,
-                                                    int64_t pinned_min_offset) = 0;
+                                                    PhysicalOffset pinned_min_offset) = 0;
   // The end of the expired prefix: the base offset of the first segment that
-  // DeleteExpiredSegments(retention_ms, INT64_MAX) would keep (MinOffset() when none is
-  // expired). Everything below it is due for deletion. Same age rule as DeleteExpiredSegments.
+  // DeleteExpiredSegments(retention_ms, PhysicalOffset(INT64_MAX)) would keep (MinOffset()
+  // when none is expired). Everything below it is due for deletion. Same age rule as
+  // DeleteExpiredSegments.
   // Errors: reading a segment's first record failed (I/O, checksum).
-  virtual absl::StatusOr<int64_t> ExpiredEnd(int64_t retention_ms) const = 0;
+  virtual absl::StatusOr<PhysicalOffset> ExpiredEnd(int64_t retention_ms) const = 0;
   // Store time (ms since epoch) of the first record of the segment holding `physical_offset`:
   // the age of the data at that offset, to a segment. kNotFound below MinOffset or at/after
   // MaxOffset.
-  virtual absl::StatusOr<int64_t> SegmentStoreMs(int64_t physical_offset) const = 0;
+  virtual absl::StatusOr<int64_t> SegmentStoreMs(PhysicalOffset physical_offset) const = 0;
 
   // Replication (issue 20, docs/replication.md). The default implementations return
   // kUnimplemented.

@@ -32,6 +32,7 @@
 #include "commitlog/message_store.h"
 #include "common/file.h"
 #include "common/file_cache.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
@@ -50,19 +51,20 @@ class ConsumeQueue {
                                                             uint64_t entries_per_segment);
 
   // First stored queue offset (files deleted by retention are gone).
-  int64_t MinOffset() const;
+  QueueOffset MinOffset() const;
   // Next queue offset to be assigned.
-  int64_t MaxOffset() const;
+  QueueOffset MaxOffset() const;
   // First entry whose record is still in the CommitLog (see AdvanceMinValid).
-  int64_t MinValidOffset() const;
+  QueueOffset MinValidOffset() const;
 
   // Appends the entry for queue offset MaxOffset(). May write a batch to disk; a failed batch
   // write is logged and retried later (Sync reports it), so this only fails on bad input.
   absl::Status Append(const ConsumeQueueEntry& e);
   // Entry at `queue_offset`, nullopt at/after MaxOffset, kNotFound below MinOffset.
-  absl::StatusOr<std::optional<ConsumeQueueEntry>> Get(int64_t queue_offset) const;
+  absl::StatusOr<std::optional<ConsumeQueueEntry>> Get(QueueOffset queue_offset) const;
   // Up to `max_count` entries from `from` (clamped to [MinOffset, MaxOffset)).
-  absl::StatusOr<std::vector<ConsumeQueueEntry>> Entries(int64_t from, size_t max_count) const;
+  absl::StatusOr<std::vector<ConsumeQueueEntry>> Entries(QueueOffset from,
+                                                         size_t max_count) const;
 
   // Writes buffered entries to the files (no fsync).
   absl::Status WriteBuffered();
@@ -70,9 +72,9 @@ class ConsumeQueue {
   // files were created or removed in its directory, and whether its directory itself is new
   // (then its topic directory and the consumequeue root must be fsynced for it to be found).
   struct Dirty {
-    std::vector<int64_t> files;  // first queue offsets of the files written (ascending)
-    bool dir = false;            // entries created or removed in dir()
-    bool parents = false;        // dir() was created: its parent and grandparent are unsynced
+    std::vector<QueueOffset> files;  // first queue offsets of the files written (ascending)
+    bool dir = false;                // entries created or removed in dir()
+    bool parents = false;            // dir() was created: its parent and grandparent are unsynced
     bool empty() const { return files.empty() && !dir && !parents; }
     // The fsyncs SyncDirty would make at most (file, directory and parent syncs).
     size_t items() const { return files.size() + (dir ? 1 : 0) + (parents ? 2 : 0); }
@@ -100,16 +102,16 @@ class ConsumeQueue {
   // (issue 25, 16,000 new queues took ~40 s to receive their first message).
   absl::Status Sync(absl::flat_hash_set<std::string>* synced_dirs = nullptr);
   // Drops every entry at or after `queue_offset`.
-  absl::Status TruncateTo(int64_t queue_offset);
+  absl::Status TruncateTo(QueueOffset queue_offset);
   // Moves MinValidOffset to the first entry with physical offset >= min_physical_offset and
   // deletes whole files (never the last one) whose entries all lie below it.
-  absl::Status AdvanceMinValid(int64_t min_physical_offset);
+  absl::Status AdvanceMinValid(PhysicalOffset min_physical_offset);
 
   const std::string& dir() const { return dir_; }
 
  private:
   struct SegmentFile {
-    int64_t first = 0;  // queue offset of its first entry
+    QueueOffset first;  // queue offset of its first entry
     std::string path;   // opened through cache_ when used
   };
   ConsumeQueue(FileCache* cache, std::string dir, uint64_t per_segment)
@@ -118,15 +120,19 @@ class ConsumeQueue {
         dir_(std::move(dir)),
         per_segment_(static_cast<int64_t>(per_segment)) {}
   absl::Status Load();
-  absl::StatusOr<std::vector<ConsumeQueueEntry>> ReadLocked(int64_t from, size_t n) const;
-  absl::StatusOr<SegmentFile*> FileForLocked(int64_t queue_offset, bool create);
+  absl::StatusOr<std::vector<ConsumeQueueEntry>> ReadLocked(QueueOffset from, size_t n) const;
+  absl::StatusOr<SegmentFile*> FileForLocked(QueueOffset queue_offset, bool create);
   // A handle to an existing segment file (reopened through the cache if it was evicted).
   absl::StatusOr<std::shared_ptr<File>> HandleLocked(const SegmentFile& f) const;
   // Removes a segment file (and its cached handle).
   absl::Status RemoveFileLocked(const SegmentFile& f);
   absl::Status WriteBufferedLocked();
   // Marks the file starting at `first` written (dirty_.files stays sorted and unique).
-  void MarkFileLocked(int64_t first);
+  void MarkFileLocked(QueueOffset first);
+  // Queue offset of the first entry of the file that holds `queue_offset`.
+  QueueOffset FileFirst(QueueOffset queue_offset) const {
+    return queue_offset - queue_offset.value() % per_segment_;
+  }
 
   std::unique_ptr<FileCache> own_cache_;  // set by Open(FileSystem*, ...) only
   FileCache* cache_;
@@ -134,10 +140,10 @@ class ConsumeQueue {
   const std::string dir_;
   const int64_t per_segment_;
   mutable std::mutex mu_;
-  std::map<int64_t, std::shared_ptr<SegmentFile>> files_;  // guarded by mu_
-  int64_t min_ = 0;                                        // guarded by mu_
-  int64_t min_valid_ = 0;                                  // guarded by mu_
-  int64_t written_ = 0;                     // entries below this are in files; guarded by mu_
+  std::map<QueueOffset, std::shared_ptr<SegmentFile>> files_;  // guarded by mu_
+  QueueOffset min_;                                            // guarded by mu_
+  QueueOffset min_valid_;                                      // guarded by mu_
+  QueueOffset written_;                     // entries below this are in files; guarded by mu_
   std::vector<ConsumeQueueEntry> pending_;  // entries [written_, written_ + size); mu_
   Dirty dirty_;                             // changed since the last TakeDirty; mu_
   absl::Status sync_failed_;                // a failed fsync, for good; mu_

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/message_limits.h"  // kMaxMessageGroupBytes and the other limits
+#include "common/offsets.h"
 #include "common/property_keys.h"
 
 namespace tokimq {
@@ -25,10 +26,10 @@ enum MessageFlag : uint32_t {
 struct Message {
   std::string topic;
   int32_t queue_id = 0;
-  int64_t queue_offset = -1;     // assigned by MessageStore::Put
-  int64_t physical_offset = -1;  // assigned by CommitLog::Append
-  int64_t born_ms = 0;           // set by the producer side
-  int64_t store_ms = 0;          // assigned by CommitLog::Append from its Clock
+  QueueOffset queue_offset = QueueOffset::kNone();           // assigned by MessageStore::Put
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();  // assigned by CommitLog::Append
+  int64_t born_ms = 0;                                       // set by the producer side
+  int64_t store_ms = 0;  // assigned by CommitLog::Append from its Clock
   uint32_t flags = kFlagNone;
   std::map<std::string, std::string> properties;
   // The properties already in record encoding, for a producer that has them as bytes and would

@@ -38,6 +38,7 @@
 #include "commitlog/message.h"
 #include "commitlog/record.h"
 #include "common/file_cache.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
@@ -61,14 +62,14 @@ struct MessageStoreOptions {
 };
 
 struct PutResult {
-  int64_t physical_offset = -1;
-  int64_t queue_offset = -1;
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();
+  QueueOffset queue_offset = QueueOffset::kNone();
   uint32_t size = 0;  // record bytes in the CommitLog
 };
 
 // One ConsumeQueue entry (20 bytes on disk).
 struct ConsumeQueueEntry {
-  int64_t physical_offset = -1;
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();
   uint32_t size = 0;
   uint64_t tag_hash = 0;
 };
@@ -76,13 +77,13 @@ struct ConsumeQueueEntry {
 // One record to read by ReadMany: its physical offset and its size in the CommitLog (as in a
 // ConsumeQueue entry or a TimerLog unit).
 struct ReadRequest {
-  int64_t physical_offset = -1;
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();
   uint32_t size = 0;
 };
 
 // The CommitLog offset below which every record of `puts` lies (the end to wait durable for):
-// max(physical_offset + size); 0 for none.
-int64_t DurableEnd(std::span<const PutResult> puts);
+// max(physical_offset + size); PhysicalOffset(0) for none.
+PhysicalOffset DurableEnd(std::span<const PutResult> puts);
 
 // Hash of a tag as stored in ConsumeQueue entries (0 for no tag). Stable across versions.
 uint64_t TagHash(std::string_view tag);
@@ -118,7 +119,7 @@ class MessageStore {
     return absl::UnimplementedError("this store does not replicate");
   }
   // Reads by physical offset (see CommitLog::Read for errors).
-  virtual absl::StatusOr<Message> Read(int64_t physical_offset) const = 0;
+  virtual absl::StatusOr<Message> Read(PhysicalOffset physical_offset) const = 0;
   // Reads several records; result i answers reqs[i] exactly as Read(reqs[i].physical_offset)
   // would (a wrong size only costs speed). The store reads records that lie close together in
   // the CommitLog with one pread. The default implementation calls Read for each.
@@ -135,13 +136,12 @@ class MessageStore {
 
   // Entry at `queue_offset`; std::nullopt if at/after MaxQueueOffset. kNotFound if below the
   // queue's minimum (deleted).
-  virtual absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(const std::string& topic,
-                                                                    int32_t queue_id,
-                                                                    int64_t queue_offset) const = 0;
+  virtual absl::StatusOr<std::optional<ConsumeQueueEntry>> GetEntry(
+      const std::string& topic, int32_t queue_id, QueueOffset queue_offset) const = 0;
   // Up to `max_count` messages of the queue starting at `from_offset`, in queue order; each has
   // queue_offset set. Entries whose record was deleted by retention are skipped.
   virtual absl::StatusOr<std::vector<Message>> ReadQueue(const std::string& topic, int32_t queue_id,
-                                                         int64_t from_offset,
+                                                         QueueOffset from_offset,
                                                          int max_count) const = 0;
   // Like ReadQueue, but hands each record to `visit` as a record::RecordView pointing into an
   // internal buffer (valid only during that call) instead of building a Message: for readers
@@ -151,23 +151,24 @@ class MessageStore {
   // records visited. The default implementation re-encodes what ReadQueue returns.
   using RecordVisitor = std::function<absl::Status(const record::RecordView&)>;
   virtual absl::StatusOr<size_t> VisitQueue(const std::string& topic, int32_t queue_id,
-                                            int64_t from_offset, int max_count,
+                                            QueueOffset from_offset, int max_count,
                                             const RecordVisitor& visit) const;
   // First stored queue offset, and the next queue offset to be assigned (0, 0 for an unknown
   // queue).
-  virtual int64_t MinQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
-  virtual int64_t MaxQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
+  virtual QueueOffset MinQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
+  virtual QueueOffset MaxQueueOffset(const std::string& topic, int32_t queue_id) const = 0;
 
   // Called after records are dispatched (from the putting thread, outside internal locks):
   // once per Put, and once per destination queue of a PutBatch with the last offset put there.
   // Lets long-polling receivers wake up. One listener; set before use.
   using DispatchListener =
-      std::function<void(const std::string& topic, int32_t queue_id, int64_t queue_offset)>;
+      std::function<void(const std::string& topic, int32_t queue_id, QueueOffset queue_offset)>;
   virtual void SetDispatchListener(DispatchListener listener) = 0;
 
-  // Offset providers: each returns the lowest CommitLog offset it still needs (INT64_MAX for
-  // none). DeleteExpired never deletes a segment at or after the minimum over all pins.
-  using PinProvider = std::function<int64_t()>;
+  // Offset providers: each returns the lowest CommitLog offset it still needs
+  // (PhysicalOffset(INT64_MAX) for none). DeleteExpired never deletes a segment at or after the
+  // minimum over all pins.
+  using PinProvider = std::function<PhysicalOffset()>;
   virtual void AddPinProvider(PinProvider pin) = 0;
   // Like AddPinProvider, and returns an id for RemovePinProvider (0 if the store does not
   // support removal; the default implementation). After RemovePinProvider returns, the
@@ -186,7 +187,7 @@ class MessageStore {
   // allow; DeleteExpired returns the first such error after it. The timer store registers one
   // (timerstore/src/retention_mover.cc); pending half messages (transactions) would be the
   // next user. RemoveRetentionHook waits for a call in progress. Default: not supported (0).
-  using RetentionHook = std::function<absl::Status(int64_t expired_end)>;
+  using RetentionHook = std::function<absl::Status(PhysicalOffset expired_end)>;
   virtual PinId AddRetentionHook(RetentionHook /*hook*/) { return 0; }
   virtual void RemoveRetentionHook(PinId /*id*/) {}
   virtual absl::StatusOr<int> DeleteExpired(int64_t retention_ms) = 0;

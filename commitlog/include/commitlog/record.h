@@ -72,8 +72,8 @@ struct RecordView {
   uint32_t size = 0;  // total record bytes
   uint32_t flags = 0;
   int32_t queue_id = 0;
-  int64_t queue_offset = -1;
-  int64_t physical_offset = -1;
+  QueueOffset queue_offset = QueueOffset::kNone();
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();
   int64_t born_ms = 0;
   int64_t store_ms = 0;
   std::string_view topic;
