@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,11 +23,10 @@ using grpc::experimental::ServerRpcInfo;
 constexpr char kNamespaceHeader[] = "x-mq-namespace";
 
 // Whether a message of type `d` can hold a Resource at some depth (map fields are skipped:
-// RocketMQ's maps hold strings only). Computed once per type.
+// RocketMQ's maps hold strings only). Computed once per type and thread (a few dozen types; no
+// lock on the calls' path).
 bool MayHoldResource(const pb::Descriptor* d) {
-  static std::mutex mu;
-  static std::map<const pb::Descriptor*, bool> known;
-  std::lock_guard<std::mutex> lock(mu);
+  thread_local std::map<const pb::Descriptor*, bool> known;
   std::function<bool(const pb::Descriptor*)> visit = [&](const pb::Descriptor* t) {
     if (t == ::apache::rocketmq::v2::Resource::descriptor()) return true;
     auto [it, inserted] = known.emplace(t, false);  // false while visiting: cycles end here
