@@ -2,7 +2,9 @@
 
 #include "broker/broker.h"
 #include "common/logging.h"
+#include "common/namespace.h"
 #include "proto/status.h"
+#include "request_namespace.h"
 
 namespace tokimq::broker {
 
@@ -94,6 +96,10 @@ void Connection::OnBody(boost::system::error_code ec) {
     TOKIMQ_LOG_WARN("closing {}: {}", peer(), parsed.ToString());
     return FailAndClose(parsed);
   }
+  // A namespaced connection's names become stored names here, before ACLs look at them.
+  if (!namespace_.empty() && req->body_case() != proto::Request::kHandshake) {
+    ScopeRequest(namespace_, req);
+  }
   if (!AnswerConnectionLevel(*req)) Dispatch(std::move(call));
   ReadHeader();
 }
@@ -122,12 +128,28 @@ bool Connection::AnswerConnectionLevel(const proto::Request& req) {
 
 void Connection::AnswerHandshake(const proto::Request& req) {
   proto::Response resp;
+  const std::string& ns = req.handshake().resource_namespace();
+  if (absl::Status bad = ns.empty() ? absl::OkStatus() : ValidateNamespace(ns); !bad.ok()) {
+    resp.set_id(req.id());
+    wire::ToProto(bad, resp.mutable_status());
+    return Enqueue(resp);
+  }
+  if (handshaken_ && ns != namespace_) {
+    // Requests already read were rewritten for the first namespace; one per connection.
+    resp.set_id(req.id());
+    wire::ToProto(absl::FailedPreconditionError("the connection's namespace is set once, at its "
+                                                "first handshake"),
+                  resp.mutable_status());
+    return Enqueue(resp);
+  }
   context_->broker->Handle(req, &resp);
   resp.mutable_handshake()->set_max_frame_bytes(context_->options->max_frame_bytes);
   if (resp.has_status() && resp.status().code() != 0) {
     resp.clear_body();
   } else {
     handshaken_ = true;
+    namespace_ = ns;
+    resp.mutable_handshake()->set_resource_namespace(ns);
     auth_.OnHandshake(req.handshake(), resp.mutable_handshake());
   }
   Enqueue(resp);
@@ -172,6 +194,10 @@ void Connection::SendNoWait(std::shared_ptr<Call> call) {
   context_->broker->HandleNoWait(*req, resp,
                                  [self = shared_from_this(), call = std::move(call), resp,
                                   work = asio::make_work_guard(*context_->workers)]() mutable {
+                                   if (!self->namespace_.empty()) {
+                                     UnscopeResponse(self->namespace_, proto::Request::kSend,
+                                                     resp);
+                                   }
                                    self->Complete(EncodeResponse(*resp));
                                    work.reset();
                                  });
@@ -227,6 +253,7 @@ std::string Connection::HandleToFrame(Call* call, bool* empty_receive) {
   } else {
     context_->broker->Handle(req, resp);
     auth_.Filter(req, resp);  // ListTopics / Stats: only what this user may see
+    if (!namespace_.empty()) UnscopeResponse(namespace_, req.body_case(), resp);
   }
   if (empty_receive) {
     *empty_receive = req.body_case() == proto::Request::kReceive &&

@@ -124,6 +124,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool draining_ = false;
   bool closed_ = false;
   bool handshaken_ = false;
+  // HandshakeRequest.resource_namespace ("" : none): set by the first handshake on this I/O
+  // thread before any request that reads it is handed to a worker (request_namespace.h).
+  std::string namespace_;
   bool paused_ = false;
   int in_flight_ = 0;
 };

@@ -36,9 +36,16 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions
   proto::Request req;
   req.mutable_handshake()->set_protocol_version(wire::kProtocolVersion);
   req.mutable_handshake()->set_client_id(options.client_id);
+  req.mutable_handshake()->set_resource_namespace(options.namespace_);
   auto resp = conn->Call(std::move(req), options.connect_timeout_ms);
   if (!resp.ok()) return resp.status();
   conn->handshake_ = resp->handshake();
+  if (conn->handshake_.resource_namespace() != options.namespace_) {
+    // A broker from before namespaces ignores the field: its names would be the global ones.
+    return absl::FailedPreconditionError(fmt::format(
+        "broker {} does not support namespaces (asked for '{}')", options.broker,
+        options.namespace_));
+  }
   if (conn->handshake_.auth_required()) {
     if (options.access_key.empty()) {
       return absl::UnauthenticatedError(fmt::format(

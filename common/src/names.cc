@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "common/namespace.h"
 
 namespace tokimq {
 namespace {
@@ -15,6 +16,22 @@ bool ValidChars(std::string_view name, size_t max_bytes) {
     if (!ok) return false;
   }
   return true;
+}
+
+// A topic or group name, maybe wrapped with a namespace ("ns%name", common/namespace.h): the
+// name's own part follows the rule and the whole, namespace included, fits `max_bytes`.
+bool ValidName(std::string_view name, size_t max_bytes) {
+  const size_t sep = name.find(kNamespaceSeparator);
+  if (sep == std::string_view::npos) return ValidChars(name, max_bytes);
+  return name.size() <= max_bytes && IsValidNamespace(name.substr(0, sep)) &&
+         ValidChars(name.substr(sep + 1), max_bytes);
+}
+
+// The rule's addition for a name that carries a namespace.
+std::string NamespaceNote(std::string_view name) {
+  if (name.find(kNamespaceSeparator) == std::string_view::npos) return {};
+  return absl::StrCat(" (a name \"<namespace>%<name>\" counts its namespace; ", kNamespaceRule,
+                      ")");
 }
 
 }  // namespace
@@ -43,8 +60,8 @@ std::string QuoteName(std::string_view name) {
   return out;
 }
 
-bool IsValidTopicName(std::string_view name) { return ValidChars(name, kMaxTopicNameBytes); }
-bool IsValidGroupName(std::string_view name) { return ValidChars(name, kMaxGroupNameBytes); }
+bool IsValidTopicName(std::string_view name) { return ValidName(name, kMaxTopicNameBytes); }
+bool IsValidGroupName(std::string_view name) { return ValidName(name, kMaxGroupNameBytes); }
 
 bool IsValidDestination(std::string_view name) {
   if (name.starts_with(kRetryTopicPrefix)) {
@@ -58,21 +75,22 @@ bool IsValidDestination(std::string_view name) {
 
 absl::Status ValidateTopicName(std::string_view name) {
   if (IsValidTopicName(name)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid topic name '", QuoteName(name), "': ", kTopicNameRule));
+  return absl::InvalidArgumentError(absl::StrCat("invalid topic name '", QuoteName(name),
+                                                 "': ", kTopicNameRule, NamespaceNote(name)));
 }
 
 absl::Status ValidateGroupName(std::string_view name) {
   if (IsValidGroupName(name)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid group name '", QuoteName(name), "': ", kGroupNameRule));
+  return absl::InvalidArgumentError(absl::StrCat("invalid group name '", QuoteName(name),
+                                                 "': ", kGroupNameRule, NamespaceNote(name)));
 }
 
 absl::Status ValidateDestination(std::string_view name) {
   if (IsValidDestination(name)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "invalid topic name '", QuoteName(name), "': ", kTopicNameRule, ", or ", kRetryTopicPrefix,
-      " / ", kDlqTopicPrefix, " followed by a group name (", kGroupNameRule, ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid topic name '", QuoteName(name), "': ", kTopicNameRule, ", or ",
+                   kRetryTopicPrefix, " / ", kDlqTopicPrefix, " followed by a group name (",
+                   kGroupNameRule, ")", NamespaceNote(name)));
 }
 
 }  // namespace tokimq

@@ -6,12 +6,13 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
-#include <vector>
 #include <sstream>
+#include <vector>
 
 #include "call_trace.h"
 #include "common/logging.h"
 #include "messaging_service.h"
+#include "namespace_scope.h"
 
 namespace tokimq::rocketmq {
 namespace {
@@ -95,12 +96,12 @@ absl::StatusOr<std::unique_ptr<GrpcEndpoint>> StartGrpcEndpoint(broker::Broker* 
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  // --log-level debug: one log line per call event (call_trace.h).
-  if (spdlog::should_log(spdlog::level::debug)) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> trace;
-    trace.push_back(MakeCallTraceFactory());
-    builder.experimental().SetInterceptorCreators(std::move(trace));
-  }
+  // Namespaces on every call (namespace_scope.h); with --log-level debug also one log line
+  // per call event (call_trace.h).
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(MakeNamespaceScopeFactory());
+  if (spdlog::should_log(spdlog::level::debug)) creators.push_back(MakeCallTraceFactory());
+  builder.experimental().SetInterceptorCreators(std::move(creators));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     return absl::UnavailableError("cannot listen for RocketMQ gRPC on " + target);

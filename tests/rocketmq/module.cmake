@@ -25,6 +25,10 @@ if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
   add_test(NAME rocketmq.official_nodejs_client_filter
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR} rocketmq_filter.test.js)
   set_tests_properties(rocketmq.official_nodejs_client_filter PROPERTIES TIMEOUT 120 LABELS integration)
+  # Namespaces (issue 22 item 6): two namespaces, same names, nothing crosses.
+  add_test(NAME rocketmq.official_nodejs_client_namespace
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_namespace.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(rocketmq.official_nodejs_client_namespace PROPERTIES TIMEOUT 120 LABELS integration)
   add_dependencies(tokimq_tests tokimq_broker_main tokimq_cli)
 elseif(NOT tokimq_have_rocketmq)
   message(STATUS "tokimq: RocketMQ Node.js test not registered (endpoint not built)")

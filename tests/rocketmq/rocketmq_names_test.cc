@@ -10,8 +10,9 @@ namespace {
 
 TEST(RocketmqNamesTest, GroupOutsideTheRuleIsIllegalConsumerGroupNamingTheRule) {
   EXPECT_FALSE(GroupNameError("GID_orders-1").has_value());
-  for (const std::string& bad : {std::string("sp ace"), std::string(""), std::string(249, 'g'),
-                                 std::string("ns%group"), std::string("a|b")}) {
+  for (const std::string& bad :
+       {std::string("sp ace"), std::string(""), std::string(249, 'g'), std::string("n.s%group"),
+        std::string("ns%a%b"), std::string("a|b")}) {
     auto e = GroupNameError(bad);
     ASSERT_TRUE(e.has_value()) << bad;
     EXPECT_EQ(e->code(), v2::Code::ILLEGAL_CONSUMER_GROUP);

@@ -8,6 +8,7 @@
 
 #include "common/duration.h"
 #include "common/names.h"
+#include "common/namespace.h"
 #include "tokimq/auth_commands.h"
 #include "tokimq/cluster_commands.h"
 #include "tokimq/commands.h"
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--broker", opts.broker, "broker address host:port")
       ->default_val("127.0.0.1:10911");
   app.add_option("--timeout", timeout, "per-request timeout (e.g. 10s)")->default_val("10s");
+  app.add_option("--namespace", opts.namespace_,
+                 "RocketMQ namespace: topics and groups named by this command are those of the "
+                 "namespace (docs/protocol.md \"Namespaces\")")
+      ->check(NameCheck(&tokimq::ValidateNamespace, "NAMESPACE"));
 
   std::function<absl::Status()> action;
   AddAuthCommands(&app, &opts, &action);  // --access-key, --secret-key, user ..., acl ...

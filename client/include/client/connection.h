@@ -49,6 +49,11 @@ struct ClientOptions {
   // must chain to tls_ca_file (PEM; empty: the system's CAs) and name the host of `broker`.
   bool tls = false;
   std::string tls_ca_file;
+  // RocketMQ's client namespace (docs/protocol.md "Namespaces"): the topics and groups this
+  // client names are those of the namespace, separate from same-named ones elsewhere, and the
+  // broker's answers name them without it. "": none. 1..64 characters of [A-Za-z0-9_-]; the
+  // broker refuses the handshake (kInvalidArgument) for another.
+  std::string namespace_;
 };
 
 using ResponseCallback = std::function<void(absl::StatusOr<proto::Response>)>;

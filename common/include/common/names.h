@@ -7,6 +7,9 @@
 //   group name   := 1..248 name chars, not "." or ".."   (RocketMQ: 255; see below)
 //   destination  := topic name | "%RETRY%" group name | "%DLQ%" group name
 //
+// A topic or group name may carry a namespace (common/namespace.h): "<namespace>%<name>",
+// where <name> follows the rule above and the whole fits the same limit (127 / 248 bytes).
+//
 // A group's retry and DLQ topics ("%RETRY%<group>", "%DLQ%<group>") must be destinations, and
 // every destination is one file-name component (consumequeue/<topic>/), at most 255 bytes:
 // hence 255 - 7 = 248 for groups. RocketMQ's clients check ^[%|a-zA-Z0-9_-]+$; tokimq keeps
