@@ -202,6 +202,7 @@ absl::Status Broker::OpenTimerStore() {
   timer_options.dir = options_.data_dir + "/timer";
   timer_options.precision_ms = options_.timer_precision_ms;
   timer_options.service_nice = options_.timer_thread_nice;
+  timer_options.service_realtime_priority = options_.timer_realtime_priority;
   timer_options.window_ms = options_.timer_window_ms;
   // A delayed message whose topic was deleted while it waited is parked in the poison topic
   // (docs/operations.md "Poison messages"). Called only once Start() ran, after metadata_ opened.

@@ -212,6 +212,9 @@ KeyResult ApplyTimerKey(const std::string& key, const toml::node& node, BrokerOp
   }
   if (key == "timer_precision") return GetDuration(node, key, &b->timer_precision_ms);
   if (key == "timer_thread_nice") return GetInt(node, key, &b->timer_thread_nice, -20, 19);
+  if (key == "timer_realtime_priority") {
+    return GetInt(node, key, &b->timer_realtime_priority, 0, 99);
+  }
   if (key == "timer_window") return GetDuration(node, key, &b->timer_window_ms);
   return std::nullopt;
 }

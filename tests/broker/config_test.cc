@@ -15,6 +15,7 @@ port = 9000
 flush = "sync"
 timer_precision = "100ms"
 timer_thread_nice = -3
+timer_realtime_priority = 0
 retention = "7d"
 retention_interval = "5m"
 segment_size = 4096
@@ -35,6 +36,8 @@ ttl = "1h"
   EXPECT_EQ(c.broker.timer_precision_ms, 100);
   EXPECT_EQ(c.broker.timer_thread_nice, -3);
   EXPECT_EQ(BrokerConfig().broker.timer_thread_nice, -10);  // the default
+  EXPECT_EQ(c.broker.timer_realtime_priority, 0);
+  EXPECT_EQ(BrokerConfig().broker.timer_realtime_priority, 1);  // the default
   EXPECT_EQ(c.broker.default_retention_ms, 7LL * 24 * 3600 * 1000);
   EXPECT_EQ(c.broker.retention_interval_ms, 5 * 60 * 1000);
   EXPECT_EQ(c.broker.commitlog_segment_size, 4096u);
@@ -96,6 +99,8 @@ TEST(ConfigTest, UnknownKeysAndBadValuesNameTheKey) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   s = LoadConfigText("timer_thread_nice = -21\n", &c);
   EXPECT_NE(s.message().find("timer_thread_nice"), absl::string_view::npos);
+  s = LoadConfigText("timer_realtime_priority = 100\n", &c);
+  EXPECT_NE(s.message().find("timer_realtime_priority"), absl::string_view::npos);
   s = LoadConfigText("port = [\n", &c);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
 }

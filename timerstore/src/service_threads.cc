@@ -14,6 +14,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
+#include "realtime_budget.h"
 #include "timer_store_impl.h"
 
 namespace tokimq {
@@ -63,10 +64,11 @@ void TimerStoreImpl::NoteWritesSucceed() {
   }
 }
 
-void TimerStoreImpl::WorkerLoop(int which) {
+void TimerStoreImpl::WorkerLoop(int which, RealtimeThread* realtime) {
   int64_t backoff_ms = 0;  // after a transient error (kResourceExhausted: disk full, out of
                            // descriptors or memory): 10 ms doubling to 1 s
   while (true) {
+    realtime->Update();
     {
       std::lock_guard<std::mutex> l(run_mu_);
       if (stopping_) return;
@@ -188,8 +190,12 @@ absl::Status TimerStoreImpl::Start() {
   for (int i = 0; i < 4; ++i) {
     threads_.emplace_back([this, i, &ready] {
       if (options_.service_nice != 0) SetThreadNice(options_.service_nice, i == 0);
+      // Dequeue put (2) and read (3) release messages at their millisecond: realtime within a
+      // CPU budget (realtime_budget.h).
+      RealtimeThread realtime(i >= 2 ? options_.service_realtime_priority : 0);
+      realtime.Update();
       ready.count_down();
-      WorkerLoop(i);
+      WorkerLoop(i, &realtime);
     });
   }
   // Checkpoints (fsyncs) on their own thread so they never hold up delivery. Same nice value:

@@ -42,6 +42,8 @@
 
 namespace tokimq {
 
+class RealtimeThread;  // realtime_budget.h
+
 class TimerStoreImpl final : public TimerStore {
  public:
   static constexpr size_t kEnqueueQueueCap = 4096;      // messages between enqueue get and put
@@ -263,7 +265,8 @@ class TimerStoreImpl final : public TimerStore {
   // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
   // A step failing with kResourceExhausted (disk full) is retried with backoff and is not a
   // service failure (Stop() does not report it).
-  void WorkerLoop(int which);
+  // `realtime` governs the calling thread's scheduling policy (realtime_budget.h).
+  void WorkerLoop(int which, RealtimeThread* realtime);
   // Log once per state change: the first out-of-space error, the first success after it.
   void NoteOutOfSpace(const absl::Status& s, const char* what);
   void NoteWritesSucceed();

@@ -114,6 +114,13 @@ struct BrokerOptions {
   // CAP_SYS_NICE or RLIMIT_NICE; without it a warning is logged and the threads run at the
   // process's priority.
   int timer_thread_nice = -10;
+  // TimerStoreOptions::service_realtime_priority: SCHED_FIFO priority of the timer's dequeue
+  // read and put threads within a CPU budget of 20 ms per 100 ms (0: off; 1-99). 1 by default:
+  // messages are released at their millisecond when other processes load the CPUs (workload g,
+  // docs/performance.md: release p99 2-6 ms at nice -10 alone on the loaded 2-core machine).
+  // Needs CAP_SYS_NICE or RLIMIT_RTPRIO; without it a warning is logged and the threads run as
+  // ordinary threads at timer_thread_nice.
+  int timer_realtime_priority = 1;
   // Retention age of topics created without one. The CommitLog is shared, so the age applied
   // is the largest of this and every topic's retention (docs/operations.md "Retention").
   int64_t default_retention_ms = 3LL * 24 * 3600 * 1000;

@@ -360,20 +360,15 @@ absl::Status ConsumerServiceImpl::Nack(const std::string& group, const std::stri
 
 void ConsumerServiceImpl::WakeReceivers(const std::string& topic) {
   if (waiters_.load() == 0) return;
-  std::lock_guard<std::mutex> l(wait_mu_);
-  ++topic_gen_[topic];
-  wait_cv_.notify_all();
+  wake_.Notify(topic);
 }
 
 void ConsumerServiceImpl::OnDispatch(const std::string& topic, int32_t queue_id,
                                      int64_t queue_offset) {
   // A long poller registers in waiters_ before it scans, so when waiters_ is 0 nobody can be
   // between a scan that missed this message and its wait.
-  if (waiters_.load() > 0) {
-    std::lock_guard<std::mutex> l(wait_mu_);
-    ++topic_gen_[topic];
-    wait_cv_.notify_all();
-  }
+  // No lock: this runs on the putting thread, e.g. the timer's realtime put (long_poll_wake.h).
+  if (waiters_.load() > 0) wake_.Notify(topic);
 }
 
 absl::Status ConsumerServiceImpl::Start() {
@@ -385,11 +380,8 @@ absl::Status ConsumerServiceImpl::Start() {
 }
 
 absl::Status ConsumerServiceImpl::Stop() {
-  {
-    std::lock_guard<std::mutex> l(wait_mu_);
-    stopping_ = true;
-    wait_cv_.notify_all();
-  }
+  stopping_ = true;
+  wake_.WakeAll();
   {
     std::lock_guard<std::mutex> l(sync_mu_);
     sync_cv_.notify_all();

@@ -26,9 +26,10 @@
 //                   waits only if that found nothing.)
 //   map_mu_         the maps progress_ and groups_ (entries never erased, so pointers stay
 //                   valid) and each GroupState::policy; taken alone or under one Progress::mu.
-//   wait_mu_        topic_gen_ and wait_cv_ (long-poll wake-ups). OnDispatch takes nothing
-//                   else, so store/timer callbacks on the putting thread cannot deadlock with a
-//                   Receive that is itself putting (a TTL move to the DLQ).
+//   Long-poll wake-ups take no lock (wake_, long_poll_wake.h): OnDispatch runs on the putting
+//                   thread (the timer's realtime put among others), which must neither wait for
+//                   a preempted request thread nor deadlock with a Receive that is itself
+//                   putting (a TTL move to the DLQ).
 //   sync_mu_        sync_cv_ only (the WAL syncer's sleep).
 //   expiries_ and copies_ lock themselves and are never held while taking another lock.
 //   Atomics (no lock): GroupState::in_flight and next_queue, waiters_, stopping_, wal_dirty_.
@@ -62,6 +63,7 @@
 #include "common/clock.h"
 #include "consumer/group_state.h"
 #include "consumer/lease_expiry_index.h"
+#include "consumer/long_poll_wake.h"
 #include "consumer/queue_progress.h"
 #include "consumer/receipt_handle.h"
 #include "consumer/retry_copy.h"
@@ -257,7 +259,6 @@ class ConsumerServiceImpl final : public ConsumerService {
   // After the batch is written: applies `taken` to the Progress objects (offsets, leases,
   // expiry entries at `until`) and appends the received messages to *out.
   void ApplyTaken(std::vector<Taken>* taken, int64_t until, std::vector<ReceivedMessage>* out);
-  uint64_t TopicGen(const std::string& topic) const;  // wait_mu_ held
   // Adds entries for every live lease (open; compaction). Takes each Progress::mu in turn.
   void IndexLiveLeases();
   // Rebuilds the index from the live leases when stale entries (acked or renewed leases)
@@ -319,9 +320,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   LeaseExpiryIndex expiries_;
 
   // Long-poll and worker wake-ups.
-  std::mutex wait_mu_;
-  std::condition_variable wait_cv_;
-  std::map<std::string, uint64_t> topic_gen_;  // guarded by wait_mu_; bumped while waiters_ > 0
+  LongPollWake wake_;  // bumped while waiters_ > 0
   std::atomic<int> waiters_{0};
   std::atomic<bool> stopping_{false};
   std::thread worker_;

@@ -26,11 +26,6 @@ absl::StatusOr<int> ConsumerServiceImpl::QueueCountOf(const std::string& topic) 
   return n.status();
 }
 
-uint64_t ConsumerServiceImpl::TopicGen(const std::string& topic) const {
-  auto it = topic_gen_.find(topic);
-  return it == topic_gen_.end() ? 0 : it->second;
-}
-
 void ConsumerServiceImpl::LockSources(const std::vector<Progress*>& all, bool wait_for_locks,
                                       std::vector<Progress*>* sources,
                                       std::vector<std::unique_lock<std::mutex>>* locks,
@@ -241,11 +236,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
 
   std::vector<ReceivedMessage> out;
   while (true) {
-    uint64_t seen;
-    {
-      std::lock_guard<std::mutex> l(wait_mu_);
-      seen = TopicGen(req.topic) + TopicGen(retry);
-    }
+    const LongPollWake::Seen seen = wake_.Observe(req.topic, retry);
     bool skipped = false;
     TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, topic_fifo, false, &skipped, &out));
     if (out.empty() && skipped) {
@@ -253,11 +244,10 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
       TOKIMQ_RETURN_IF_ERROR(ReceiveOnce(sources, req, topic_fifo, true, &skipped, &out));
     }
     if (!out.empty() || req.long_poll_ms == 0) return out;
-    std::unique_lock<std::mutex> l(wait_mu_);
-    bool woke = wait_cv_.wait_until(l, deadline, [&] {
-      return stopping_.load() || TopicGen(req.topic) + TopicGen(retry) != seen;
-    });
-    if (!woke || stopping_.load()) return out;
+    if (stopping_.load()) return out;
+    if (!wake_.WaitAfter(seen, req.topic, retry, deadline, stopping_) || stopping_.load()) {
+      return out;
+    }
   }
 }
 
