@@ -1,0 +1,107 @@
+#include "group_election.h"
+
+#include <algorithm>
+
+#include "client/connection.h"
+#include "cluster/keys.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "fmt/format.h"
+#include "replication/replication_service.h"
+
+namespace tokimq::broker {
+
+GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* replication,
+                             GroupElectionOptions options)
+    : etcd_(etcd), replication_(replication), options_(std::move(options)) {
+  cluster::MembershipOptions m;
+  m.cluster = options_.cluster;
+  m.self = options_.self;
+  m.ttl_s = options_.ttl_s;
+  m.key = cluster::ReplicaKey(options_.cluster, options_.self.name(), options_.self.broker_id());
+  replica_ = std::make_unique<cluster::Membership>(etcd_, m);
+
+  cluster::EtcdOptions eo = etcd_->options();
+  eo.timeout_ms = std::min<int64_t>(eo.timeout_ms, options_.ttl_s * 1000 / 4);
+  election_etcd_ = std::move(*cluster::EtcdClient::Create(eo));  // endpoints already checked
+  cluster::ElectionOptions e;
+  e.cluster = options_.cluster;
+  e.self = options_.self;
+  e.ttl_s = options_.ttl_s;
+  cluster::ElectionCallbacks cb;
+  replication::Leadership* leadership = replication_->leadership();
+  cb.on_elected = [this, leadership](int64_t term) {
+    deferring_since_ms_ = 0;
+    absl::Status s = leadership->Promote(term);
+    if (!s.ok()) TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(), s.ToString());
+  };
+  cb.on_leader = [this, leadership](int64_t term, const proto::BrokerRecord& leader) {
+    deferring_since_ms_ = 0;
+    absl::Status s = leadership->Demote(term, leader.address());
+    if (!s.ok()) TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), leader.address(), s.ToString());
+  };
+  cb.on_lost = [leadership](int64_t term, const std::string&) { leadership->StepDown(term); };
+  cb.may_campaign = [this] { return MayCampaign(); };
+  election_ = std::make_unique<cluster::LeaderElection>(election_etcd_.get(), e, std::move(cb));
+}
+
+GroupElection::~GroupElection() { Stop(false); }
+
+absl::Status GroupElection::RegisterOnce() { return replica_->RegisterOnce(); }
+
+void GroupElection::Start(std::function<void(const absl::Status&)> on_conflict) {
+  replica_->Start(std::move(on_conflict));
+  election_->Start();
+}
+
+void GroupElection::Stop(bool resign) {
+  election_->Stop(resign);
+  replica_->Stop(resign);
+}
+
+bool GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
+                            int32_t* broker_id) const {
+  client::ClientOptions o;
+  o.broker = address;
+  o.connect_timeout_ms = 300;
+  o.client_id = "tokimq-election";
+  auto conn = client::Connection::Open(o);
+  if (!conn.ok()) return false;
+  proto::Request req;
+  req.mutable_group_status();
+  absl::StatusOr<proto::Response> resp = (*conn)->Call(std::move(req), 300);
+  if (!resp.ok() || !resp->has_group_status()) return false;
+  *max_offset = resp->group_status().max_offset();
+  *broker_id = resp->group_status().broker_id();
+  return true;
+}
+
+bool GroupElection::MayCampaign() {
+  if (!replica_->registered()) return false;  // the id may be another broker's
+  const int64_t now = SystemClock::Default()->NowMs();
+  if (deferring_since_ms_ != 0 && now - deferring_since_ms_ > options_.ttl_s * 1000) {
+    return true;  // outranked for a whole TTL by peers that do not win: go anyway
+  }
+  absl::StatusOr<cluster::RangeResult> peers =
+      etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
+  if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
+  const int64_t mine = replication_->max_offset();
+  const int32_t my_id = options_.self.broker_id();
+  for (const cluster::KeyValue& kv : peers->kvs) {
+    proto::BrokerRecord peer;
+    if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
+    if (peer.address() == options_.self.address()) continue;
+    int64_t end = 0;
+    int32_t id = 0;
+    if (!AskPeer(peer.address(), &end, &id)) continue;
+    if (end > mine || (end == mine && id < my_id)) {
+      if (deferring_since_ms_ == 0) deferring_since_ms_ = now;
+      TOKIMQ_LOG_DEBUG("group {}: deferring to broker id {} (CommitLog end {} vs {})",
+                       options_.self.name(), id, end, mine);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tokimq::broker

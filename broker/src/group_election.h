@@ -1,0 +1,76 @@
+// GroupElection: a cluster-mode broker's place in its broker group (issue 20 item 4,
+// docs/cluster.md "Broker groups").
+//
+// Registers this replica at /tokimq/<cluster>/replicas/<name>/<broker id> (cluster::Membership:
+// one broker per (name, id); the same-address restart rule), runs the group's
+// cluster::LeaderElection and turns its decisions into the ReplicationService's Leadership:
+// elected -> Promote(term); another leader -> Demote(term, its address) (the follower pulls from
+// it); lease lost -> StepDown(term) (writes refused, sync waits failed).
+//
+// Who campaigns: a replica whose record is registered and that no live peer outranks. Before
+// each campaign it asks every other registered replica of the group for its CommitLog end
+// (group_status request, 300 ms): a peer with a longer log, or the same length and a lower broker
+// id, goes first. A peer that does not answer does not count. A replica that has deferred for
+// a whole lease TTL campaigns anyway, so a peer that answers but cannot reach etcd never blocks
+// the group.
+//
+// Thread-safety: accessors from any thread; the election thread runs the callbacks. Lifetime:
+// the EtcdClient and the ReplicationService outlive it; Stop before they go.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "cluster/etcd_client.h"
+#include "cluster/leader_election.h"
+#include "cluster/membership.h"
+#include "proto/tokimq.pb.h"
+
+namespace tokimq::broker {
+
+class ReplicationService;
+
+struct GroupElectionOptions {
+  std::string cluster;
+  proto::BrokerRecord self;  // name, address, grpc_address, broker_id
+  int64_t ttl_s = 10;        // the replica record's and the leader key's lease
+};
+
+class GroupElection {
+ public:
+  GroupElection(cluster::EtcdClient* etcd, ReplicationService* replication,
+                GroupElectionOptions options);
+  ~GroupElection();
+
+  // One registration attempt of the replica record (its status), then the keepalive thread
+  // and the election. on_conflict: see cluster::Membership::Start.
+  absl::Status RegisterOnce();
+  void Start(std::function<void(const absl::Status&)> on_conflict);
+  // resign: revoke both leases (the record and, when leading, the leader key go at once).
+  void Stop(bool resign);
+
+  bool registered() const { return replica_->registered(); }
+  bool etcd_reachable() const { return replica_->etcd_reachable(); }
+  const cluster::LeaderElection& election() const { return *election_; }
+
+ private:
+  bool MayCampaign();
+  // The CommitLog end and broker id a peer reports; false when it did not answer.
+  bool AskPeer(const std::string& address, int64_t* max_offset, int32_t* broker_id) const;
+
+  cluster::EtcdClient* etcd_;
+  // The election's own client: a short per-call timeout (at most ttl / 4) so that a hanging
+  // keepalive cannot outlast the lease fence's margin (cluster/leader_election.h).
+  std::unique_ptr<cluster::EtcdClient> election_etcd_;
+  ReplicationService* replication_;
+  GroupElectionOptions options_;
+  std::unique_ptr<cluster::Membership> replica_;
+  std::unique_ptr<cluster::LeaderElection> election_;
+  int64_t deferring_since_ms_ = 0;  // election thread: first deferral of this vacancy; 0: none
+};
+
+}  // namespace tokimq::broker
