@@ -43,6 +43,8 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
   cb.on_lost = [leadership](int64_t term, const std::string&) { leadership->StepDown(term); };
   cb.may_campaign = [this] { return MayCampaign(); };
   election_ = std::make_unique<cluster::LeaderElection>(election_etcd_.get(), e, std::move(cb));
+  cluster::LeaderElection* election = election_.get();
+  replication_->SetLeaseCheck([election] { return election->LeaseValidNow(); });
 }
 
 GroupElection::~GroupElection() { Stop(false); }
@@ -64,6 +66,7 @@ bool GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
   client::ClientOptions o;
   o.broker = address;
   o.connect_timeout_ms = 300;
+  o.request_timeout_ms = 300;  // the handshake too: a frozen peer must not hold the campaign
   o.client_id = "tokimq-election";
   auto conn = client::Connection::Open(o);
   if (!conn.ok()) return false;

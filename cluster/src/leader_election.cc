@@ -130,6 +130,7 @@ int64_t LeaderElection::StepLeading(const Observed& seen) {
     now = NowMs();
     if (ttl.ok()) {
       fence_.Renewed(sent, std::min(*ttl, options_.ttl_s));
+      fence_until_ms_.store(fence_.valid_until_ms());
       next_keepalive_ms_ = now + std::max<int64_t>(options_.ttl_s * 1000 / 3, 100);
       warned_ = false;
     } else if (absl::IsNotFound(ttl.status())) {
@@ -202,6 +203,7 @@ void LeaderElection::Campaign(const std::optional<KeyValue>& stale) {
   lease_ = *lease;
   fence_.Reset();
   fence_.Renewed(sent, options_.ttl_s);
+  fence_until_ms_.store(fence_.valid_until_ms());
   next_keepalive_ms_ = NowMs() + std::max<int64_t>(options_.ttl_s * 1000 / 3, 100);
   const int64_t term = r->revision;  // the revision of the winning put
   {
@@ -221,6 +223,7 @@ void LeaderElection::Campaign(const std::optional<KeyValue>& stale) {
 void LeaderElection::Lose(const std::string& why) {
   const int64_t term = leading_term_.exchange(0);
   fence_.Reset();
+  fence_until_ms_.store(0);
   TOKIMQ_LOG_WARN("election {}: lost term {}: {}", options_.self.name(), term, why);
   if (callbacks_.on_lost) callbacks_.on_lost(term, why);
 }

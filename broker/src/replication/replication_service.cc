@@ -75,7 +75,12 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
 
 absl::Status ReplicationService::CheckWritable() const {
   replication::LeadershipView v = leadership_.Current();
-  if (v.role == Role::kLeader) return absl::OkStatus();
+  if (v.role == Role::kLeader) {
+    if (!lease_valid_ || lease_valid_()) return absl::OkStatus();
+    return absl::FailedPreconditionError(fmt::format(
+        "this broker led term {} but its election lease may have expired: not a leader "
+        "(a follower until the election decides)", v.term));
+  }
   return absl::FailedPreconditionError(
       fmt::format("this broker is a follower in term {} (leader: {}); send to the leader",
                   v.term, v.leader_address.empty() ? "unknown" : v.leader_address));

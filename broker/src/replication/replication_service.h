@@ -59,8 +59,12 @@ class ReplicationService {
   void Stop();
 
   // OK when this broker leads its group; else kFailedPrecondition naming the leader (clients
-  // retry there; the cluster routes of issue 19 point at it).
+  // retry there; the cluster routes of issue 19 point at it). With a lease check installed
+  // (cluster mode), also kFailedPrecondition once the leader's election lease may have expired.
   absl::Status CheckWritable() const;
+  // Cluster mode: `valid` tells whether this leader's etcd lease still fences it in
+  // (cluster::LeaderElection::LeaseValidNow). Set once before requests arrive.
+  void SetLeaseCheck(std::function<bool()> valid) { lease_valid_ = std::move(valid); }
   bool sync() const { return options_.sync; }
 
   // The end of a sync send: done(OK) once a follower holds every byte below `end`, error per
@@ -92,6 +96,7 @@ class ReplicationService {
   ReplicationOptions options_;
   MessageStore* store_;
   std::function<absl::Status()> start_serving_;
+  std::function<bool()> lease_valid_;  // set before requests; read-only afterwards
   replication::Leadership leadership_;
   replication::AckTracker acks_;
   replication::FollowerLag lag_;

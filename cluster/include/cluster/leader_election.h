@@ -76,6 +76,10 @@ class LeaderElection {
   // The term and record of the leader this replica last saw (its own when leading); 0: none.
   int64_t known_term() const;
   std::optional<proto::BrokerRecord> known_leader() const;
+  // True while this replica leads and its lease fence holds (LeaseFence::Valid now): the write
+  // path checks it on every write, so a leader that was paused or cut off past its fence
+  // refuses writes even before the election thread notices. Any thread; one clock read.
+  bool LeaseValidNow() const { return leading() && NowMs() < fence_until_ms_.load(); }
   bool etcd_reachable() const { return etcd_reachable_.load(); }
   int64_t elections_won() const { return elections_won_.load(); }
 
@@ -109,6 +113,7 @@ class LeaderElection {
   int64_t next_keepalive_ms_ = 0;  // election thread
   bool warned_ = false;         // election thread
   std::atomic<int64_t> leading_term_{0};
+  std::atomic<int64_t> fence_until_ms_{0};  // fence_.valid_until_ms(), for LeaseValidNow
   std::atomic<bool> etcd_reachable_{false};
   std::atomic<int64_t> elections_won_{0};
 
