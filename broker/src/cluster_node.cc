@@ -284,15 +284,6 @@ absl::Status ClusterNode::DeleteTopic(const std::string& name) {
 void ClusterNode::ListTopics(proto::Response* resp) {
   proto::ListTopicsResponse* out = resp->mutable_list_topics();
   for (auto& [name, t] : view_->Topics()) *out->add_topics() = t;
-  // Every group's replicas (not in the watched view: only status needs them).
-  absl::StatusOr<cluster::RangeResult> replicas =
-      etcd_->RangePrefix(cluster::ClusterPrefix(options_.cluster) + "replicas/");
-  if (replicas.ok()) {
-    for (const cluster::KeyValue& kv : replicas->kvs) {
-      proto::BrokerRecord rec;
-      if (cluster::DecodeValue(kv.key, kv.value, &rec).ok()) *out->add_replicas() = rec;
-    }
-  }
 }
 
 void ClusterNode::GroupStatus(proto::GroupStatusResponse* out) {
@@ -320,6 +311,15 @@ void ClusterNode::Status(proto::ClusterStatusResponse* out) {
   out->set_etcd_revision(view_->revision());
   for (auto& [name, rec] : view_->Members()) *out->add_members() = rec;
   for (auto& [name, t] : view_->Topics()) *out->add_topics() = t;
+  // Every group's replicas (not in the watched view: only status needs them).
+  absl::StatusOr<cluster::RangeResult> replicas =
+      etcd_->RangePrefix(cluster::ClusterPrefix(options_.cluster) + "replicas/");
+  if (replicas.ok()) {
+    for (const cluster::KeyValue& kv : replicas->kvs) {
+      proto::BrokerRecord rec;
+      if (cluster::DecodeValue(kv.key, kv.value, &rec).ok()) *out->add_replicas() = rec;
+    }
+  }
 }
 
 void ClusterNode::ApplyLocal(const proto::TopicConfig& t) {

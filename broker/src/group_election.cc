@@ -31,12 +31,10 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
   cluster::ElectionCallbacks cb;
   replication::Leadership* leadership = replication_->leadership();
   cb.on_elected = [this, leadership](int64_t term) {
-    deferring_since_ms_ = 0;
     absl::Status s = leadership->Promote(term);
     if (!s.ok()) TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(), s.ToString());
   };
   cb.on_leader = [this, leadership](int64_t term, const proto::BrokerRecord& leader) {
-    deferring_since_ms_ = 0;
     absl::Status s = leadership->Demote(term, leader.address());
     if (!s.ok()) TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), leader.address(), s.ToString());
   };
@@ -81,10 +79,6 @@ bool GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
 
 bool GroupElection::MayCampaign() {
   if (!replica_->registered()) return false;  // the id may be another broker's
-  const int64_t now = SystemClock::Default()->NowMs();
-  if (deferring_since_ms_ != 0 && now - deferring_since_ms_ > options_.ttl_s * 1000) {
-    return true;  // outranked for a whole TTL by peers that do not win: go anyway
-  }
   absl::StatusOr<cluster::RangeResult> peers =
       etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
   if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
@@ -98,7 +92,6 @@ bool GroupElection::MayCampaign() {
     int32_t id = 0;
     if (!AskPeer(peer.address(), &end, &id)) continue;
     if (end > mine || (end == mine && id < my_id)) {
-      if (deferring_since_ms_ == 0) deferring_since_ms_ = now;
       TOKIMQ_LOG_DEBUG("group {}: deferring to broker id {} (CommitLog end {} vs {})",
                        options_.self.name(), id, end, mine);
       return false;

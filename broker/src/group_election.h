@@ -8,11 +8,11 @@
 // it); lease lost -> StepDown(term) (writes refused, sync waits failed).
 //
 // Who campaigns: a replica whose record is registered and that no live peer outranks. Before
-// each campaign it asks every other registered replica of the group for its CommitLog end
-// (group_status request, 300 ms): a peer with a longer log, or the same length and a lower broker
-// id, goes first. A peer that does not answer does not count. A replica that has deferred for
-// a whole lease TTL campaigns anyway, so a peer that answers but cannot reach etcd never blocks
-// the group.
+// each campaign it asks every other replica registered now (its record's lease alive) for its
+// CommitLog end (group_status request, 300 ms): a peer with a longer log, or the same length and
+// a lower broker id, goes first. A peer that does not answer does not count, nor does one cut
+// off from etcd once its record lapsed (within the TTL); (end, id) orders the rest totally, so
+// the first of them always campaigns.
 //
 // Thread-safety: accessors from any thread; the election thread runs the callbacks. Lifetime:
 // the EtcdClient and the ReplicationService outlive it; Stop before they go.
@@ -70,7 +70,6 @@ class GroupElection {
   GroupElectionOptions options_;
   std::unique_ptr<cluster::Membership> replica_;
   std::unique_ptr<cluster::LeaderElection> election_;
-  int64_t deferring_since_ms_ = 0;  // election thread: first deferral of this vacancy; 0: none
 };
 
 }  // namespace tokimq::broker

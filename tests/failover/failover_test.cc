@@ -135,8 +135,9 @@ void ProduceLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* 
       client::OutgoingMessage m;
       m.topic = "orders";
       m.body = "m" + std::to_string(seq++);
-      m.delay_ms = 500 + static_cast<int64_t>(rng() % 2000);
-      h->Attempt(m.body, now + m.delay_ms);
+      const int64_t delay = 500 + static_cast<int64_t>(rng() % 2000);
+      m.delay_ms = delay;
+      h->Attempt(m.body, now + delay);
       batch.push_back(std::move(m));
     }
     auto r = producer.SendBatch(batch);
