@@ -9,8 +9,8 @@ namespace tokimq::testing {
 void History::Attempt(const std::string& id, int64_t deliver_at_min_ms) {
   std::lock_guard<std::mutex> l(mu_);
   Message& m = messages_[id];
+  if (!m.attempted) m.deliver_at_min_ms = deliver_at_min_ms;
   m.attempted = true;
-  if (!m.acknowledged) m.deliver_at_ms = deliver_at_min_ms;
 }
 
 void History::SendOk(const std::string& id, int64_t deliver_at_ms) {
@@ -63,10 +63,11 @@ History::Report History::Check() const {
       if (r.lost_ids.size() < 10) r.lost_ids.push_back(id);
     }
     if (!m.acknowledged && !m.copies.empty()) ++r.indeterminate_received;
-    if (!m.copies.empty() && m.earliest_receipt_ms < m.deliver_at_ms) {
+    if (!m.copies.empty() && m.earliest_receipt_ms < m.deliver_at_min_ms) {
       ++r.early;
       if (r.early_ids.size() < 10) {
-        r.early_ids.push_back(fmt::format("{} ({} ms early)", id, m.deliver_at_ms - m.earliest_receipt_ms));
+        r.early_ids.push_back(
+            fmt::format("{} ({} ms early)", id, m.deliver_at_min_ms - m.earliest_receipt_ms));
       }
     }
   }

@@ -11,7 +11,11 @@
 //   - Acked: the consumer acknowledged that delivery (ok or not).
 // Check sorts the history into:
 //   lost        acknowledged sends never received (sync mode promises 0)
-//   early       receipts before the deliver time (never allowed)
+//   early       receipts before the message's earliest possible deliver time (never allowed):
+//               the first attempt's client time + delay. Not the acknowledged deliver time: a
+//               client that retried a send whose answer was lost (ClusterProducer across a
+//               failover) stored two copies, and the first copy's deliver time is earlier than
+//               the acknowledged second's. The bound is below the broker's by one send latency.
 //   timer_duplicates  extra *copies* of one message: receipts of one id at several queue
 //               positions (a timer move repeated by a new leader, a producer retry that stored it
 //               twice) — reported apart, expected until timer-move dedupe lands
@@ -64,10 +68,10 @@ class History {
   struct Message {
     bool attempted = false;
     bool acknowledged = false;
-    int64_t deliver_at_ms = 0;  // acknowledged: the broker's; else the lower bound
+    int64_t deliver_at_min_ms = 0;  // the first attempt's lower bound
+    int64_t deliver_at_ms = 0;      // acknowledged: the broker's
     // (group, queue id, queue offset) -> receipts of that copy
     std::map<std::tuple<std::string, int32_t, int64_t>, int> copies;
-    int64_t first_receipt_ms = -1;
     int64_t earliest_receipt_ms = -1;
   };
   mutable std::mutex mu_;

@@ -32,16 +32,30 @@ TEST(HistoryTest, AcknowledgedButNeverReceivedIsLostAndUnacknowledgedIsNot) {
   EXPECT_EQ(h.Check().lost, 0);
 }
 
-TEST(HistoryTest, ReceiptBeforeTheDeliverTimeIsEarlyEvenForAnUnacknowledgedSend) {
+TEST(HistoryTest, ReceiptBeforeTheEarliestPossibleDeliverTimeIsEarly) {
   History h;
   h.Attempt("x", 5000);
   h.SendOk("x", 5003);
-  h.Received("x", "g1", 0, 1, 5002);
+  h.Received("x", "g1", 0, 1, 4999);
   h.Attempt("y", 6000);  // never acknowledged; its lower bound still holds
   h.Received("y", "g1", 0, 2, 5999);
+  h.Attempt("z", 7000);
+  h.SendOk("z", 7002);
+  h.Received("z", "g1", 0, 3, 7000);  // within the send latency: not provably early
   History::Report r = h.Check();
   EXPECT_EQ(r.early, 2);
   EXPECT_EQ(r.indeterminate_received, 1);
+}
+
+TEST(HistoryTest, TheEarlierCopyOfARetriedSendIsADuplicateNotEarly) {
+  History h;
+  h.Attempt("r", 1000);  // stored at 1000 + delay, answer lost; the client retried later
+  h.SendOk("r", 1800);   // the retry's copy: acknowledged deliver time 1800
+  h.Received("r", "g1", 0, 5, 1200);
+  h.Received("r", "g1", 0, 9, 1800);
+  History::Report r = h.Check();
+  EXPECT_EQ(r.early, 0);
+  EXPECT_EQ(r.timer_duplicates, 1);
 }
 
 TEST(HistoryTest, AnotherCopyIsATimerDuplicateTheSameCopyAgainIsARedelivery) {
