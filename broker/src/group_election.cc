@@ -40,6 +40,9 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
   };
   cb.on_lost = [leadership](int64_t term, const std::string&) { leadership->StepDown(term); };
   cb.may_campaign = [this] { return MayCampaign(); };
+  // Only a registered replica pulls: every follower that can acknowledge a sync write is one
+  // that candidates ask before campaigning.
+  cb.ready = [this] { return replica_->registered(); };
   election_ = std::make_unique<cluster::LeaderElection>(election_etcd_.get(), e, std::move(cb));
   cluster::LeaderElection* election = election_.get();
   replication_->SetLeaseCheck([election] { return election->LeaseValidNow(); });

@@ -7,6 +7,10 @@
 // elected -> Promote(term); another leader -> Demote(term, its address) (the follower pulls from
 // it); lease lost -> StepDown(term) (writes refused, sync waits failed).
 //
+// A replica acts (follows a leader, i.e. pulls and so acknowledges sync writes, or campaigns)
+// only while its record is registered: a replica restarted on a new address waits until its
+// old record lapsed (up to the TTL). So every follower that may hold an acknowledged write is
+// one the candidates below ask.
 // Who campaigns: a replica whose record is registered and that no live peer outranks. Before
 // each campaign it asks every other replica registered now (its record's lease alive) for its
 // CommitLog end (group_status request, 300 ms): a peer with a longer log, or the same length and

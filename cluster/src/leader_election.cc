@@ -155,6 +155,7 @@ int64_t LeaderElection::StepLeading(const Observed& seen) {
 
 int64_t LeaderElection::StepFollowing(const Observed& seen) {
   if (!seen.loaded) return options_.retry_ms;  // the watch retries by itself
+  if (callbacks_.ready && !callbacks_.ready()) return kCampaignPauseMs;
   const bool own = seen.present && seen.rec.address() == options_.self.address() &&
                    seen.rec.broker_id() == options_.self.broker_id();
   if (seen.present && !own) {

@@ -59,8 +59,11 @@ struct ElectionCallbacks {
   std::function<void(int64_t term, const proto::BrokerRecord& leader)> on_leader;
   // This replica led `term` and may no longer act as its leader (see class comment).
   std::function<void(int64_t term, const std::string& why)> on_lost;
-  // Asked before each campaign; false defers it to the next round (retry_ms later).
+  // Asked before each campaign; false defers it to the next round (100 ms later).
   std::function<bool()> may_campaign;
+  // While false this replica neither follows nor campaigns (it is not a registered member of
+  // its group yet: a replica that is not counted must not acknowledge a leader's writes).
+  std::function<bool()> ready;
 };
 
 class LeaderElection {
