@@ -62,22 +62,23 @@ void GroupElection::Stop(bool resign) {
   replica_->Stop(resign);
 }
 
-bool GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
-                            int32_t* broker_id) const {
+absl::Status GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
+                                    int32_t* broker_id) const {
   client::ClientOptions o;
   o.broker = address;
-  o.connect_timeout_ms = 300;
-  o.request_timeout_ms = 300;  // the handshake too: a frozen peer must not hold the campaign
+  o.connect_timeout_ms = 500;
+  o.request_timeout_ms = 500;  // the handshake too: a frozen peer must not hold the campaign
   o.client_id = "tokimq-election";
   auto conn = client::Connection::Open(o);
-  if (!conn.ok()) return false;
+  if (!conn.ok()) return conn.status();
   proto::Request req;
   req.mutable_group_status();
-  absl::StatusOr<proto::Response> resp = (*conn)->Call(std::move(req), 300);
-  if (!resp.ok() || !resp->has_group_status()) return false;
+  absl::StatusOr<proto::Response> resp = (*conn)->Call(std::move(req), 500);
+  if (!resp.ok()) return resp.status();
+  if (!resp->has_group_status()) return absl::InternalError("no group_status in the answer");
   *max_offset = resp->group_status().max_offset();
   *broker_id = resp->group_status().broker_id();
-  return true;
+  return absl::OkStatus();
 }
 
 bool GroupElection::MayCampaign() {
@@ -87,19 +88,32 @@ bool GroupElection::MayCampaign() {
   if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
   const int64_t mine = replication_->max_offset();
   const int32_t my_id = options_.self.broker_id();
+  std::string asked;
   for (const cluster::KeyValue& kv : peers->kvs) {
     proto::BrokerRecord peer;
     if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
     if (peer.address() == options_.self.address()) continue;
     int64_t end = 0;
     int32_t id = 0;
-    if (!AskPeer(peer.address(), &end, &id)) continue;
+    absl::Status s = AskPeer(peer.address(), &end, &id);
+    if (absl::IsUnavailable(s)) {
+      asked += fmt::format(" id {}: down;", peer.broker_id());
+      continue;  // refused: that process is gone; its record lapses by itself
+    }
+    if (!s.ok()) {
+      TOKIMQ_LOG_INFO("group {}: not campaigning yet: peer id {} at {} did not answer ({})",
+                      options_.self.name(), peer.broker_id(), peer.address(), s.ToString());
+      return false;
+    }
     if (end > mine || (end == mine && id < my_id)) {
       TOKIMQ_LOG_DEBUG("group {}: deferring to broker id {} (CommitLog end {} vs {})",
                        options_.self.name(), id, end, mine);
       return false;
     }
+    asked += fmt::format(" id {}: end {};", id, end);
   }
+  TOKIMQ_LOG_INFO("group {}: campaigning with CommitLog end {} (peers:{})", options_.self.name(),
+                  mine, asked.empty() ? " none" : asked);
   return true;
 }
 

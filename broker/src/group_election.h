@@ -13,10 +13,11 @@
 // one the candidates below ask.
 // Who campaigns: a replica whose record is registered and that no live peer outranks. Before
 // each campaign it asks every other replica registered now (its record's lease alive) for its
-// CommitLog end (group_status request, 300 ms): a peer with a longer log, or the same length and
-// a lower broker id, goes first. A peer that does not answer does not count, nor does one cut
-// off from etcd once its record lapsed (within the TTL); (end, id) orders the rest totally, so
-// the first of them always campaigns.
+// CommitLog end (group_status request, 500 ms): a peer with a longer log, or the same length and
+// a lower broker id, goes first. A peer that refuses the connection is dead and does not count;
+// one that does not answer in time (overloaded, frozen, cut off) defers the campaign until it
+// answers or its record lapses (within the TTL). (end, id) orders the rest totally, so the
+// first of them always campaigns.
 //
 // Thread-safety: accessors from any thread; the election thread runs the callbacks. Lifetime:
 // the EtcdClient and the ReplicationService outlive it; Stop before they go.
@@ -63,8 +64,9 @@ class GroupElection {
 
  private:
   bool MayCampaign();
-  // The CommitLog end and broker id a peer reports; false when it did not answer.
-  bool AskPeer(const std::string& address, int64_t* max_offset, int32_t* broker_id) const;
+  // The CommitLog end and broker id a peer reports: OK, kUnavailable when it refused the
+  // connection (dead), another error when it did not answer in time.
+  absl::Status AskPeer(const std::string& address, int64_t* max_offset, int32_t* broker_id) const;
 
   cluster::EtcdClient* etcd_;
   // The election's own client: a short per-call timeout (at most ttl / 4) so that a hanging

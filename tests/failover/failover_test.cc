@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -166,6 +167,25 @@ class FailoverTest : public ::testing::Test {
     EXPECT_EQ(gs->leader_address(), replicas_[next]->Options().broker);
   }
 
+  // On a failure: the election and replication lines of every replica's log (the temp dir goes).
+  void DumpLogs() {
+    for (int i = 0; i < kReplicas; ++i) {
+      std::printf("---- replica %d (%s.log), election / replication lines:\n", i, Dir(i).c_str());
+      std::ifstream in(Dir(i) + ".log");
+      std::vector<std::string> lines;
+      for (std::string l; std::getline(in, l);) {
+        if (l.find("election") != std::string::npos || l.find("replication") != std::string::npos ||
+            l.find("group g1") != std::string::npos) {
+          lines.push_back(l);
+        }
+      }
+      for (size_t k = lines.size() > 40 ? lines.size() - 40 : 0; k < lines.size(); ++k) {
+        std::printf("%s\n", lines[k].c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
+
   std::string mode_ = "sync";
   TempDir dir_;
   EtcdProcess etcd_{dir_.Join("etcd")};
@@ -281,6 +301,7 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
                   k + 1, leader, static_cast<long long>(term), next,
                   static_cast<long long>(new_term), static_cast<long long>(election_ms.back()),
                   static_cast<long long>(writes_back_ms.back()));
+      std::fflush(stdout);  // progress of long runs (scripts/jepsen.sh)
       // The killed replica returns as a fresh follower (see the file comment).
       std::filesystem::remove_all(Dir(leader));
       ASSERT_TRUE(replicas_[leader]->Start());
@@ -290,6 +311,7 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
     }
   };
   kill_loop();
+  if (HasFailure()) DumpLogs();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   stop_producer = true;
   producer.join();
