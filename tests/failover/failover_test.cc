@@ -303,8 +303,10 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
                   static_cast<long long>(writes_back_ms.back()));
       std::fflush(stdout);  // progress of long runs (scripts/jepsen.sh)
       // The killed replica returns as a fresh follower (see the file comment).
+      // Same port: clients and peers know the replica's address (a replaced machine keeps it).
       std::filesystem::remove_all(Dir(leader));
-      ASSERT_TRUE(replicas_[leader]->Start());
+      replicas_[leader]->set_fixed_port(replicas_[leader]->port());
+      ASSERT_TRUE(replicas_[leader]->Start()) << "restart on port " << replicas_[leader]->port();
       ASSERT_TRUE(CaughtUp(next)) << "the restarted replica did not catch up";
       leader = next;
       term = new_term;
