@@ -105,9 +105,10 @@ class FailoverTest : public ::testing::Test {
     }, seconds);
     return found;
   }
-  // Every live replica's CommitLog end equals the leader's (followers caught up).
+  // Every live replica's CommitLog end equals the leader's (followers caught up). On a timeout
+  // prints what the leader sees of each follower.
   bool CaughtUp(int leader) {
-    return Eventually([&] {
+    const bool ok = Eventually([&] {
       auto l = AdminClient(Quick(leader)).GroupStatus();
       if (!l.ok()) return false;
       int followers = 0;
@@ -115,7 +116,18 @@ class FailoverTest : public ::testing::Test {
         if (f.lag_bytes() == 0 && f.last_pull_ms() < 1'000) ++followers;
       }
       return followers == kReplicas - 1;
-    });
+    }, 90);
+    if (!ok) {
+      auto l = AdminClient(Quick(leader)).GroupStatus();
+      std::printf("leader %d: %s\n", leader, l.ok() ? l->ShortDebugString().c_str()
+                                                  : l.status().ToString().c_str());
+      for (int i = 0; i < kReplicas; ++i) {
+        auto g = AdminClient(Quick(i)).GroupStatus();
+        std::printf("replica %d: %s\n", i, g.ok() ? g->ShortDebugString().c_str()
+                                                 : g.status().ToString().c_str());
+      }
+    }
+    return ok;
   }
 
   // A leader frozen (SIGSTOP) past its lease is replaced; when it runs again it must not
