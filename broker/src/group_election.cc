@@ -31,14 +31,24 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
   cluster::ElectionCallbacks cb;
   replication::Leadership* leadership = replication_->leadership();
   cb.on_elected = [this, leadership](int64_t term) {
-    absl::Status s = leadership->Promote(term);
-    if (!s.ok()) TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(), s.ToString());
+    Post([this, leadership, term] {
+      absl::Status s = leadership->Promote(term);
+      if (!s.ok()) {
+        TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(), s.ToString());
+      }
+    });
   };
   cb.on_leader = [this, leadership](int64_t term, const proto::BrokerRecord& leader) {
-    absl::Status s = leadership->Demote(term, leader.address());
-    if (!s.ok()) TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), leader.address(), s.ToString());
+    Post([this, leadership, term, address = leader.address()] {
+      absl::Status s = leadership->Demote(term, address);
+      if (!s.ok()) {
+        TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address, s.ToString());
+      }
+    });
   };
-  cb.on_lost = [leadership](int64_t term, const std::string&) { leadership->StepDown(term); };
+  cb.on_lost = [this, leadership](int64_t term, const std::string&) {
+    Post([leadership, term] { leadership->StepDown(term); });
+  };
   cb.may_campaign = [this] { return MayCampaign(); };
   // Only a registered replica pulls: every follower that can acknowledge a sync write is one
   // that candidates ask before campaigning.
@@ -53,6 +63,7 @@ GroupElection::~GroupElection() { Stop(false); }
 absl::Status GroupElection::RegisterOnce() { return replica_->RegisterOnce(); }
 
 void GroupElection::Start(std::function<void(const absl::Status&)> on_conflict) {
+  apply_thread_ = std::thread([this] { ApplyLoop(); });
   replica_->Start(std::move(on_conflict));
   election_->Start();
 }
@@ -60,6 +71,34 @@ void GroupElection::Start(std::function<void(const absl::Status&)> on_conflict) 
 void GroupElection::Stop(bool resign) {
   election_->Stop(resign);
   replica_->Stop(resign);
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    apply_stop_ = true;
+  }
+  apply_cv_.notify_all();
+  if (apply_thread_.joinable()) apply_thread_.join();
+}
+
+void GroupElection::Post(std::function<void()> f) {
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    apply_queue_.push_back(std::move(f));
+  }
+  apply_cv_.notify_all();
+}
+
+void GroupElection::ApplyLoop() {
+  while (true) {
+    std::function<void()> f;
+    {
+      std::unique_lock<std::mutex> l(apply_mu_);
+      apply_cv_.wait(l, [&] { return apply_stop_ || !apply_queue_.empty(); });
+      if (apply_queue_.empty()) return;  // stopping, nothing left
+      f = std::move(apply_queue_.front());
+      apply_queue_.pop_front();
+    }
+    f();
+  }
 }
 
 absl::Status GroupElection::AskPeer(const std::string& address, int64_t* max_offset,

@@ -19,15 +19,22 @@
 // answers or its record lapses (within the TTL). (end, id) orders the rest totally, so the
 // first of them always campaigns.
 //
-// Thread-safety: accessors from any thread; the election thread runs the callbacks. Lifetime:
+// The Leadership calls run in order on this object's own thread, not on the election thread:
+// a promotion starts the leader's services (timer store recovery among them), which must not
+// hold up the lease keepalives. Until it ran, the write path's lease check still fences.
+// Thread-safety: accessors from any thread. Lifetime:
 // the EtcdClient and the ReplicationService outlive it; Stop before they go.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "cluster/etcd_client.h"
@@ -64,6 +71,9 @@ class GroupElection {
 
  private:
   bool MayCampaign();
+  // Queues a Leadership call for the apply thread (in order).
+  void Post(std::function<void()> f);
+  void ApplyLoop();
   // The CommitLog end and broker id a peer reports: OK, kUnavailable when it refused the
   // connection (dead), another error when it did not answer in time.
   absl::Status AskPeer(const std::string& address, int64_t* max_offset, int32_t* broker_id) const;
@@ -76,6 +86,11 @@ class GroupElection {
   GroupElectionOptions options_;
   std::unique_ptr<cluster::Membership> replica_;
   std::unique_ptr<cluster::LeaderElection> election_;
+  std::mutex apply_mu_;
+  std::condition_variable apply_cv_;
+  std::deque<std::function<void()>> apply_queue_;  // apply_mu_
+  bool apply_stop_ = false;                        // apply_mu_
+  std::thread apply_thread_;
 };
 
 }  // namespace tokimq::broker

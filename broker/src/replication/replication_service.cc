@@ -98,7 +98,9 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
   }
   replication::LeadershipView v = leadership_.Current();
   resp->set_term(v.term);
-  if (v.role != Role::kLeader) {
+  // A leader past its lease fence serves no more bytes: what it wrote since (timer releases,
+  // consumer state) was acknowledged to no one and must not reach a follower.
+  if (v.role != Role::kLeader || (lease_valid_ && !lease_valid_())) {
     return absl::FailedPreconditionError(
         fmt::format("not the leader (term {}, leader {})", v.term, v.leader_address));
   }
