@@ -329,8 +329,20 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   stop_producer = true;
   producer.join();
-  // Everything acknowledged is due within 2.5 s; allow slow ASAN brokers a generous margin.
-  if (!HasFatalFailure()) Eventually([&] { return history.Outstanding() == 0; }, 60);
+  // Everything acknowledged is due within 2.5 s, but each new leader delivers the topic from
+  // its start to the group again (consumer state is not replicated yet): after many kills the
+  // consumer wades through every message once per failover. Wait while it makes progress.
+  if (!HasFatalFailure()) {
+    int64_t outstanding = history.Outstanding();
+    auto last_progress = std::chrono::steady_clock::now();
+    while (outstanding > 0 &&
+           std::chrono::steady_clock::now() - last_progress < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const int64_t now_outstanding = history.Outstanding();
+      if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
+      outstanding = now_outstanding;
+    }
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(1'000));  // late duplicates, if any
   stop_consumer = true;
   consumer.join();
