@@ -34,7 +34,8 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
     Post([this, leadership, term] {
       absl::Status s = leadership->Promote(term);
       if (!s.ok()) {
-        TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(), s.ToString());
+        TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(),
+                         s.ToString());
       }
     });
   };
@@ -42,7 +43,8 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
     Post([this, leadership, term, address = leader.address()] {
       absl::Status s = leadership->Demote(term, address);
       if (!s.ok()) {
-        TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address, s.ToString());
+        TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address,
+                        s.ToString());
       }
     });
   };

@@ -33,8 +33,8 @@ LeaderElection::LeaderElection(EtcdClient* etcd, ElectionOptions options,
 LeaderElection::~LeaderElection() { Stop(false); }
 
 void LeaderElection::Start() {
-  watcher_ = etcd_->WatchPrefix(key_, [this](const WatchBatch& b) { OnWatch(b); },
-                                std::min<int64_t>(options_.retry_ms, 500));
+  watcher_ = etcd_->WatchPrefix(
+      key_, [this](const WatchBatch& b) { OnWatch(b); }, std::min<int64_t>(options_.retry_ms, 500));
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -112,7 +112,8 @@ int64_t LeaderElection::Step() {
 int64_t LeaderElection::StepLeading(const Observed& seen) {
   const int64_t term = leading_term_.load();
   // The watch is behind our own put until it delivers a revision >= term.
-  if (seen.loaded && seen.kv.mod_revision >= term && (!seen.present || seen.kv.mod_revision != term)) {
+  if (seen.loaded && seen.kv.mod_revision >= term &&
+      (!seen.present || seen.kv.mod_revision != term)) {
     Lose(seen.present ? fmt::format("the leader key now holds {} (term {})", seen.rec.address(),
                                     seen.kv.mod_revision)
                       : "the leader key was deleted (lease expired at etcd)");

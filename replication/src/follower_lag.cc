@@ -48,10 +48,9 @@ std::vector<FollowerLag::Entry> FollowerLag::Snapshot() const {
     e.last_pull_ms = now - f.last_pull_ms;
     if (e.lag_bytes > 0) {
       // The first sample whose end passed the follower's: its bytes are the oldest missing.
-      auto it = std::upper_bound(samples_.begin(), samples_.end(), f.acked,
-                                 [](int64_t a, const std::pair<int64_t, int64_t>& s) {
-                                   return a < s.first;
-                                 });
+      auto it = std::upper_bound(
+          samples_.begin(), samples_.end(), f.acked,
+          [](int64_t a, const std::pair<int64_t, int64_t>& s) { return a < s.first; });
       if (it != samples_.end()) e.lag_ms = now - it->second;
     }
     out.push_back(std::move(e));

@@ -83,7 +83,8 @@ TEST_F(LeaderElectionTest, OneWinsWithThePutRevisionAsTermAndTheOtherFollowsIt) 
   auto e1 = Make(1, &s1);
   e1->Start();
   ASSERT_TRUE(Eventually([&] { return !s1.Get().empty(); }));
-  EXPECT_EQ(s1.Get(), std::vector<std::string>{"leader " + std::to_string(term) + " 127.0.0.1:1000"});
+  EXPECT_EQ(s1.Get(),
+            std::vector<std::string>{"leader " + std::to_string(term) + " 127.0.0.1:1000"});
   EXPECT_FALSE(e1->leading());
   EXPECT_EQ(e1->known_term(), term);
 }

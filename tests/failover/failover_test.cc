@@ -71,9 +71,10 @@ class FailoverTest : public ::testing::Test {
   }
   std::string Dir(int i) { return dir_.Join("r" + std::to_string(i)); }
   std::vector<std::string> Args(int i) {
-    return {"--cluster", "c1", "--etcd-endpoints", etcd_.endpoint(), "--broker-name", "g1",
-            "--broker-id", std::to_string(i), "--replication", mode_, "--lease-ttl",
-            std::to_string(kLeaseTtlS), "--grpc-port", "0"};
+    return {"--cluster",     "c1",  "--etcd-endpoints", etcd_.endpoint(),
+            "--broker-name", "g1",  "--broker-id",      std::to_string(i),
+            "--replication", mode_, "--lease-ttl",      std::to_string(kLeaseTtlS),
+            "--grpc-port",   "0"};
   }
   ClientOptions Quick(int i) {
     ClientOptions o = replicas_[i]->Options();
@@ -91,40 +92,44 @@ class FailoverTest : public ::testing::Test {
   // within the wait. *term gets its term.
   int WaitLeader(int64_t after, int64_t* term = nullptr, int seconds = 30) {
     int found = -1;
-    Eventually([&] {
-      for (int i = 0; i < kReplicas; ++i) {
-        if (replicas_[i]->pid() <= 0) continue;
-        auto gs = AdminClient(Quick(i)).GroupStatus();
-        if (gs.ok() && gs->role() == "leader" && gs->term() > after) {
-          found = i;
-          if (term) *term = gs->term();
-          return true;
-        }
-      }
-      return false;
-    }, seconds);
+    Eventually(
+        [&] {
+          for (int i = 0; i < kReplicas; ++i) {
+            if (replicas_[i]->pid() <= 0) continue;
+            auto gs = AdminClient(Quick(i)).GroupStatus();
+            if (gs.ok() && gs->role() == "leader" && gs->term() > after) {
+              found = i;
+              if (term) *term = gs->term();
+              return true;
+            }
+          }
+          return false;
+        },
+        seconds);
     return found;
   }
   // Every live replica's CommitLog end equals the leader's (followers caught up). On a timeout
   // prints what the leader sees of each follower.
   bool CaughtUp(int leader) {
-    const bool ok = Eventually([&] {
-      auto l = AdminClient(Quick(leader)).GroupStatus();
-      if (!l.ok()) return false;
-      int followers = 0;
-      for (const proto::FollowerLag& f : l->followers()) {
-        if (f.lag_bytes() == 0 && f.last_pull_ms() < 1'000) ++followers;
-      }
-      return followers == kReplicas - 1;
-    }, 90);
+    const bool ok = Eventually(
+        [&] {
+          auto l = AdminClient(Quick(leader)).GroupStatus();
+          if (!l.ok()) return false;
+          int followers = 0;
+          for (const proto::FollowerLag& f : l->followers()) {
+            if (f.lag_bytes() == 0 && f.last_pull_ms() < 1'000) ++followers;
+          }
+          return followers == kReplicas - 1;
+        },
+        90);
     if (!ok) {
       auto l = AdminClient(Quick(leader)).GroupStatus();
-      std::printf("leader %d: %s\n", leader, l.ok() ? l->ShortDebugString().c_str()
-                                                  : l.status().ToString().c_str());
+      std::printf("leader %d: %s\n", leader,
+                  l.ok() ? l->ShortDebugString().c_str() : l.status().ToString().c_str());
       for (int i = 0; i < kReplicas; ++i) {
         auto g = AdminClient(Quick(i)).GroupStatus();
-        std::printf("replica %d: %s\n", i, g.ok() ? g->ShortDebugString().c_str()
-                                                 : g.status().ToString().c_str());
+        std::printf("replica %d: %s\n", i,
+                    g.ok() ? g->ShortDebugString().c_str() : g.status().ToString().c_str());
       }
     }
     return ok;
@@ -170,10 +175,13 @@ class FailoverTest : public ::testing::Test {
     sender.join();
     EXPECT_EQ(acked.load(), 0) << "a deposed leader acknowledged a write";
     EXPECT_EQ(refused.load(), 20);
-    ASSERT_TRUE(Eventually([&] {
-      auto gs = AdminClient(Quick(old)).GroupStatus();
-      return gs.ok() && gs->role() == "follower" && gs->term() == new_term;
-    }, 10)) << "the old leader does not follow the new term";
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto gs = AdminClient(Quick(old)).GroupStatus();
+          return gs.ok() && gs->role() == "follower" && gs->term() == new_term;
+        },
+        10))
+        << "the old leader does not follow the new term";
     auto gs = AdminClient(Quick(old)).GroupStatus();
     ASSERT_TRUE(gs.ok());
     EXPECT_EQ(gs->leader_address(), replicas_[next]->Options().broker);
@@ -268,7 +276,8 @@ void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* 
 int64_t Percentile(std::vector<int64_t> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged) {
@@ -308,11 +317,12 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
       EXPECT_GT(new_term, term);
       ASSERT_TRUE(Eventually([&] { return last_ok_ms.load() > killed_at; })) << "no send acked";
       writes_back_ms.push_back(last_ok_ms.load() - killed_at);
-      std::printf("kill %d: leader %d (term %lld) -> %d (term %lld): elected after %lld ms, "
-                  "sends acknowledged again after %lld ms\n",
-                  k + 1, leader, static_cast<long long>(term), next,
-                  static_cast<long long>(new_term), static_cast<long long>(election_ms.back()),
-                  static_cast<long long>(writes_back_ms.back()));
+      std::printf(
+          "kill %d: leader %d (term %lld) -> %d (term %lld): elected after %lld ms, "
+          "sends acknowledged again after %lld ms\n",
+          k + 1, leader, static_cast<long long>(term), next, static_cast<long long>(new_term),
+          static_cast<long long>(election_ms.back()),
+          static_cast<long long>(writes_back_ms.back()));
       std::fflush(stdout);  // progress of long runs (scripts/jepsen.sh)
       // The killed replica returns as a fresh follower (see the file comment).
       // Same port: clients and peers know the replica's address (a replaced machine keeps it).
@@ -350,12 +360,13 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
 
   History::Report r = history.Check();
   std::printf("history: %s\n", r.ToString().c_str());
-  std::printf("failover over %d kills: election p50 %lld ms max %lld ms; sends acknowledged "
-              "again p50 %lld ms max %lld ms (lease TTL %d s)\n",
-              kills, static_cast<long long>(Percentile(election_ms, 0.5)),
-              static_cast<long long>(Percentile(election_ms, 1.0)),
-              static_cast<long long>(Percentile(writes_back_ms, 0.5)),
-              static_cast<long long>(Percentile(writes_back_ms, 1.0)), kLeaseTtlS);
+  std::printf(
+      "failover over %d kills: election p50 %lld ms max %lld ms; sends acknowledged "
+      "again p50 %lld ms max %lld ms (lease TTL %d s)\n",
+      kills, static_cast<long long>(Percentile(election_ms, 0.5)),
+      static_cast<long long>(Percentile(election_ms, 1.0)),
+      static_cast<long long>(Percentile(writes_back_ms, 0.5)),
+      static_cast<long long>(Percentile(writes_back_ms, 1.0)), kLeaseTtlS);
   EXPECT_GT(r.acknowledged, 0);
   EXPECT_EQ(r.lost, 0) << r.ToString();
   EXPECT_EQ(r.early, 0) << r.ToString();

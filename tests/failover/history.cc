@@ -28,7 +28,8 @@ void History::Received(const std::string& id, const std::string& group, int32_t 
   Message& m = messages_[id];
   if (m.copies.empty() && m.acknowledged) --outstanding_;
   ++m.copies[{group, queue_id, queue_offset}];
-  m.earliest_receipt_ms = m.earliest_receipt_ms < 0 ? at_ms : std::min(m.earliest_receipt_ms, at_ms);
+  m.earliest_receipt_ms =
+      m.earliest_receipt_ms < 0 ? at_ms : std::min(m.earliest_receipt_ms, at_ms);
 }
 
 void History::Acked(const std::string& /*id*/, bool /*ok*/) {

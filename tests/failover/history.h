@@ -46,8 +46,8 @@ class History {
 
   struct Report {
     int64_t attempted = 0;
-    int64_t acknowledged = 0;     // SendOk
-    int64_t received_ids = 0;     // distinct ids received
+    int64_t acknowledged = 0;  // SendOk
+    int64_t received_ids = 0;  // distinct ids received
     int64_t receipts = 0;
     int64_t lost = 0;
     int64_t early = 0;

@@ -111,10 +111,10 @@ class LeaderElection {
   ElectionCallbacks callbacks_;
   Clock* clock_;
   const std::string key_;
-  LeaseFence fence_;            // election thread
-  int64_t lease_ = 0;           // election thread: the lease of the held key
+  LeaseFence fence_;               // election thread
+  int64_t lease_ = 0;              // election thread: the lease of the held key
   int64_t next_keepalive_ms_ = 0;  // election thread
-  bool warned_ = false;         // election thread
+  bool warned_ = false;            // election thread
   std::atomic<int64_t> leading_term_{0};
   std::atomic<int64_t> fence_until_ms_{0};  // fence_.valid_until_ms(), for LeaseValidNow
   std::atomic<bool> etcd_reachable_{false};
@@ -122,10 +122,10 @@ class LeaderElection {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;   // mu_
-  bool wake_ = false;   // mu_: the watch delivered something
-  Observed observed_;   // mu_
-  int64_t known_term_ = 0;                   // mu_
+  bool stop_ = false;                         // mu_
+  bool wake_ = false;                         // mu_: the watch delivered something
+  Observed observed_;                         // mu_
+  int64_t known_term_ = 0;                    // mu_
   std::optional<proto::BrokerRecord> known_;  // mu_
   std::unique_ptr<PrefixWatcher> watcher_;
   std::thread thread_;
