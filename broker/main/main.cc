@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
   app.add_option("--broker-name", broker_name, "this broker's name in the cluster (unique)");
   app.add_option("--advertise", advertise,
                  "host:port clients reach the native port at (default: bind address + port)");
+  int64_t lease_ttl_s = 0;
+  app.add_option("--lease-ttl", lease_ttl_s,
+                 "seconds: the etcd lease of the registration and of a group leader; a dead "
+                 "leader is replaced within it (default 10)")
+      ->check(CLI::Range(1, 3600));
   app.add_option("--advertise-grpc", advertise_grpc,
                  "host:port clients reach the gRPC endpoint at (default: bind + --grpc-port)");
   CLI11_PARSE(app, argc, argv);
@@ -223,6 +228,15 @@ int main(int argc, char** argv) {
   if (!broker_name.empty()) config.cluster.broker_name = broker_name;
   if (!advertise.empty()) config.cluster.advertise = advertise;
   if (!advertise_grpc.empty()) config.cluster.advertise_grpc = advertise_grpc;
+  if (lease_ttl_s > 0) config.cluster.lease_ttl_s = lease_ttl_s;
+  if (config.cluster.enabled()) {
+    // The etcd election decides who leads and whom followers pull from (docs/cluster.md).
+    if (!config.broker.replicate_from.empty()) {
+      return Fail("--replicate-from is for a static broker group; with --cluster the group's "
+                  "leader is elected through etcd");
+    }
+    config.broker.replication_elected = true;
+  }
   if (!log_level.empty()) config.log_level = log_level;
   if (!log_file.empty()) config.log_file = log_file;
   if (!log_format.empty()) config.log_format = log_format;

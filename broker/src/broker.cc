@@ -93,6 +93,7 @@ absl::Status Broker::OpenStores() {
   repl.sync = options_.replication_sync;
   repl.ack_timeout_ms = options_.replication_ack_timeout_ms;
   repl.segment_size = options_.commitlog_segment_size;
+  repl.elected = options_.replication_elected;
   replication_ = std::make_unique<ReplicationService>(std::move(repl), store_.get(),
                                                       [this] { return StartServing(); });
   TOKIMQ_RETURN_IF_ERROR(replication_->Start());  // a leader: StartServing now

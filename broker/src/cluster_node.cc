@@ -10,7 +10,9 @@
 #include "broker/metadata_store.h"
 #include "cluster/cluster_view.h"
 #include "cluster/etcd_client.h"
-#include "cluster/membership.h"
+#include "cluster/keys.h"
+#include "group_election.h"
+#include "replication/replication_service.h"
 #include "cluster/topic_catalog.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -96,16 +98,17 @@ absl::Status ClusterNode::Start(std::string advertise, std::string advertise_grp
                                 std::function<void(const absl::Status&)> on_conflict) {
   options_.advertise = std::move(advertise);
   options_.advertise_grpc = std::move(advertise_grpc);
-  cluster::MembershipOptions m;
-  m.cluster = options_.cluster;
-  m.self.set_name(options_.broker_name);
-  m.self.set_address(options_.advertise);
-  m.self.set_grpc_address(options_.advertise_grpc);
-  m.self.set_started_ms(broker_->clock()->NowMs());
-  m.self.set_version("tokimq " TOKIMQ_VERSION);
-  m.ttl_s = options_.lease_ttl_s;
-  membership_ = std::make_unique<cluster::Membership>(etcd_.get(), m);
-  absl::Status s = membership_->RegisterOnce();
+  GroupElectionOptions g;
+  g.cluster = options_.cluster;
+  g.self.set_name(options_.broker_name);
+  g.self.set_address(options_.advertise);
+  g.self.set_grpc_address(options_.advertise_grpc);
+  g.self.set_started_ms(broker_->clock()->NowMs());
+  g.self.set_version("tokimq " TOKIMQ_VERSION);
+  g.self.set_broker_id(broker_->options().broker_id);
+  g.ttl_s = options_.lease_ttl_s;
+  group_ = std::make_unique<GroupElection>(etcd_.get(), broker_->replication(), g);
+  absl::Status s = group_->RegisterOnce();
   // The name may be held by this broker's own record from before a crash under another address
   // (a restart on a new port): it lapses within the lease TTL. Only a holder that outlives it
   // is another live broker: then on_conflict.
@@ -129,16 +132,16 @@ absl::Status ClusterNode::Start(std::string advertise, std::string advertise_grp
                      options_.cluster, fmt::join(options_.etcd_endpoints, ","), s.ToString(),
                      options_.broker_name, options_.advertise);
   }
-  membership_->Start(std::move(conflict));
+  group_->Start(std::move(conflict));
   return absl::OkStatus();
 }
 
 void ClusterNode::Stop() {
-  if (membership_) membership_->Stop(/*revoke=*/true);
+  if (group_) group_->Stop(/*resign=*/true);
   if (view_) view_->Stop();
 }
 
-bool ClusterNode::registered() const { return membership_ && membership_->registered(); }
+bool ClusterNode::registered() const { return group_ && group_->registered(); }
 
 bool ClusterNode::Intercept(const proto::Request& req, proto::Response* resp) {
   absl::Status s;
@@ -164,12 +167,20 @@ bool ClusterNode::Intercept(const proto::Request& req, proto::Response* resp) {
       s = route.status();
       if (s.ok()) {
         route->set_answered_by(options_.broker_name);
+        const auto members = view_->Members();
+        for (const proto::BrokerRoute& b : route->brokers()) {
+          auto m = members.find(b.broker());
+          if (m != members.end()) (*route->mutable_leader_terms())[b.broker()] = m->second.term();
+        }
         *resp->mutable_route() = std::move(*route);
       }
       break;
     }
     case proto::Request::kClusterStatus:
       Status(resp->mutable_cluster_status());
+      break;
+    case proto::Request::kGroupStatus:
+      GroupStatus(resp->mutable_group_status());
       break;
     default:
       return false;
@@ -275,6 +286,11 @@ void ClusterNode::ListTopics(proto::Response* resp) {
   for (auto& [name, t] : view_->Topics()) *out->add_topics() = t;
 }
 
+void ClusterNode::GroupStatus(proto::GroupStatusResponse* out) {
+  broker_->replication()->GroupStatus(out);
+  out->set_broker_name(options_.broker_name);
+}
+
 bool ClusterNode::DescribeRemote(const std::string& name, proto::Response* resp) {
   std::optional<proto::TopicConfig> t = view_->Topic(name);
   if (!t) return false;  // the broker's answer (kNotFound, or a local-only topic)
@@ -291,10 +307,19 @@ void ClusterNode::Status(proto::ClusterStatusResponse* out) {
   out->set_cluster(options_.cluster);
   out->set_answered_by(options_.broker_name);
   out->set_registered(registered());
-  out->set_etcd_reachable(membership_ && membership_->etcd_reachable());
+  out->set_etcd_reachable(group_ && group_->etcd_reachable());
   out->set_etcd_revision(view_->revision());
   for (auto& [name, rec] : view_->Members()) *out->add_members() = rec;
   for (auto& [name, t] : view_->Topics()) *out->add_topics() = t;
+  // Every group's replicas (not in the watched view: only status needs them).
+  absl::StatusOr<cluster::RangeResult> replicas =
+      etcd_->RangePrefix(cluster::ClusterPrefix(options_.cluster) + "replicas/");
+  if (replicas.ok()) {
+    for (const cluster::KeyValue& kv : replicas->kvs) {
+      proto::BrokerRecord rec;
+      if (cluster::DecodeValue(kv.key, kv.value, &rec).ok()) *out->add_replicas() = rec;
+    }
+  }
 }
 
 void ClusterNode::ApplyLocal(const proto::TopicConfig& t) {

@@ -141,6 +141,15 @@ KeyResult ApplyClusterKey(const std::string& key, const toml::node& node, Broker
   if (key == "broker_name") return GetString(node, key, &c->cluster.broker_name);
   if (key == "advertise") return GetString(node, key, &c->cluster.advertise);
   if (key == "advertise_grpc") return GetString(node, key, &c->cluster.advertise_grpc);
+  if (key == "lease_ttl") {  // a duration, whole seconds ("3s"); etcd leases count seconds
+    int64_t ms = 0;
+    if (absl::Status s = GetDuration(node, key, &ms); !s.ok()) return s;
+    if (ms < 1000 || ms % 1000 != 0) {
+      return absl::InvalidArgumentError("lease_ttl must be whole seconds, at least 1s");
+    }
+    c->cluster.lease_ttl_s = ms / 1000;
+    return absl::OkStatus();
+  }
   return std::nullopt;
 }
 

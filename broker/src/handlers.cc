@@ -92,6 +92,9 @@ absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) 
       return replication_->HandlePull(req.replicate_pull(), resp->mutable_replicate_pull());
     case proto::Request::kReplicationRole:
       return replication_->HandleRole(req.replication_role(), resp->mutable_replication_role());
+    case proto::Request::kGroupStatus:  // cluster mode: ClusterNode adds the broker name
+      replication_->GroupStatus(resp->mutable_group_status());
+      return absl::OkStatus();
     case proto::Request::kHandshake:
       return HandleHandshake(req.handshake(), resp);
     case proto::Request::kCreateTopic:
@@ -269,6 +272,7 @@ absl::Status Broker::HandleStats(const proto::StatsRequest& req, proto::StatsRes
   FillGroupStats(req, resp);
   FillStorageStats(resp);
   FillCounterStats(req, resp);
+  replication_->GroupStatus(resp->mutable_replication());
   return absl::OkStatus();
 }
 

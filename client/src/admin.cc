@@ -38,6 +38,14 @@ absl::StatusOr<proto::ClusterStatusResponse> AdminClient::ClusterStatus() {
   return resp->cluster_status();
 }
 
+absl::StatusOr<proto::GroupStatusResponse> AdminClient::GroupStatus() {
+  proto::Request req;
+  req.mutable_group_status();
+  auto resp = conn_.Call(std::move(req));
+  if (!resp.ok()) return resp.status();
+  return resp->group_status();
+}
+
 absl::Status AdminClient::DeleteTopic(const std::string& name) {
   proto::Request req;
   req.mutable_delete_topic()->set_name(name);

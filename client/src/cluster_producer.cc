@@ -14,14 +14,23 @@ bool TryAnotherBroker(const absl::Status& s) {
          absl::IsResourceExhausted(s);
 }
 
+// The group's leader is gone or moved: wait for the election and the route to follow.
+bool LeaderMoved(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) ||
+         (absl::IsFailedPrecondition(s) && s.message().find("follower") != std::string_view::npos);
+}
+
 const std::string& GroupOf(const OutgoingMessage& m) {
   return m.message_group.empty() ? m.key : m.message_group;
 }
 
 }  // namespace
 
-ClusterProducer::ClusterProducer(ClientOptions bootstrap, int64_t route_refresh_ms)
-    : routes_(std::move(bootstrap), route_refresh_ms) {
+ClusterProducer::ClusterProducer(ClientOptions bootstrap, int64_t route_refresh_ms,
+                                 int64_t failover_wait_ms, Clock* clock)
+    : routes_(std::move(bootstrap), route_refresh_ms, clock),
+      failover_wait_ms_(failover_wait_ms),
+      clock_(clock) {
   // A random first queue: short-lived producers (one CLI send each) still spread.
   next_queue_.store(std::random_device{}());
 }
@@ -62,6 +71,18 @@ absl::StatusOr<SendReceipt> ClusterProducer::Send(const OutgoingMessage& msg) {
 }
 
 absl::StatusOr<std::vector<SendReceipt>> ClusterProducer::SendBatch(
+    const std::vector<OutgoingMessage>& msgs) {
+  const int64_t deadline = clock_->NowMs() + failover_wait_ms_;
+  while (true) {
+    absl::StatusOr<std::vector<SendReceipt>> r = SendOnce(msgs);
+    if (r.ok() || !LeaderMoved(r.status()) || clock_->NowMs() >= deadline) return r;
+    if (!msgs.empty()) routes_.Invalidate(msgs[0].topic);
+    const int64_t until = std::min(clock_->NowMs() + 100, deadline);
+    clock_->WaitUntilMs(until, std::chrono::milliseconds(100));
+  }
+}
+
+absl::StatusOr<std::vector<SendReceipt>> ClusterProducer::SendOnce(
     const std::vector<OutgoingMessage>& msgs) {
   if (msgs.empty()) return std::vector<SendReceipt>{};
   const std::string& topic = msgs[0].topic;

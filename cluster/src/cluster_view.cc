@@ -49,6 +49,7 @@ void ClusterView::Apply(const WatchBatch& batch) {
         if (!put) {
           members_.erase(name);
         } else if (absl::Status s = DecodeValue(key, e.kv.value, &rec); s.ok()) {
+          rec.set_term(e.kv.mod_revision);  // the group's term (leader_election.h)
           members_[name] = rec;
         } else {
           TOKIMQ_LOG_WARN("{}", s.ToString());

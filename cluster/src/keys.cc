@@ -10,6 +10,12 @@ std::string BrokersPrefix(const std::string& cluster) { return ClusterPrefix(clu
 std::string BrokerKey(const std::string& cluster, const std::string& broker) {
   return BrokersPrefix(cluster) + broker;
 }
+std::string ReplicasPrefix(const std::string& cluster, const std::string& broker) {
+  return ClusterPrefix(cluster) + "replicas/" + broker + "/";
+}
+std::string ReplicaKey(const std::string& cluster, const std::string& broker, int32_t broker_id) {
+  return ReplicasPrefix(cluster, broker) + std::to_string(broker_id);
+}
 std::string TopicsPrefix(const std::string& cluster) { return ClusterPrefix(cluster) + "topics/"; }
 std::string TopicKey(const std::string& cluster, const std::string& topic) {
   return TopicsPrefix(cluster) + topic;

@@ -19,7 +19,8 @@ Membership::Membership(EtcdClient* etcd, MembershipOptions options)
 Membership::~Membership() { Stop(false); }
 
 absl::Status Membership::RegisterOnce() {
-  const std::string key = BrokerKey(options_.cluster, options_.self.name());
+  const std::string key =
+      options_.key.empty() ? BrokerKey(options_.cluster, options_.self.name()) : options_.key;
   const std::string value = EncodeValue(options_.self);
   absl::StatusOr<int64_t> lease = etcd_->LeaseGrant(options_.ttl_s);
   etcd_reachable_.store(lease.ok() || !EtcdDown(lease.status()));
@@ -37,9 +38,11 @@ absl::Status Membership::RegisterOnce() {
     if (other.address() != options_.self.address()) {
       (void)etcd_->LeaseRevoke(*lease);
       return absl::AlreadyExistsError(fmt::format(
-          "broker name '{}' is already registered in cluster '{}' by the broker at {}: stop it "
-          "or choose another --broker-name",
-          options_.self.name(), options_.cluster, other.address()));
+          "broker name '{}'{} is already registered in cluster '{}' by the broker at {}: stop it "
+          "or choose another --broker-name{}",
+          options_.self.name(),
+          options_.key.empty() ? "" : fmt::format(" id {}", options_.self.broker_id()),
+          options_.cluster, other.address(), options_.key.empty() ? "" : " / --broker-id"));
     }
     // Our own record from before a restart: replace it (compare-and-swap) under the new lease.
     EtcdTxn replace;

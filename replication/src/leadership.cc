@@ -71,6 +71,19 @@ absl::Status Leadership::Demote(int64_t term, std::string leader_address) {
   return absl::OkStatus();
 }
 
+bool Leadership::StepDown(int64_t term) {
+  LeadershipView changed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (view_.role != Role::kLeader || view_.term != term) return false;
+    view_.role = Role::kFollower;
+    view_.leader_address.clear();
+    changed = view_;
+  }
+  Notify(changed);
+  return true;
+}
+
 void Leadership::Subscribe(Listener listener) {
   std::lock_guard<std::mutex> l(listeners_mu_);
   listeners_.push_back(std::move(listener));

@@ -138,5 +138,31 @@ TEST(MetricsCollectorTest, TopicAndGroupSeriesAreBounded) {
   EXPECT_EQ(omitted.at("group"), 2);
 }
 
+TEST(MetricsCollectorTest, ReplicationRoleTermAndEachFollowersLag) {
+  proto::StatsResponse s;
+  auto* r = s.mutable_replication();
+  r->set_role("leader");
+  r->set_term(4711);
+  r->set_replication("sync");
+  auto* f = r->add_followers();
+  f->set_follower("1");
+  f->set_lag_bytes(2048);
+  f->set_lag_ms(250);
+  f->set_last_pull_ms(3);
+  f = r->add_followers();
+  f->set_follower("2");
+  const auto fams = MetricsFromStats(s);
+  ASSERT_NE(Find(fams, "tokimq_replication_leader"), nullptr);
+  EXPECT_EQ(ByLabel(*Find(fams, "tokimq_replication_leader"), "replication").at("sync"), 1);
+  EXPECT_EQ(Find(fams, "tokimq_replication_term")->metric[0].gauge.value, 4711);
+  EXPECT_EQ(ByLabel(*Find(fams, "tokimq_replication_lag_bytes"), "follower"),
+            (std::map<std::string, double>{{"1", 2048}, {"2", 0}}));
+  EXPECT_DOUBLE_EQ(ByLabel(*Find(fams, "tokimq_replication_lag_seconds"), "follower").at("1"), 0.25);
+  EXPECT_DOUBLE_EQ(
+      ByLabel(*Find(fams, "tokimq_replication_last_pull_age_seconds"), "follower").at("1"), 0.003);
+  r->set_role("follower");
+  EXPECT_EQ(ByLabel(*Find(MetricsFromStats(s), "tokimq_replication_leader"), "replication").at("sync"), 0);
+}
+
 }  // namespace
 }  // namespace tokimq::http

@@ -33,7 +33,8 @@ class BrokerProcess {
   bool Start() {
     std::string port_file = data_dir_ + ".port";
     ::unlink(port_file.c_str());
-    std::vector<std::string> args = {TOKIMQ_BROKER_BIN, "--data-dir", data_dir_, "--port", "0",
+    std::vector<std::string> args = {TOKIMQ_BROKER_BIN, "--data-dir", data_dir_, "--port",
+                                     std::to_string(fixed_port_),
                                      "--port-file", port_file, "--log-file", data_dir_ + ".log"};
     // The HTTP port off unless the test asks for one: several brokers run at once and the
     // default (9464) is one port for all.
@@ -84,6 +85,9 @@ class BrokerProcess {
     return o;
   }
   int port() const { return port_; }
+  // Listen on this port from the next Start (0: a free one, the default): a restart on the
+  // address clients and peers already know.
+  void set_fixed_port(int port) { fixed_port_ = port; }
   // RLIMIT_NOFILE (soft and hard) of the broker from the next Start; 0 = inherited.
   void set_nofile_limit(uint64_t n) { nofile_limit_ = n; }
   pid_t pid() const { return pid_; }
@@ -104,6 +108,7 @@ class BrokerProcess {
   std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   int port_ = 0;
+  int fixed_port_ = 0;
   uint64_t nofile_limit_ = 0;
 };
 

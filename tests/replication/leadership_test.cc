@@ -43,5 +43,23 @@ TEST(LeadershipTest, PromoteNeedsANewTermAndDemoteNeverGoesBack) {
   EXPECT_EQ(l.Current().leader_address, "127.0.0.1:2");
 }
 
+TEST(LeadershipTest, StepDownEndsOnlyTheGivenTermAndKeepsIt) {
+  Leadership l(Role::kFollower, 1, "127.0.0.1:1");
+  ASSERT_TRUE(l.Promote(7).ok());
+  std::vector<LeadershipView> seen;
+  l.Subscribe([&](const LeadershipView& v) { seen.push_back(v); });
+  EXPECT_FALSE(l.StepDown(6));  // an older term: not the one it leads
+  EXPECT_TRUE(l.IsLeaderOf(7));
+  EXPECT_TRUE(l.StepDown(7));
+  EXPECT_EQ(l.Current().role, Role::kFollower);
+  EXPECT_EQ(l.Current().term, 7);
+  EXPECT_TRUE(l.Current().leader_address.empty());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_FALSE(l.StepDown(7));  // already a follower
+  // The election names the next leader of a newer term, or elects this replica again.
+  EXPECT_EQ(l.Promote(7).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(l.Demote(9, "127.0.0.1:2").ok());
+}
+
 }  // namespace
 }  // namespace tokimq::replication

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "client/admin.h"
 #include "client/cluster_consumer.h"
@@ -24,6 +26,56 @@ std::string Placement(const proto::TopicConfig& t,
     if (!live.count(p.broker())) out += "(down)";
   }
   return out;
+}
+
+// One line per broker group: its leader, term and ack mode, then each replica with its lag as
+// the leader measures it (issue 20 item 6).
+void PrintGroups(const ClientOptions& o, const proto::ClusterStatusResponse& st) {
+  std::map<std::string, std::vector<proto::BrokerRecord>> replicas;
+  for (const proto::BrokerRecord& r : st.replicas()) replicas[r.name()].push_back(r);
+  for (const proto::BrokerRecord& m : st.members()) replicas[m.name()];  // groups of old brokers
+  std::map<std::string, proto::BrokerRecord> leaders;
+  for (const proto::BrokerRecord& m : st.members()) leaders[m.name()] = m;
+  std::printf("groups (%zu):\n", replicas.size());
+  for (const auto& [name, reps] : replicas) {
+    auto l = leaders.find(name);
+    if (l == leaders.end()) {
+      std::printf("  %-16s NO LEADER (election pending)\n", name.c_str());
+    }
+    std::map<std::string, proto::FollowerLag> lag;
+    if (l != leaders.end()) {
+      ClientOptions lo = o;
+      lo.broker = l->second.address();
+      lo.connect_timeout_ms = 2'000;
+      lo.request_timeout_ms = 2'000;
+      auto gs = client::AdminClient(lo).GroupStatus();
+      std::printf("  %-16s term %lld  leader id %d at %s", name.c_str(),
+                  static_cast<long long>(l->second.term()), l->second.broker_id(),
+                  l->second.address().c_str());
+      if (gs.ok()) {
+        std::printf("  %s  CommitLog end %lld%s\n", gs->replication().c_str(),
+                    static_cast<long long>(gs->max_offset()),
+                    gs->role() == "leader" ? "" : "  (it reports: not leading)");
+        for (const proto::FollowerLag& f : gs->followers()) lag[f.follower()] = f;
+      } else {
+        std::printf("  unreachable: %s\n", std::string(gs.status().message()).c_str());
+      }
+    }
+    for (const proto::BrokerRecord& r : reps) {
+      if (l != leaders.end() && r.broker_id() == l->second.broker_id()) continue;
+      std::printf("    follower id %-3d %-21s", r.broker_id(), r.address().c_str());
+      auto f = lag.find(std::to_string(r.broker_id()));
+      if (f == lag.end()) {
+        std::printf(" not pulling from the leader in this term\n");
+        continue;
+      }
+      std::printf(" lag %lld bytes %lld ms (acked %lld, last pull %lld ms ago)\n",
+                  static_cast<long long>(f->second.lag_bytes()),
+                  static_cast<long long>(f->second.lag_ms()),
+                  static_cast<long long>(f->second.acked_offset()),
+                  static_cast<long long>(f->second.last_pull_ms()));
+    }
+  }
 }
 
 }  // namespace
@@ -57,6 +109,7 @@ absl::Status ClusterStatus(const ClientOptions& o) {
                 m.address().c_str(), m.grpc_address().empty() ? "-" : m.grpc_address().c_str(),
                 health.c_str(), m.version().c_str());
   }
+  PrintGroups(o, *st);
   std::printf("topics (%d):\n", st->topics_size());
   for (const proto::TopicConfig& t : st->topics()) {
     std::printf("  %-24s %-11s max_delay=%s placement %s\n", t.name().c_str(),

@@ -99,6 +99,9 @@ struct BrokerOptions {
   std::string replicate_from;
   bool replication_sync = false;
   int64_t replication_ack_timeout_ms = 3000;
+  // Cluster mode (main sets it with --cluster): the etcd election decides the role; the broker
+  // serves nothing until elected or told whom to follow (docs/cluster.md "Broker groups").
+  bool replication_elected = false;
   uint64_t commitlog_segment_size = uint64_t{1} << 30;
   uint32_t max_message_size = 4u << 20;         // bytes of body
   // The wire frame limit (ServerOptions::max_frame_bytes; main copies it here): a receive never
@@ -221,6 +224,9 @@ class Broker {
   }
   // The broker's topic metadata (cluster mode applies the cluster's topics to it).
   MetadataStore* metadata() const { return metadata_.get(); }
+  // The broker group side (broker/src/replication/replication_service.h); the cluster node's
+  // election drives its Leadership. Valid between Open and Close.
+  ReplicationService* replication() const { return replication_.get(); }
   const BrokerOptions& options() const { return options_; }
 
   Clock* clock() const { return clock_; }

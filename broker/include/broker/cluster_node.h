@@ -9,7 +9,11 @@
 //     topic, and by every other broker from its watch.
 //   - ListTopics: the cluster's topics (with placement). DescribeTopic of a topic hosted
 //     elsewhere: its settings and placement (no queue offsets: they live on the hosts).
-//   - Route, ClusterStatus: from the view, without an etcd round trip.
+//   - Route, ClusterStatus: from the view, without an etcd round trip (status also lists every
+//     group's replicas: one etcd range read).
+//   - GroupStatus: this replica's role, term and (leader) its followers' lag.
+// Broker groups (issue 20): each broker name is a group of replicas (--broker-id); the group's
+// leader is elected through etcd (GroupElection) and its record is the broker key routes read.
 // Every other request (send, receive, ack, stats, ...) is the broker's own: data stays per
 // broker (its CommitLog, timer store and consumer-group state).
 //
@@ -36,13 +40,13 @@
 namespace tokimq::cluster {
 class ClusterView;
 class EtcdClient;
-class Membership;
 class TopicCatalog;
 }  // namespace tokimq::cluster
 
 namespace tokimq::broker {
 
 class Broker;
+class GroupElection;
 
 class ClusterNode {
  public:
@@ -79,6 +83,7 @@ class ClusterNode {
   // true when answered (topic not hosted here but known to the cluster).
   bool DescribeRemote(const std::string& name, proto::Response* resp);
   void Status(proto::ClusterStatusResponse* out);
+  void GroupStatus(proto::GroupStatusResponse* out);
   // Brings the local MetadataStore in line with the cluster's topics (see class comment).
   void Reconcile(const std::map<std::string, proto::TopicConfig>& topics, bool snapshot);
   // Creates or updates the local copy of one cluster topic hosted here; deletes it when not.
@@ -89,7 +94,7 @@ class ClusterNode {
   std::unique_ptr<cluster::EtcdClient> etcd_;
   std::unique_ptr<cluster::ClusterView> view_;
   std::unique_ptr<cluster::TopicCatalog> catalog_;
-  std::unique_ptr<cluster::Membership> membership_;
+  std::unique_ptr<GroupElection> group_;  // replica record + leader election
   std::mutex apply_mu_;  // serialises local topic changes (watch thread vs. request threads)
 };
 

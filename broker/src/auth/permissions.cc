@@ -30,6 +30,9 @@ std::vector<Requirement> RequirementsOf(const proto::Request& req) {
     case R::kAuthenticate:
     case R::kListTopics:  // filtered
     case R::kStats:       // filtered
+    // Role, term, CommitLog ends and lag only; a candidate asks its peers without credentials
+    // before campaigning (broker/src/group_election.h).
+    case R::kGroupStatus:
     case R::BODY_NOT_SET:
       return {};
     case R::kCreateTopic:

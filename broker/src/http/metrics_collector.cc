@@ -237,6 +237,34 @@ void AddGroups(const proto::StatsResponse& s, Families* out) {
   }
 }
 
+// Issue 20 item 6: role, term and each follower's lag as the leader measures it.
+void AddReplication(const proto::GroupStatusResponse& r, Families* out) {
+  MetricFamily& role = out->Add(
+      "tokimq_replication_leader",
+      "1 while this broker leads its broker group (writes accepted), else 0.", MetricType::Gauge);
+  Families::Sample(role, r.role() == "leader" ? 1 : 0, {{"replication", r.replication()}});
+  out->Single("tokimq_replication_term",
+              "The newest term of its broker group this broker has seen (the etcd revision of "
+              "the leader's winning put in cluster mode).",
+              MetricType::Gauge, static_cast<double>(r.term()));
+  MetricFamily& bytes = out->Add(
+      "tokimq_replication_lag_bytes",
+      "Leader only: CommitLog bytes a follower does not hold yet.", MetricType::Gauge);
+  MetricFamily& secs = out->Add(
+      "tokimq_replication_lag_seconds",
+      "Leader only: age of the oldest CommitLog byte a follower does not hold yet (0: caught up).",
+      MetricType::Gauge);
+  MetricFamily& pull = out->Add(
+      "tokimq_replication_last_pull_age_seconds",
+      "Leader only: time since a follower's last pull reached this leader.", MetricType::Gauge);
+  for (const proto::FollowerLag& f : r.followers()) {
+    Families::Sample(bytes, static_cast<double>(f.lag_bytes()), {{"follower", f.follower()}});
+    Families::Sample(secs, static_cast<double>(f.lag_ms()) / 1000.0, {{"follower", f.follower()}});
+    Families::Sample(pull, static_cast<double>(f.last_pull_ms()) / 1000.0,
+                     {{"follower", f.follower()}});
+  }
+}
+
 void AddProcess(const proto::StatsResponse& s, const Families& counts, Families* out) {
   MetricFamily& info = out->Add("tokimq_build_info", "The broker's version (value always 1).",
                                 MetricType::Gauge);
@@ -261,6 +289,7 @@ std::vector<MetricFamily> MetricsFromStats(const proto::StatsResponse& stats) {
   AddTimer(stats.timer(), &out);
   AddStore(stats, &out);
   AddTransactions(stats.transactions(), &out);
+  AddReplication(stats.replication(), &out);
   AddProcess(stats, out, &out);
   return out.Take();
 }

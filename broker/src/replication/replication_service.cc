@@ -21,21 +21,22 @@ ReplicationService::ReplicationService(ReplicationOptions options, MessageStore*
     : options_(std::move(options)),
       store_(store),
       start_serving_(std::move(start_serving)),
-      leadership_(options_.broker_id == 0 ? Role::kLeader : Role::kFollower, 0,
-                  options_.broker_id == 0 ? "" : options_.replicate_from),
+      leadership_(options_.broker_id == 0 && !options_.elected ? Role::kLeader : Role::kFollower,
+                  0, options_.broker_id == 0 || options_.elected ? "" : options_.replicate_from),
       acks_(SystemClock::Default()),
+      lag_(SystemClock::Default()),
       pull_(std::make_unique<PullState>()) {}
 
 ReplicationService::~ReplicationService() { Stop(); }
 
 absl::Status ReplicationService::Start() {
-  if (options_.broker_id != 0 && options_.replicate_from.empty()) {
+  if (options_.broker_id != 0 && options_.replicate_from.empty() && !options_.elected) {
     return absl::InvalidArgumentError(fmt::format(
         "broker id {} is a follower: it needs replicate_from (--replicate-from HOST:PORT)",
         options_.broker_id));
   }
   leadership_.Subscribe([this](const replication::LeadershipView& v) { OnViewChange(v); });
-  if (options_.broker_id == 0) OnViewChange(leadership_.Current());
+  if (leadership_.Current().role == Role::kLeader) OnViewChange(leadership_.Current());
   puller_ = std::thread([this] { PullLoop(); });
   expirer_ = std::thread([this] { ExpiryLoop(); });
   return absl::OkStatus();
@@ -61,6 +62,8 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
     return;
   }
   acks_.Reset(0);
+  lag_.Reset();
+  lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
   TOKIMQ_LOG_INFO("replication: leader of term {} at CommitLog offset {}", view.term,
                   store_->commit_log()->MaxOffset().value());
   std::lock_guard<std::mutex> l(serving_mu_);
@@ -72,7 +75,12 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
 
 absl::Status ReplicationService::CheckWritable() const {
   replication::LeadershipView v = leadership_.Current();
-  if (v.role == Role::kLeader) return absl::OkStatus();
+  if (v.role == Role::kLeader) {
+    if (!lease_valid_ || lease_valid_()) return absl::OkStatus();
+    return absl::FailedPreconditionError(fmt::format(
+        "this broker led term {} but its election lease may have expired: not a leader "
+        "(a follower until the election decides)", v.term));
+  }
   return absl::FailedPreconditionError(
       fmt::format("this broker is a follower in term {} (leader: {}); send to the leader",
                   v.term, v.leader_address.empty() ? "unknown" : v.leader_address));
@@ -90,7 +98,9 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
   }
   replication::LeadershipView v = leadership_.Current();
   resp->set_term(v.term);
-  if (v.role != Role::kLeader) {
+  // A leader past its lease fence serves no more bytes: what it wrote since (timer releases,
+  // consumer state) was acknowledged to no one and must not reach a follower.
+  if (v.role != Role::kLeader || (lease_valid_ && !lease_valid_())) {
     return absl::FailedPreconditionError(
         fmt::format("not the leader (term {}, leader {})", v.term, v.leader_address));
   }
@@ -104,7 +114,11 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
   absl::StatusOr<ReplicaChunk> chunk = log->ReadChunk(req.from_offset(), req.max_bytes());
   if (!chunk.ok()) return chunk.status();
   // The follower holds every byte below from_offset (a follower of this term, behind our end).
-  if (req.term() == v.term) acks_.OnFollowerAck(req.from_offset());
+  lag_.OnLeaderEnd(max);
+  if (req.term() == v.term) {
+    acks_.OnFollowerAck(req.from_offset());
+    lag_.OnPull(req.follower(), req.from_offset());
+  }
   resp->set_offset(chunk->offset);
   resp->set_data(std::move(chunk->bytes));
   resp->set_leader_max_offset(max);
@@ -127,6 +141,28 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_follower_acked_offset(acks_.acked_offset());
   resp->set_replication(options_.sync ? "sync" : "async");
   return s;
+}
+
+int64_t ReplicationService::max_offset() const { return store_->commit_log()->MaxOffset(); }
+
+void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
+  replication::LeadershipView v = leadership_.Current();
+  resp->set_broker_id(options_.broker_id);
+  resp->set_role(replication::RoleName(v.role));
+  resp->set_term(v.term);
+  resp->set_leader_address(v.leader_address);
+  resp->set_replication(options_.sync ? "sync" : "async");
+  resp->set_max_offset(store_->commit_log()->MaxOffset());
+  resp->set_elected(options_.elected);
+  if (v.role != Role::kLeader) return;
+  for (const replication::FollowerLag::Entry& e : lag_.Snapshot()) {
+    proto::FollowerLag* f = resp->add_followers();
+    f->set_follower(e.follower);
+    f->set_acked_offset(e.acked_offset);
+    f->set_lag_bytes(e.lag_bytes);
+    f->set_lag_ms(e.lag_ms);
+    f->set_last_pull_ms(e.last_pull_ms);
+  }
 }
 
 void ReplicationService::Pause(int64_t ms) {
@@ -207,6 +243,9 @@ void ReplicationService::ExpiryLoop() {
       if (stop_) return;
     }
     acks_.ExpireWaits();
+    if (leadership_.Current().role == Role::kLeader) {
+      lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
+    }
     Pause(10);
   }
 }

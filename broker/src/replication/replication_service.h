@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "proto/tokimq.pb.h"
 #include "replication/ack_tracker.h"
+#include "replication/follower_lag.h"
 #include "replication/leadership.h"
 
 namespace tokimq::broker {
@@ -40,6 +41,10 @@ struct ReplicationOptions {
   uint32_t pull_bytes = 1u << 20;  // chunk size a follower asks for
   int64_t idle_pull_interval_ms = 1;  // a follower's pause after an empty chunk
   uint64_t segment_size = 0;         // this broker's CommitLog segment size (must match)
+  // Cluster mode (issue 20 item 4): the etcd election sets the role. The broker starts as a
+  // follower with no leader (serving nothing) until it is elected or told whom to follow;
+  // broker_id and replicate_from then do not decide the role.
+  bool elected = false;
 };
 
 class ReplicationService {
@@ -54,8 +59,12 @@ class ReplicationService {
   void Stop();
 
   // OK when this broker leads its group; else kFailedPrecondition naming the leader (clients
-  // retry there; the cluster routes of issue 19 point at it).
+  // retry there; the cluster routes of issue 19 point at it). With a lease check installed
+  // (cluster mode), also kFailedPrecondition once the leader's election lease may have expired.
   absl::Status CheckWritable() const;
+  // Cluster mode: `valid` tells whether this leader's etcd lease still fences it in
+  // (cluster::LeaderElection::LeaseValidNow). Set once before requests arrive.
+  void SetLeaseCheck(std::function<bool()> valid) { lease_valid_ = std::move(valid); }
   bool sync() const { return options_.sync; }
 
   // The end of a sync send: done(OK) once a follower holds every byte below `end`, error per
@@ -67,7 +76,13 @@ class ReplicationService {
   absl::Status HandleRole(const proto::ReplicationRoleRequest& req,
                           proto::ReplicationRoleResponse* resp);
 
+  // This replica's view of its group (role, term, CommitLog end) and, on a leader, each
+  // follower's lag (replication/follower_lag.h). broker_name is left to the caller.
+  void GroupStatus(proto::GroupStatusResponse* resp) const;
+
   replication::Leadership* leadership() { return &leadership_; }
+  int64_t max_offset() const;  // this replica's CommitLog end, bytes
+  const ReplicationOptions& options() const { return options_; }
 
  private:
   void OnViewChange(const replication::LeadershipView& view);
@@ -81,8 +96,10 @@ class ReplicationService {
   ReplicationOptions options_;
   MessageStore* store_;
   std::function<absl::Status()> start_serving_;
+  std::function<bool()> lease_valid_;  // set before requests; read-only afterwards
   replication::Leadership leadership_;
   replication::AckTracker acks_;
+  replication::FollowerLag lag_;
 
   std::mutex serving_mu_;
   bool serving_ = false;  // guarded by serving_mu_

@@ -36,6 +36,9 @@ class AdminClient {
   // the broker's etcd view has them. kFailedPrecondition from a single broker.
   absl::StatusOr<proto::RouteResponse> Route(const std::string& topic);
   absl::StatusOr<proto::ClusterStatusResponse> ClusterStatus();
+  // This broker's place in its broker group: role, term, CommitLog end and, from a leader, each
+  // follower's lag (issue 20; docs/cluster.md "Broker groups"). Any broker answers.
+  absl::StatusOr<proto::GroupStatusResponse> GroupStatus();
   // Handshake info of the current connection (broker version, manual clock, time).
   absl::StatusOr<proto::HandshakeResponse> Ping();
 

@@ -1,6 +1,8 @@
 // The etcd key layout of a tokimq cluster and the value encoding (docs/cluster.md "etcd keys"):
 //
-//   /tokimq/<cluster>/brokers/<broker name>  BrokerRecord, under the broker's lease
+//   /tokimq/<cluster>/brokers/<broker name>  BrokerRecord of the group's elected leader, under
+//                                            its election lease; term = the key's mod_revision
+//   /tokimq/<cluster>/replicas/<name>/<id>   BrokerRecord of each replica of group <name>
 //   /tokimq/<cluster>/topics/<topic name>    ClusterTopic (settings + placement)
 //
 // Values are protobuf messages of proto/tokimq.proto in protobuf's JSON mapping, so that
@@ -8,6 +10,7 @@
 // decode (a newer broker may add fields). Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -19,6 +22,9 @@ namespace tokimq::cluster {
 std::string ClusterPrefix(const std::string& cluster);  // "/tokimq/<cluster>/"
 std::string BrokersPrefix(const std::string& cluster);
 std::string BrokerKey(const std::string& cluster, const std::string& broker);
+// Issue 20: the replicas of broker group `broker` (leader_election.h).
+std::string ReplicasPrefix(const std::string& cluster, const std::string& broker);
+std::string ReplicaKey(const std::string& cluster, const std::string& broker, int32_t broker_id);
 std::string TopicsPrefix(const std::string& cluster);
 std::string TopicKey(const std::string& cluster, const std::string& topic);
 

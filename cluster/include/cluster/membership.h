@@ -30,6 +30,9 @@ namespace tokimq::cluster {
 struct MembershipOptions {
   std::string cluster;
   proto::BrokerRecord self;  // name and address are required
+  // The key registered; "": /tokimq/<cluster>/brokers/<name>. Cluster mode registers each
+  // replica at ReplicaKey (keys.h) and leaves the brokers/ key to the election (issue 20).
+  std::string key;
   int64_t ttl_s = 10;
   int64_t retry_ms = 1'000;  // between attempts while etcd is unreachable or the name taken
 };

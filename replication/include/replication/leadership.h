@@ -59,6 +59,13 @@ class Leadership {
   // empty address.
   absl::Status Demote(int64_t term, std::string leader_address);
 
+  // The leader of `term` may no longer act as leader (its etcd election lease may have expired,
+  // docs/cluster.md "Election and fencing"): it becomes a follower with no leader known, term
+  // unchanged, so it refuses writes and fails pending sync waits until the election names the
+  // next leader (Demote) or elects it again in a newer term (Promote). No-op, false, unless it
+  // leads `term`.
+  bool StepDown(int64_t term);
+
   using Listener = std::function<void(const LeadershipView&)>;
   void Subscribe(Listener listener);
 

@@ -1,0 +1,161 @@
+#include "group_election.h"
+
+#include <algorithm>
+
+#include "client/connection.h"
+#include "cluster/keys.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "fmt/format.h"
+#include "replication/replication_service.h"
+
+namespace tokimq::broker {
+
+GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* replication,
+                             GroupElectionOptions options)
+    : etcd_(etcd), replication_(replication), options_(std::move(options)) {
+  cluster::MembershipOptions m;
+  m.cluster = options_.cluster;
+  m.self = options_.self;
+  m.ttl_s = options_.ttl_s;
+  m.key = cluster::ReplicaKey(options_.cluster, options_.self.name(), options_.self.broker_id());
+  replica_ = std::make_unique<cluster::Membership>(etcd_, m);
+
+  cluster::EtcdOptions eo = etcd_->options();
+  eo.timeout_ms = std::min<int64_t>(eo.timeout_ms, options_.ttl_s * 1000 / 4);
+  election_etcd_ = std::move(*cluster::EtcdClient::Create(eo));  // endpoints already checked
+  cluster::ElectionOptions e;
+  e.cluster = options_.cluster;
+  e.self = options_.self;
+  e.ttl_s = options_.ttl_s;
+  cluster::ElectionCallbacks cb;
+  replication::Leadership* leadership = replication_->leadership();
+  cb.on_elected = [this, leadership](int64_t term) {
+    Post([this, leadership, term] {
+      absl::Status s = leadership->Promote(term);
+      if (!s.ok()) {
+        TOKIMQ_LOG_ERROR("group {}: elected but cannot lead: {}", options_.self.name(),
+                         s.ToString());
+      }
+    });
+  };
+  cb.on_leader = [this, leadership](int64_t term, const proto::BrokerRecord& leader) {
+    Post([this, leadership, term, address = leader.address()] {
+      absl::Status s = leadership->Demote(term, address);
+      if (!s.ok()) {
+        TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address,
+                        s.ToString());
+      }
+    });
+  };
+  cb.on_lost = [this, leadership](int64_t term, const std::string&) {
+    Post([leadership, term] { leadership->StepDown(term); });
+  };
+  cb.may_campaign = [this] { return MayCampaign(); };
+  // Only a registered replica pulls: every follower that can acknowledge a sync write is one
+  // that candidates ask before campaigning.
+  cb.ready = [this] { return replica_->registered(); };
+  election_ = std::make_unique<cluster::LeaderElection>(election_etcd_.get(), e, std::move(cb));
+  cluster::LeaderElection* election = election_.get();
+  replication_->SetLeaseCheck([election] { return election->LeaseValidNow(); });
+}
+
+GroupElection::~GroupElection() { Stop(false); }
+
+absl::Status GroupElection::RegisterOnce() { return replica_->RegisterOnce(); }
+
+void GroupElection::Start(std::function<void(const absl::Status&)> on_conflict) {
+  apply_thread_ = std::thread([this] { ApplyLoop(); });
+  replica_->Start(std::move(on_conflict));
+  election_->Start();
+}
+
+void GroupElection::Stop(bool resign) {
+  election_->Stop(resign);
+  replica_->Stop(resign);
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    apply_stop_ = true;
+  }
+  apply_cv_.notify_all();
+  if (apply_thread_.joinable()) apply_thread_.join();
+}
+
+void GroupElection::Post(std::function<void()> f) {
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    apply_queue_.push_back(std::move(f));
+  }
+  apply_cv_.notify_all();
+}
+
+void GroupElection::ApplyLoop() {
+  while (true) {
+    std::function<void()> f;
+    {
+      std::unique_lock<std::mutex> l(apply_mu_);
+      apply_cv_.wait(l, [&] { return apply_stop_ || !apply_queue_.empty(); });
+      if (apply_queue_.empty()) return;  // stopping, nothing left
+      f = std::move(apply_queue_.front());
+      apply_queue_.pop_front();
+    }
+    f();
+  }
+}
+
+absl::Status GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
+                                    int32_t* broker_id) const {
+  client::ClientOptions o;
+  o.broker = address;
+  o.connect_timeout_ms = 500;
+  o.request_timeout_ms = 500;  // the handshake too: a frozen peer must not hold the campaign
+  o.client_id = "tokimq-election";
+  auto conn = client::Connection::Open(o);
+  if (!conn.ok()) return conn.status();
+  proto::Request req;
+  req.mutable_group_status();
+  absl::StatusOr<proto::Response> resp = (*conn)->Call(std::move(req), 500);
+  if (!resp.ok()) return resp.status();
+  if (!resp->has_group_status()) return absl::InternalError("no group_status in the answer");
+  *max_offset = resp->group_status().max_offset();
+  *broker_id = resp->group_status().broker_id();
+  return absl::OkStatus();
+}
+
+bool GroupElection::MayCampaign() {
+  if (!replica_->registered()) return false;  // the id may be another broker's
+  absl::StatusOr<cluster::RangeResult> peers =
+      etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
+  if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
+  const int64_t mine = replication_->max_offset();
+  const int32_t my_id = options_.self.broker_id();
+  std::string asked;
+  for (const cluster::KeyValue& kv : peers->kvs) {
+    proto::BrokerRecord peer;
+    if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
+    if (peer.address() == options_.self.address()) continue;
+    int64_t end = 0;
+    int32_t id = 0;
+    absl::Status s = AskPeer(peer.address(), &end, &id);
+    if (absl::IsUnavailable(s)) {
+      asked += fmt::format(" id {}: down;", peer.broker_id());
+      continue;  // refused: that process is gone; its record lapses by itself
+    }
+    if (!s.ok()) {
+      TOKIMQ_LOG_INFO("group {}: not campaigning yet: peer id {} at {} did not answer ({})",
+                      options_.self.name(), peer.broker_id(), peer.address(), s.ToString());
+      return false;
+    }
+    if (end > mine || (end == mine && id < my_id)) {
+      TOKIMQ_LOG_DEBUG("group {}: deferring to broker id {} (CommitLog end {} vs {})",
+                       options_.self.name(), id, end, mine);
+      return false;
+    }
+    asked += fmt::format(" id {}: end {};", id, end);
+  }
+  TOKIMQ_LOG_INFO("group {}: campaigning with CommitLog end {} (peers:{})", options_.self.name(),
+                  mine, asked.empty() ? " none" : asked);
+  return true;
+}
+
+}  // namespace tokimq::broker

@@ -1,0 +1,96 @@
+// GroupElection: a cluster-mode broker's place in its broker group (issue 20 item 4,
+// docs/cluster.md "Broker groups").
+//
+// Registers this replica at /tokimq/<cluster>/replicas/<name>/<broker id> (cluster::Membership:
+// one broker per (name, id); the same-address restart rule), runs the group's
+// cluster::LeaderElection and turns its decisions into the ReplicationService's Leadership:
+// elected -> Promote(term); another leader -> Demote(term, its address) (the follower pulls from
+// it); lease lost -> StepDown(term) (writes refused, sync waits failed).
+//
+// A replica acts (follows a leader, i.e. pulls and so acknowledges sync writes, or campaigns)
+// only while its record is registered: a replica restarted on a new address waits until its
+// old record lapsed (up to the TTL). So every follower that may hold an acknowledged write is
+// one the candidates below ask.
+// Who campaigns: a replica whose record is registered and that no live peer outranks. Before
+// each campaign it asks every other replica registered now (its record's lease alive) for its
+// CommitLog end (group_status request, 500 ms): a peer with a longer log, or the same length and
+// a lower broker id, goes first. A peer that refuses the connection is dead and does not count;
+// one that does not answer in time (overloaded, frozen, cut off) defers the campaign until it
+// answers or its record lapses (within the TTL). (end, id) orders the rest totally, so the
+// first of them always campaigns.
+//
+// The Leadership calls run in order on this object's own thread, not on the election thread:
+// a promotion starts the leader's services (timer store recovery among them), which must not
+// hold up the lease keepalives. Until it ran, the write path's lease check still fences.
+// Thread-safety: accessors from any thread. Lifetime:
+// the EtcdClient and the ReplicationService outlive it; Stop before they go.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "cluster/etcd_client.h"
+#include "cluster/leader_election.h"
+#include "cluster/membership.h"
+#include "proto/tokimq.pb.h"
+
+namespace tokimq::broker {
+
+class ReplicationService;
+
+struct GroupElectionOptions {
+  std::string cluster;
+  proto::BrokerRecord self;  // name, address, grpc_address, broker_id
+  int64_t ttl_s = 10;        // the replica record's and the leader key's lease
+};
+
+class GroupElection {
+ public:
+  GroupElection(cluster::EtcdClient* etcd, ReplicationService* replication,
+                GroupElectionOptions options);
+  ~GroupElection();
+
+  // One registration attempt of the replica record (its status), then the keepalive thread
+  // and the election. on_conflict: see cluster::Membership::Start.
+  absl::Status RegisterOnce();
+  void Start(std::function<void(const absl::Status&)> on_conflict);
+  // resign: revoke both leases (the record and, when leading, the leader key go at once).
+  void Stop(bool resign);
+
+  bool registered() const { return replica_->registered(); }
+  bool etcd_reachable() const { return replica_->etcd_reachable(); }
+  const cluster::LeaderElection& election() const { return *election_; }
+
+ private:
+  bool MayCampaign();
+  // Queues a Leadership call for the apply thread (in order).
+  void Post(std::function<void()> f);
+  void ApplyLoop();
+  // The CommitLog end and broker id a peer reports: OK, kUnavailable when it refused the
+  // connection (dead), another error when it did not answer in time.
+  absl::Status AskPeer(const std::string& address, int64_t* max_offset, int32_t* broker_id) const;
+
+  cluster::EtcdClient* etcd_;
+  // The election's own client: a short per-call timeout (at most ttl / 4) so that a hanging
+  // keepalive cannot outlast the lease fence's margin (cluster/leader_election.h).
+  std::unique_ptr<cluster::EtcdClient> election_etcd_;
+  ReplicationService* replication_;
+  GroupElectionOptions options_;
+  std::unique_ptr<cluster::Membership> replica_;
+  std::unique_ptr<cluster::LeaderElection> election_;
+  std::mutex apply_mu_;
+  std::condition_variable apply_cv_;
+  std::deque<std::function<void()>> apply_queue_;  // apply_mu_
+  bool apply_stop_ = false;                        // apply_mu_
+  std::thread apply_thread_;
+};
+
+}  // namespace tokimq::broker

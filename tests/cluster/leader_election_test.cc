@@ -1,0 +1,153 @@
+// LeaderElection against a real etcd: who wins, the term, following, losing the lease.
+#include "cluster/leader_election.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "cluster/etcd_process.h"
+#include "cluster/keys.h"
+#include "test_util.h"
+
+namespace tokimq::cluster {
+namespace {
+
+using testing::EtcdProcess;
+using testing::TempDir;
+
+// Bounded real-time wait (etcd and the election are other processes / threads).
+bool Eventually(const std::function<bool()>& pred, int seconds = 20) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+// What one replica's callbacks saw, in order.
+struct Seen {
+  std::mutex mu;
+  std::vector<std::string> events;  // "elected T", "leader T addr", "lost T"
+  void Add(std::string e) {
+    std::lock_guard<std::mutex> l(mu);
+    events.push_back(std::move(e));
+  }
+  std::vector<std::string> Get() {
+    std::lock_guard<std::mutex> l(mu);
+    return events;
+  }
+};
+
+class LeaderElectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(etcd_.Start());
+    etcd_client_ = std::move(*EtcdClient::Create({{etcd_.endpoint()}, 300}));
+  }
+  std::unique_ptr<LeaderElection> Make(int id, Seen* seen, std::function<bool()> may = nullptr,
+                                       EtcdClient* client = nullptr) {
+    ElectionOptions o;
+    o.cluster = "c1";
+    o.self.set_name("g1");
+    o.self.set_address("127.0.0.1:" + std::to_string(1000 + id));
+    o.self.set_broker_id(id);
+    o.ttl_s = 2;
+    o.retry_ms = 100;
+    ElectionCallbacks cb;
+    cb.on_elected = [seen](int64_t t) { seen->Add("elected " + std::to_string(t)); };
+    cb.on_leader = [seen](int64_t t, const proto::BrokerRecord& r) {
+      seen->Add("leader " + std::to_string(t) + " " + r.address());
+    };
+    cb.on_lost = [seen](int64_t t, const std::string&) { seen->Add("lost " + std::to_string(t)); };
+    cb.may_campaign = std::move(may);
+    return std::make_unique<LeaderElection>(client ? client : etcd_client_.get(), o, cb);
+  }
+  TempDir dir_;
+  EtcdProcess etcd_{dir_.Join("etcd")};
+  std::unique_ptr<EtcdClient> etcd_client_;
+};
+
+TEST_F(LeaderElectionTest, OneWinsWithThePutRevisionAsTermAndTheOtherFollowsIt) {
+  Seen s0, s1;
+  auto e0 = Make(0, &s0);
+  e0->Start();
+  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  const int64_t term = e0->leading_term();
+  auto key = etcd_client_->Get(BrokerKey("c1", "g1"));
+  ASSERT_TRUE(key.ok() && key->has_value());
+  EXPECT_EQ((*key)->mod_revision, term);  // the term is the winning put's revision
+  EXPECT_EQ(s0.Get(), std::vector<std::string>{"elected " + std::to_string(term)});
+  auto e1 = Make(1, &s1);
+  e1->Start();
+  ASSERT_TRUE(Eventually([&] { return !s1.Get().empty(); }));
+  EXPECT_EQ(s1.Get(),
+            std::vector<std::string>{"leader " + std::to_string(term) + " 127.0.0.1:1000"});
+  EXPECT_FALSE(e1->leading());
+  EXPECT_EQ(e1->known_term(), term);
+}
+
+TEST_F(LeaderElectionTest, ResignedLeaderIsReplacedAtOnceInANewerTerm) {
+  Seen s0, s1;
+  auto e0 = Make(0, &s0);
+  e0->Start();
+  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  const int64_t first = e0->leading_term();
+  auto e1 = Make(1, &s1);
+  e1->Start();
+  ASSERT_TRUE(Eventually([&] { return e1->known_term() == first; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  e0->Stop(/*resign=*/true);
+  ASSERT_TRUE(Eventually([&] { return e1->leading(); }));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "not the TTL";
+  EXPECT_GT(e1->leading_term(), first);
+}
+
+TEST_F(LeaderElectionTest, LeaseExpiredAtEtcdMakesTheLeaderLoseAndCampaignAgain) {
+  Seen s0;
+  auto e0 = Make(0, &s0);
+  e0->Start();
+  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  const int64_t first = e0->leading_term();
+  auto key = etcd_client_->Get(BrokerKey("c1", "g1"));
+  ASSERT_TRUE(key.ok() && key->has_value());
+  ASSERT_TRUE(etcd_client_->LeaseRevoke((*key)->lease).ok());  // as if etcd expired it
+  ASSERT_TRUE(Eventually([&] { return e0->leading_term() > first; }));
+  auto ev = s0.Get();
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev[1], "lost " + std::to_string(first));
+  EXPECT_EQ(ev[2], "elected " + std::to_string(e0->leading_term()));
+}
+
+TEST_F(LeaderElectionTest, LeaderCutOffFromEtcdStepsDownBeforeItsLeaseCanExpire) {
+  Seen s0;
+  auto e0 = Make(0, &s0);
+  e0->Start();
+  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  const int64_t term = e0->leading_term();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a keepalive or two
+  const auto stopped = std::chrono::steady_clock::now();
+  etcd_.Kill();  // no keepalive succeeds from here on
+  ASSERT_TRUE(Eventually([&] { return !e0->leading(); }, 5));
+  // The last keepalive succeeded before `stopped`, so etcd keeps the lease >= 2 s after it:
+  // the step-down (TTL - 500 ms margin after that keepalive's send) comes before that.
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::milliseconds(2000));
+  EXPECT_EQ(s0.Get().back(), "lost " + std::to_string(term));
+}
+
+TEST_F(LeaderElectionTest, ACandidateThatDefersDoesNotCampaign) {
+  Seen s0, s1;
+  std::atomic<bool> allow{false};
+  auto e0 = Make(0, &s0, [&] { return allow.load(); });
+  e0->Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(e0->leading());
+  EXPECT_FALSE(etcd_client_->Get(BrokerKey("c1", "g1"))->has_value());
+  allow = true;
+  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+}
+
+}  // namespace
+}  // namespace tokimq::cluster

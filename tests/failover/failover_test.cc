@@ -1,0 +1,389 @@
+// Failover by election (issue 20 items 4 and 7): etcd + one broker group of three replicas in
+// sync mode on loopback; the leader is killed (SIGKILL) under a load of delayed messages while a
+// consumer group receives and acks; every send ack, receipt and ack goes into a History.
+// Checked: a new leader is elected in a newer term, 0 acknowledged sends lost, 0 delivered early.
+// Duplicates (timer moves repeated by the new leader, redeliveries: consumer state is not
+// replicated yet) are counted and printed, not asserted.
+//
+// TOKIMQ_FAILOVER_KILLS (default 2) sets the number of kills; scripts/jepsen.sh runs 20 and
+// prints the failover times (p50 / max). A killed replica comes back with an empty data dir
+// (a replaced machine) and catches up from the leader: a deposed leader's log may hold
+// unacknowledged bytes the new leader does not have, and rejoin truncation is not built yet.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "client/admin.h"
+#include "client/cluster_consumer.h"
+#include "client/cluster_producer.h"
+#include "client/producer.h"
+#include "client/route_cache.h"
+#include "cluster/etcd_process.h"
+#include "failover/history.h"
+#include "integration/broker_process.h"
+#include "test_util.h"
+
+namespace tokimq {
+namespace {
+
+using client::AdminClient;
+using client::ClientOptions;
+using testing::BrokerProcess;
+using testing::EtcdProcess;
+using testing::History;
+using testing::TempDir;
+
+int64_t NowMs() { return SystemClock::Default()->NowMs(); }
+
+bool Eventually(const std::function<bool()>& pred, int seconds = 30) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+constexpr int kReplicas = 3;
+constexpr int kLeaseTtlS = 2;
+
+class FailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(etcd_.Start()) << "etcd did not start (etcd-server installed?)";
+    for (int i = 0; i < kReplicas; ++i) {
+      replicas_.push_back(std::make_unique<BrokerProcess>(Dir(i), Args(i)));
+      ASSERT_TRUE(replicas_.back()->Start()) << "replica " << i;
+    }
+    ASSERT_GE(WaitLeader(0), 0);
+  }
+  std::string Dir(int i) { return dir_.Join("r" + std::to_string(i)); }
+  std::vector<std::string> Args(int i) {
+    return {"--cluster",     "c1",  "--etcd-endpoints", etcd_.endpoint(),
+            "--broker-name", "g1",  "--broker-id",      std::to_string(i),
+            "--replication", mode_, "--lease-ttl",      std::to_string(kLeaseTtlS),
+            "--grpc-port",   "0"};
+  }
+  ClientOptions Quick(int i) {
+    ClientOptions o = replicas_[i]->Options();
+    o.connect_timeout_ms = 500;
+    o.request_timeout_ms = 1'000;
+    return o;
+  }
+  ClientOptions AllReplicas() {
+    ClientOptions o = replicas_[0]->Options();
+    o.broker.clear();
+    for (auto& r : replicas_) o.broker += (o.broker.empty() ? "" : ",") + r->Options().broker;
+    return o;
+  }
+  // The replica that reports itself leader of a term newer than `after`; -1 when none does
+  // within the wait. *term gets its term.
+  int WaitLeader(int64_t after, int64_t* term = nullptr, int seconds = 30) {
+    int found = -1;
+    Eventually(
+        [&] {
+          for (int i = 0; i < kReplicas; ++i) {
+            if (replicas_[i]->pid() <= 0) continue;
+            auto gs = AdminClient(Quick(i)).GroupStatus();
+            if (gs.ok() && gs->role() == "leader" && gs->term() > after) {
+              found = i;
+              if (term) *term = gs->term();
+              return true;
+            }
+          }
+          return false;
+        },
+        seconds);
+    return found;
+  }
+  // Every live replica's CommitLog end equals the leader's (followers caught up). On a timeout
+  // prints what the leader sees of each follower.
+  bool CaughtUp(int leader) {
+    const bool ok = Eventually(
+        [&] {
+          auto l = AdminClient(Quick(leader)).GroupStatus();
+          if (!l.ok()) return false;
+          int followers = 0;
+          for (const proto::FollowerLag& f : l->followers()) {
+            if (f.lag_bytes() == 0 && f.last_pull_ms() < 1'000) ++followers;
+          }
+          return followers == kReplicas - 1;
+        },
+        90);
+    if (!ok) {
+      auto l = AdminClient(Quick(leader)).GroupStatus();
+      std::printf("leader %d: %s\n", leader,
+                  l.ok() ? l->ShortDebugString().c_str() : l.status().ToString().c_str());
+      for (int i = 0; i < kReplicas; ++i) {
+        auto g = AdminClient(Quick(i)).GroupStatus();
+        std::printf("replica %d: %s\n", i,
+                    g.ok() ? g->ShortDebugString().c_str() : g.status().ToString().c_str());
+      }
+    }
+    return ok;
+  }
+
+  // A leader frozen (SIGSTOP) past its lease is replaced; when it runs again it must not
+  // acknowledge a single write, even to a client that still talks to it directly, and it
+  // becomes a follower of the new term.
+  void CheckPausedLeader() {
+    int64_t term = 0;
+    const int old = WaitLeader(0, &term);
+    ASSERT_GE(old, 0);
+    proto::TopicConfig t;
+    t.set_name("orders");
+    t.set_type(proto::DELAY);
+    t.set_queues(1);
+    ASSERT_TRUE(AdminClient(replicas_[old]->Options()).CreateTopic(t, {}).ok());
+    ASSERT_TRUE(CaughtUp(old));
+    client::Producer stale(replicas_[old]->Options());  // a client that never re-reads routes
+    client::OutgoingMessage m;
+    m.topic = "orders";
+    m.body = "before";
+    m.delay_ms = 100;
+    ASSERT_TRUE(stale.Send(m).ok());
+
+    ASSERT_EQ(::kill(replicas_[old]->pid(), SIGSTOP), 0);
+    int64_t new_term = 0;
+    const int next = WaitLeader(term, &new_term);
+    ASSERT_GE(next, 0);
+    ASSERT_NE(next, old);
+    // Requests to the frozen leader queue in its socket; it answers them when it runs again.
+    std::atomic<int> acked{0}, refused{0};
+    std::thread sender([&] {
+      for (int i = 0; i < 20; ++i) {
+        client::OutgoingMessage x = m;
+        x.body = "stale" + std::to_string(i);
+        auto r = stale.Send(x);
+        (r.ok() ? acked : refused).fetch_add(1);
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(::kill(replicas_[old]->pid(), SIGCONT), 0);
+    sender.join();
+    EXPECT_EQ(acked.load(), 0) << "a deposed leader acknowledged a write";
+    EXPECT_EQ(refused.load(), 20);
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto gs = AdminClient(Quick(old)).GroupStatus();
+          return gs.ok() && gs->role() == "follower" && gs->term() == new_term;
+        },
+        10))
+        << "the old leader does not follow the new term";
+    auto gs = AdminClient(Quick(old)).GroupStatus();
+    ASSERT_TRUE(gs.ok());
+    EXPECT_EQ(gs->leader_address(), replicas_[next]->Options().broker);
+  }
+
+  // On a failure: the election and replication lines of every replica's log (the temp dir goes).
+  void DumpLogs() {
+    for (int i = 0; i < kReplicas; ++i) {
+      std::printf("---- replica %d (%s.log), election / replication lines:\n", i, Dir(i).c_str());
+      std::ifstream in(Dir(i) + ".log");
+      std::vector<std::string> lines;
+      for (std::string l; std::getline(in, l);) {
+        if (l.find("election") != std::string::npos || l.find("replication") != std::string::npos ||
+            l.find("group g1") != std::string::npos) {
+          lines.push_back(l);
+        }
+      }
+      for (size_t k = lines.size() > 40 ? lines.size() - 40 : 0; k < lines.size(); ++k) {
+        std::printf("%s\n", lines[k].c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
+
+  std::string mode_ = "sync";
+  TempDir dir_;
+  EtcdProcess etcd_{dir_.Join("etcd")};
+  std::vector<std::unique_ptr<BrokerProcess>> replicas_;
+};
+
+// The same group in async mode: no follower is asked before an answer, so only the lease
+// fence on the write path keeps a resumed old leader from acknowledging.
+class FailoverAsyncTest : public FailoverTest {
+ protected:
+  void SetUp() override {
+    mode_ = "async";
+    FailoverTest::SetUp();
+  }
+};
+
+// Sends batches of delayed messages (0.5-2.5 s) until stopped; records every attempt and ack.
+void ProduceLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop,
+                 std::atomic<int64_t>* last_ok_ms) {
+  client::ClusterProducer producer(bootstrap);  // waits out a failover (failover_wait_ms)
+  std::mt19937 rng(7);
+  int64_t seq = 0;
+  while (!stop->load()) {
+    std::vector<client::OutgoingMessage> batch;
+    const int64_t now = NowMs();
+    for (int k = 0; k < 10; ++k) {
+      client::OutgoingMessage m;
+      m.topic = "orders";
+      m.body = "m" + std::to_string(seq++);
+      const int64_t delay = 500 + static_cast<int64_t>(rng() % 2000);
+      m.delay_ms = delay;
+      h->Attempt(m.body, now + delay);
+      batch.push_back(std::move(m));
+    }
+    auto r = producer.SendBatch(batch);
+    if (r.ok()) {
+      for (size_t k = 0; k < r->size(); ++k) h->SendOk(batch[k].body, (*r)[k].deliver_at_ms);
+      last_ok_ms->store(NowMs());
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the client's retry pause
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+}
+
+// Receives and acks with group "checker" until stopped; records every receipt.
+void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop) {
+  client::ClusterConsumer consumer(bootstrap, "checker");
+  client::ReceiveOptions ro;
+  ro.max_messages = 64;
+  ro.invisible_ms = 30'000;
+  ro.long_poll_ms = 200;
+  while (!stop->load()) {
+    auto msgs = consumer.Receive("orders", ro);
+    if (!msgs.ok()) continue;
+    const int64_t now = NowMs();
+    std::vector<std::string> handles;
+    for (const client::ReceivedMessage& m : *msgs) {
+      std::string group, handle;
+      (void)client::SplitBrokerHandle(m.receipt_handle, &group, &handle);
+      h->Received(m.body, group, m.queue_id, m.queue_offset, now);
+      handles.push_back(m.receipt_handle);
+    }
+    if (!handles.empty()) (void)consumer.AckBatch(handles);  // old-leader handles may fail
+  }
+}
+
+int64_t Percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged) {
+  int64_t term = 0;
+  int leader = WaitLeader(0, &term);
+  ASSERT_GE(leader, 0);
+  proto::TopicConfig t;
+  t.set_name("orders");
+  t.set_type(proto::DELAY);
+  t.set_queues(2);
+  ASSERT_TRUE(AdminClient(replicas_[leader]->Options()).CreateTopic(t, {}).ok());
+  for (int i = 0; i < kReplicas; ++i) {
+    ASSERT_TRUE(Eventually([&] { return AdminClient(Quick(i)).DescribeTopic("orders").ok(); }));
+  }
+  ASSERT_TRUE(CaughtUp(leader));
+
+  History history;
+  std::atomic<bool> stop_producer{false}, stop_consumer{false};
+  std::atomic<int64_t> last_ok_ms{0};
+  const ClientOptions bootstrap = AllReplicas();
+  std::thread producer(ProduceLoop, bootstrap, &history, &stop_producer, &last_ok_ms);
+  std::thread consumer(ConsumeLoop, bootstrap, &history, &stop_consumer);
+
+  const int kills = EnvInt("TOKIMQ_FAILOVER_KILLS", 2);
+  std::vector<int64_t> election_ms, writes_back_ms;
+  // The kills run in a lambda so that a failed ASSERT still stops and joins the client threads.
+  auto kill_loop = [&] {
+    for (int k = 0; k < kills; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1'500));  // load on the leader
+      const int64_t killed_at = NowMs();
+      replicas_[leader]->Kill();
+      int64_t new_term = 0;
+      const int next = WaitLeader(term, &new_term);
+      ASSERT_GE(next, 0) << "no new leader after kill " << k;
+      election_ms.push_back(NowMs() - killed_at);
+      ASSERT_NE(next, leader);
+      EXPECT_GT(new_term, term);
+      ASSERT_TRUE(Eventually([&] { return last_ok_ms.load() > killed_at; })) << "no send acked";
+      writes_back_ms.push_back(last_ok_ms.load() - killed_at);
+      std::printf(
+          "kill %d: leader %d (term %lld) -> %d (term %lld): elected after %lld ms, "
+          "sends acknowledged again after %lld ms\n",
+          k + 1, leader, static_cast<long long>(term), next, static_cast<long long>(new_term),
+          static_cast<long long>(election_ms.back()),
+          static_cast<long long>(writes_back_ms.back()));
+      std::fflush(stdout);  // progress of long runs (scripts/jepsen.sh)
+      // The killed replica returns as a fresh follower (see the file comment).
+      // Same port: clients and peers know the replica's address (a replaced machine keeps it).
+      std::filesystem::remove_all(Dir(leader));
+      replicas_[leader]->set_fixed_port(replicas_[leader]->port());
+      ASSERT_TRUE(replicas_[leader]->Start()) << "restart on port " << replicas_[leader]->port();
+      ASSERT_TRUE(CaughtUp(next)) << "the restarted replica did not catch up";
+      leader = next;
+      term = new_term;
+    }
+  };
+  kill_loop();
+  if (HasFailure()) DumpLogs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  stop_producer = true;
+  producer.join();
+  // Everything acknowledged is due within 2.5 s, but each new leader delivers the topic from
+  // its start to the group again (consumer state is not replicated yet): after many kills the
+  // consumer wades through every message once per failover. Wait while it makes progress.
+  if (!HasFatalFailure()) {
+    int64_t outstanding = history.Outstanding();
+    auto last_progress = std::chrono::steady_clock::now();
+    while (outstanding > 0 &&
+           std::chrono::steady_clock::now() - last_progress < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const int64_t now_outstanding = history.Outstanding();
+      if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
+      outstanding = now_outstanding;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1'000));  // late duplicates, if any
+  stop_consumer = true;
+  consumer.join();
+  if (HasFatalFailure()) return;
+
+  History::Report r = history.Check();
+  std::printf("history: %s\n", r.ToString().c_str());
+  std::printf(
+      "failover over %d kills: election p50 %lld ms max %lld ms; sends acknowledged "
+      "again p50 %lld ms max %lld ms (lease TTL %d s)\n",
+      kills, static_cast<long long>(Percentile(election_ms, 0.5)),
+      static_cast<long long>(Percentile(election_ms, 1.0)),
+      static_cast<long long>(Percentile(writes_back_ms, 0.5)),
+      static_cast<long long>(Percentile(writes_back_ms, 1.0)), kLeaseTtlS);
+  EXPECT_GT(r.acknowledged, 0);
+  EXPECT_EQ(r.lost, 0) << r.ToString();
+  EXPECT_EQ(r.early, 0) << r.ToString();
+  EXPECT_EQ(r.phantom, 0) << r.ToString();
+}
+
+// A leader frozen (SIGSTOP) past its lease is replaced; when it runs again it must not
+// acknowledge a single write, even to a client that still talks to it directly, and it becomes
+// a follower of the new term (issue 20 item 4: "a deposed leader that comes back ... cannot get
+// a write acknowledged").
+TEST_F(FailoverTest, PausedLeaderThatComesBackAcknowledgesNothingAndFollows) {
+  CheckPausedLeader();
+}
+
+TEST_F(FailoverAsyncTest, PausedLeaderThatComesBackAcknowledgesNothingEvenInAsyncMode) {
+  CheckPausedLeader();
+}
+
+}  // namespace
+}  // namespace tokimq

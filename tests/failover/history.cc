@@ -1,0 +1,88 @@
+#include "failover/history.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+
+namespace tokimq::testing {
+
+void History::Attempt(const std::string& id, int64_t deliver_at_min_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  Message& m = messages_[id];
+  if (!m.attempted) m.deliver_at_min_ms = deliver_at_min_ms;
+  m.attempted = true;
+}
+
+void History::SendOk(const std::string& id, int64_t deliver_at_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  Message& m = messages_[id];
+  if (m.acknowledged) return;
+  m.acknowledged = true;
+  m.deliver_at_ms = deliver_at_ms;
+  if (m.copies.empty()) ++outstanding_;
+}
+
+void History::Received(const std::string& id, const std::string& group, int32_t queue_id,
+                       int64_t queue_offset, int64_t at_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  Message& m = messages_[id];
+  if (m.copies.empty() && m.acknowledged) --outstanding_;
+  ++m.copies[{group, queue_id, queue_offset}];
+  m.earliest_receipt_ms =
+      m.earliest_receipt_ms < 0 ? at_ms : std::min(m.earliest_receipt_ms, at_ms);
+}
+
+void History::Acked(const std::string& /*id*/, bool /*ok*/) {
+  // Kept for completeness of the record; the guarantees do not depend on consumer acks.
+}
+
+int64_t History::Outstanding() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return outstanding_;
+}
+
+History::Report History::Check() const {
+  std::lock_guard<std::mutex> l(mu_);
+  Report r;
+  for (const auto& [id, m] : messages_) {
+    if (m.attempted) ++r.attempted;
+    if (m.acknowledged) ++r.acknowledged;
+    if (!m.copies.empty()) ++r.received_ids;
+    int receipts = 0;
+    for (const auto& [pos, n] : m.copies) {
+      receipts += n;
+      r.redelivered += n - 1;
+    }
+    r.receipts += receipts;
+    if (!m.copies.empty()) r.timer_duplicates += static_cast<int64_t>(m.copies.size()) - 1;
+    if (!m.attempted && !m.copies.empty()) {
+      ++r.phantom;
+      continue;
+    }
+    if (m.acknowledged && m.copies.empty()) {
+      ++r.lost;
+      if (r.lost_ids.size() < 10) r.lost_ids.push_back(id);
+    }
+    if (!m.acknowledged && !m.copies.empty()) ++r.indeterminate_received;
+    if (!m.copies.empty() && m.earliest_receipt_ms < m.deliver_at_min_ms) {
+      ++r.early;
+      if (r.early_ids.size() < 10) {
+        r.early_ids.push_back(
+            fmt::format("{} ({} ms early)", id, m.deliver_at_min_ms - m.earliest_receipt_ms));
+      }
+    }
+  }
+  return r;
+}
+
+std::string History::Report::ToString() const {
+  return fmt::format(
+      "attempted {} acknowledged {} received {} ids / {} receipts; lost {} early {} "
+      "timer-duplicates {} redelivered {} phantom {} (unacknowledged but stored {}){}{}",
+      attempted, acknowledged, received_ids, receipts, lost, early, timer_duplicates, redelivered,
+      phantom, indeterminate_received,
+      lost_ids.empty() ? "" : fmt::format("; lost e.g. {}", fmt::join(lost_ids, ",")),
+      early_ids.empty() ? "" : fmt::format("; early e.g. {}", fmt::join(early_ids, ",")));
+}
+
+}  // namespace tokimq::testing
