@@ -23,6 +23,7 @@
 #include "disk_watermark.h"
 #include "fmt/format.h"
 #include "queue_of_key.h"
+#include "replication/rejoin.h"
 #include "replication/replication_service.h"
 #include "retention_task.h"
 #include "rocksdb_logger.h"
@@ -80,6 +81,21 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_RETURN_IF_ERROR(SetUpClock());
   std::random_device rd;
   id_salt_ = rd();
+  // Rejoin: a follower cuts what its log holds beyond its leader's before the stores open.
+  RejoinOptions rejoin;
+  rejoin.data_dir = dir;
+  rejoin.segment_size = static_cast<int64_t>(options_.commitlog_segment_size);
+  rejoin.broker_id = options_.broker_id;
+  rejoin.access_key = options_.replication_access_key;
+  rejoin.secret_key = options_.replication_secret_key;
+  rejoin.history_path = dir + "/replication/term_history";
+  TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir + "/replication"));
+  TOKIMQ_ASSIGN_OR_RETURN(replication::TermHistory history,
+                          replication::LoadTermHistory(fs_, rejoin.history_path));
+  if (options_.broker_id != 0 || history.LastTerm() > 0) {
+    rejoin.leader = options_.replicate_from;
+    TOKIMQ_ASSIGN_OR_RETURN(history, RejoinBeforeOpen(fs_, rejoin));
+  }
   TOKIMQ_RETURN_IF_ERROR(OpenMessageStore());
   TOKIMQ_RETURN_IF_ERROR(OpenTimerStore());
   TOKIMQ_ASSIGN_OR_RETURN(metadata_, MetadataStore::Open(db_.get()));
@@ -94,15 +110,23 @@ absl::Status Broker::OpenStores() {
   repl.ack_timeout_ms = options_.replication_ack_timeout_ms;
   repl.segment_size = options_.commitlog_segment_size;
   repl.elected = options_.replication_elected;
+  repl.history = std::move(history);
+  repl.history_path = rejoin.history_path;
+  repl.fs = fs_;
+  repl.access_key = options_.replication_access_key;
+  repl.secret_key = options_.replication_secret_key;
   replication_ = std::make_unique<ReplicationService>(std::move(repl), store_.get(),
-                                                      [this] { return StartServing(); });
+                                                      [this](bool promoted) {
+                                                        return StartServing(promoted);
+                                                      });
   TOKIMQ_RETURN_IF_ERROR(replication_->Start());  // a leader: StartServing now
   TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
                   metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
 }
 
-absl::Status Broker::StartServing() {
+absl::Status Broker::StartServing(bool promoted) {
+  if (promoted) TOKIMQ_RETURN_IF_ERROR(timers_->AdoptReplicatedLog());
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
   TOKIMQ_RETURN_IF_ERROR(OpenTransactions());  // after the timers: commits schedule into them

@@ -164,6 +164,8 @@ KeyResult ApplyReplicationKey(const std::string& key, const toml::node& node, Br
     b->replication_sync = mode == "sync";
     return absl::OkStatus();
   }
+  if (key == "replication_access_key") return GetString(node, key, &b->replication_access_key);
+  if (key == "replication_secret_key") return GetString(node, key, &b->replication_secret_key);
   if (key == "replication_ack_timeout") {
     return GetDuration(node, key, &b->replication_ack_timeout_ms);
   }

@@ -108,7 +108,7 @@ absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) 
     case proto::Request::kDescribeTopic:
       return HandleDescribeTopic(req.describe_topic().name(), resp);
     case proto::Request::kSend:
-      return HandleSend(req.send(), resp->mutable_send());
+      return HandleSendReplicated(req.send(), resp->mutable_send());
     case proto::Request::kRecall:
       return EmptyIfOk(timers_->Recall(req.recall().recall_handle()), resp);
     case proto::Request::kReceive:

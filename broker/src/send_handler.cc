@@ -1,6 +1,7 @@
 // Broker::HandleSend: validates a send request's entries (send_validation.h), then stores them
 // (delayed ones through the TimerStore, immediate ones straight into the MessageStore).
 #include <algorithm>
+#include <future>
 
 #include "broker/broker.h"
 #include "commitlog/message_store.h"
@@ -133,6 +134,19 @@ void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
         if (!st.ok()) return answer(st);
         replication_->WhenReplicated(end, std::move(answer));
       });
+}
+
+absl::Status Broker::HandleSendReplicated(const proto::SendRequest& req,
+                                          proto::SendResponse* resp) {
+  int64_t end = 0;
+  TOKIMQ_RETURN_IF_ERROR(HandleSend(req, resp, /*wait_durable=*/true, &end));
+  if (!replication_->sync() || end <= 0) return absl::OkStatus();
+  std::promise<absl::Status> replicated;
+  std::future<absl::Status> done = replicated.get_future();
+  replication_->WhenReplicated(end, [&replicated](absl::Status s) { replicated.set_value(s); });
+  absl::Status s = done.get();
+  if (!s.ok()) resp->Clear();
+  return s;
 }
 
 absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,

@@ -8,6 +8,7 @@
 #include "commit_log_impl.h"
 #include "commitlog/record.h"
 #include "common/status.h"
+#include "offset_file.h"
 
 namespace tokimq {
 
@@ -163,6 +164,41 @@ absl::StatusOr<int64_t> CommitLogImpl::AppendChunk(const ReplicaChunk& chunk) {
   write_pos_ = new_end;
   max_offset_.store(new_end, std::memory_order_release);
   return new_end;
+}
+
+absl::StatusOr<int64_t> CommitLog::TruncateFiles(FileSystem* fs, const std::string& dir,
+                                                 int64_t segment_size, int64_t end) {
+  if (end < 0 || segment_size <= 0) return absl::InvalidArgumentError("bad truncation point");
+  if (!fs->Exists(dir)) return 0;
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));
+  int64_t removed = 0;
+  for (const std::string& name : names) {
+    if (name.size() != 20 || !std::all_of(name.begin(), name.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    const int64_t base = std::stoll(name);
+    const std::string path = dir + "/" + name;
+    TOKIMQ_ASSIGN_OR_RETURN(auto file, fs->Open(path, OpenMode::kReadWrite));
+    const int64_t size = static_cast<int64_t>(file->Size());
+    if (base >= end) {
+      removed += size;
+      file.reset();
+      TOKIMQ_RETURN_IF_ERROR(fs->Remove(path));
+    } else if (base + size > end) {
+      removed += base + size - end;
+      TOKIMQ_RETURN_IF_ERROR(file->Truncate(static_cast<uint64_t>(end - base)));
+      TOKIMQ_RETURN_IF_ERROR(file->Sync());
+    }
+  }
+  const std::string ckpt_path = dir + "/checkpoint";
+  auto ckpt = ReadOffsetFile(fs, ckpt_path, kCommitLogCheckpointMagic);
+  if (ckpt.ok() && *ckpt > end) {
+    TOKIMQ_RETURN_IF_ERROR(WriteOffsetFile(fs, ckpt_path, kCommitLogCheckpointMagic, end));
+  }
+  if (fs->Exists(dir + "/clean_shutdown")) TOKIMQ_RETURN_IF_ERROR(fs->Remove(dir + "/clean_shutdown"));
+  TOKIMQ_RETURN_IF_ERROR(fs->SyncDir(dir));
+  return removed;
 }
 
 }  // namespace tokimq

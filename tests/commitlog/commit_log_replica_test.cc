@@ -213,5 +213,53 @@ TEST_F(CommitLogReplicaTest, FollowerStoreRebuildsTheLeadersConsumeQueues) {
   }
 }
 
+TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundary) {
+  // A rejoining replica (docs/replication.md "Rejoin"): its store, cut offline at an offset of
+  // the leader's log, reopens ending there, with no ConsumeQueue entry past it; later appends
+  // continue from there.
+  MessageStoreOptions o;
+  o.dir = dir_.Join("store");
+  o.commitlog.segment_size = 4096;
+  o.commitlog.async_flush_interval_ms = 0;
+  o.checkpoint_interval_ms = 0;
+  int64_t cut = 0;
+  {
+    auto store = MessageStore::Open(&fs_, &clock_, o);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 0; i < 40; ++i) {
+      Message m;
+      m.topic = "t";
+      m.body = std::string(static_cast<size_t>(100 + i * 7), 'x');
+      auto put = (*store)->Put(std::move(m));
+      ASSERT_TRUE(put.ok());
+      if (i == 24) cut = put->physical_offset + put->size;  // keep 25 messages
+    }
+    ASSERT_GT((*store)->commit_log()->MaxOffset(), 2 * 4096);  // the cut removes a segment too
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  auto removed = CommitLog::TruncateFiles(&fs_, o.dir + "/commitlog", 4096, cut);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_GT(*removed, 0);
+  auto store = MessageStore::Open(&fs_, &clock_, o);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->commit_log()->MaxOffset(), cut);
+  EXPECT_EQ((*store)->MaxQueueOffset("t", 0), 25);
+  Message m;
+  m.topic = "t";
+  m.body = "after the cut";
+  auto put = (*store)->Put(std::move(m));
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->queue_offset, 25);
+  auto read = (*store)->ReadQueue("t", 0, 24, 10);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[1].body, "after the cut");
+  // Cutting at or past the end removes nothing.
+  ASSERT_TRUE((*store)->Close().ok());
+  auto again = CommitLog::TruncateFiles(&fs_, o.dir + "/commitlog", 4096, 1 << 30);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+}
+
 }  // namespace
 }  // namespace tokimq

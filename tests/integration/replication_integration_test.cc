@@ -189,5 +189,186 @@ TEST_F(ReplicationIntegrationTest, SyncLeaderKilledFollowerPromotedLosesNoAckedM
   EXPECT_EQ(producer.Send(m).status().code(), absl::StatusCode::kUnavailable);
 }
 
+// Receives from `b` (group "g", topic "orders") until every body of `acked` was seen or 30 s
+// passed; counts lost, early (received before its deliver time) and duplicated messages.
+struct History {
+  int lost = 0, early = 0, duplicated = 0;
+};
+History ConsumeAll(const BrokerProcess& b, const std::map<std::string, int64_t>& acked) {
+  SimpleConsumer consumer(b.Options(), "g");
+  std::map<std::string, int> seen;
+  History h;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  size_t found = 0;
+  while (found < acked.size() && std::chrono::steady_clock::now() < deadline) {
+    client::ReceiveOptions o;
+    o.max_messages = 32;
+    o.long_poll_ms = 500;
+    auto got = consumer.Receive("orders", o);
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) break;
+    const int64_t now = NowMs();
+    for (const auto& r : *got) {
+      auto it = acked.find(r.body);
+      if (++seen[r.body] == 1 && it != acked.end()) ++found;
+      if (it != acked.end() && now < it->second) ++h.early;
+      EXPECT_TRUE(consumer.Ack(r.receipt_handle).ok());
+    }
+  }
+  // Late duplicates: one more short poll.
+  client::ReceiveOptions o;
+  o.max_messages = 32;
+  o.long_poll_ms = 300;
+  if (auto got = consumer.Receive("orders", o); got.ok()) {
+    for (const auto& r : *got) ++seen[r.body];
+  }
+  for (const auto& [body, at] : acked) h.lost += seen.count(body) ? 0 : 1;
+  for (const auto& [body, n] : seen) h.duplicated += n > 1 ? 1 : 0;
+  return h;
+}
+
+TEST_F(ReplicationIntegrationTest, LeaderKilledAfterReleasesPromotedFollowerRepeatsNone) {
+  StartPair("sync");
+  std::map<std::string, int64_t> acked;  // body -> deliver_at_ms
+  {
+    Producer producer(leader_->Options());
+    const int64_t start = NowMs();
+    for (int i = 0; NowMs() - start < 1000 && i < 1000; ++i) {
+      OutgoingMessage m;
+      m.topic = "orders";
+      m.body = "order-" + std::to_string(i);
+      m.delay_ms = i % 2 ? 200 : 4000;  // half released by the leader before it dies
+      auto sent = producer.Send(m);
+      if (sent.ok()) acked[m.body] = sent->deliver_at_ms;
+    }
+  }
+  ASSERT_GT(acked.size(), 10u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the 200 ms ones are released
+  auto leader_role = Role(*leader_);
+  ASSERT_TRUE(leader_role.ok()) << leader_role.status();
+  // The releases are in the follower's copy (a release is not a send: nobody waits for it).
+  ASSERT_TRUE(AwaitFollowerAt(*follower_, leader_role->max_offset()));
+  leader_->Kill();
+  proto::ReplicationRoleRequest promote;
+  promote.set_promote(true);
+  promote.set_term(1);
+  auto promoted = Role(*follower_, promote);
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  History h = ConsumeAll(*follower_, acked);
+  EXPECT_EQ(h.lost, 0) << "of " << acked.size() << " acknowledged";
+  EXPECT_EQ(h.early, 0);
+  EXPECT_EQ(h.duplicated, 0);
+}
+
+TEST_F(ReplicationIntegrationTest, OldLeaderRejoinsAsFollowerAndDropsItsDivergedTail) {
+  StartPair("async");
+  auto send = [](const BrokerProcess& b, const std::string& prefix, int n) {
+    Producer producer(b.Options());
+    for (int i = 0; i < n; ++i) {
+      OutgoingMessage m;
+      m.topic = "orders";
+      m.body = prefix + std::to_string(i);
+      if (i % 3 == 0) m.delay_ms = 3'600'000;
+      ASSERT_TRUE(producer.Send(m).ok());
+    }
+  };
+  send(*leader_, "common-", 100);
+  auto r = Role(*leader_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(AwaitFollowerAt(*follower_, r->max_offset()));
+  const int64_t common_end = r->max_offset();
+  // The follower stops; the leader acknowledges more (async) that nobody copies, then dies.
+  EXPECT_EQ(follower_->Stop(), 0);
+  send(*leader_, "lost-", 40);
+  leader_->Kill();
+  // The follower comes back and is promoted (term 1); it takes new sends.
+  follower_ = std::make_unique<BrokerProcess>(
+      dir_.Join("follower"), std::vector<std::string>{"--broker-id", "1", "--replicate-from",
+                                                      "127.0.0.1:1", "--grpc-port", "0"});
+  ASSERT_TRUE(follower_->Start());
+  proto::ReplicationRoleRequest promote;
+  promote.set_promote(true);
+  promote.set_term(1);
+  ASSERT_TRUE(Role(*follower_, promote).ok());
+  send(*follower_, "new-", 30);
+  // The old leader restarts as the new leader's follower: its 40 diverged messages go.
+  leader_ = std::make_unique<BrokerProcess>(
+      dir_.Join("leader"),
+      std::vector<std::string>{"--broker-id", "2", "--replicate-from",
+                               "127.0.0.1:" + std::to_string(follower_->port()), "--grpc-port",
+                               "0"});
+  ASSERT_TRUE(leader_->Start());
+  auto new_leader = Role(*follower_);
+  ASSERT_TRUE(new_leader.ok());
+  ASSERT_GT(new_leader->max_offset(), common_end);
+  ASSERT_TRUE(AwaitFollowerAt(*leader_, new_leader->max_offset()));
+  auto rejoined = Role(*leader_);
+  ASSERT_TRUE(rejoined.ok());
+  EXPECT_EQ(rejoined->role(), "follower");
+  EXPECT_EQ(rejoined->term(), 1);
+  EXPECT_FALSE(rejoined->diverged());
+  EXPECT_EQ(rejoined->max_offset(), new_leader->max_offset());
+  std::ifstream log(leader_->log_path());
+  std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("rejoin: cut"), std::string::npos);
+  EXPECT_EQ(leader_->Stop(), 0);
+  EXPECT_EQ(follower_->Stop(), 0);
+  auto a = SegmentFiles(dir_.Join("leader/store/commitlog"));
+  auto b = SegmentFiles(dir_.Join("follower/store/commitlog"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [name, bytes] : a) EXPECT_TRUE(bytes == b[name]) << name << " differs";
+}
+
+TEST(ReplicationAuthTest, PullsNeedTheClusterAdminUserWhenAuthIsOn) {
+  ::tokimq::testing::TempDir dir;
+  BrokerProcess leader(dir.Join("leader"),
+                       {"--broker-id", "0", "--auth", "--auth-init-user", "root:root-secret"});
+  ASSERT_TRUE(leader.Start());
+  auto follower_with = [&](const std::string& name, const std::string& toml) {
+    const std::string cfg = dir.Join(name + ".toml");
+    std::ofstream(cfg) << toml;
+    return std::make_unique<BrokerProcess>(
+        dir.Join(name), std::vector<std::string>{"-c", cfg, "--broker-id", "1", "--replicate-from",
+                                                 "127.0.0.1:" + std::to_string(leader.port())});
+  };
+  auto with_user = follower_with("with", "replication_access_key = \"root\"\n"
+                                         "replication_secret_key = \"root-secret\"\n");
+  auto without = follower_with("without", "");
+  ASSERT_TRUE(with_user->Start());
+  ASSERT_TRUE(without->Start());
+  client::ClientOptions root = leader.Options();
+  root.access_key = "root";
+  root.secret_key = "root-secret";
+  {
+    AdminClient admin(root);
+    proto::TopicConfig t;
+    t.set_name("orders");
+    t.set_queues(1);
+    ASSERT_TRUE(admin.CreateTopic(t).ok());
+    Producer producer(root);
+    OutgoingMessage m;
+    m.topic = "orders";
+    m.body = "replicated only to an authenticated follower";
+    ASSERT_TRUE(producer.Send(m).ok());
+  }
+  auto conn = client::Connection::Open(root);
+  ASSERT_TRUE(conn.ok());
+  proto::Request req;
+  req.mutable_replication_role();
+  auto r = (*conn)->Call(std::move(req), 5000);
+  ASSERT_TRUE(r.ok());
+  const int64_t end = r->replication_role().max_offset();
+  ASSERT_GT(end, 0);
+  // Role requests are cluster admin too: ask the followers as root would (auth is off there).
+  EXPECT_TRUE(AwaitFollowerAt(*with_user, end));
+  auto other = Role(*without);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->max_offset(), 0);
+  std::ifstream log(without->log_path());
+  std::string text((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(text.find("requires authentication"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tokimq

@@ -55,6 +55,7 @@ class TimerStoreImpl final : public TimerStore {
   ~TimerStoreImpl() override;
 
   absl::Status Recover();  // recovery.cc
+  absl::Status AdoptReplicatedLog() override;  // replica_promotion.cc
   // Loads <dir>/moves; a move begun and neither committed nor abandoned is abandoned.
   absl::Status RecoverMoves();
 

@@ -102,6 +102,11 @@ struct BrokerOptions {
   // Cluster mode (main sets it with --cluster): the etcd election decides the role; the broker
   // serves nothing until elected or told whom to follow (docs/cluster.md "Broker groups").
   bool replication_elected = false;
+  // Credentials a follower authenticates its pulls with (docs/replication.md "Access"): with
+  // auth on, the leader answers replicate_pull only for a user with the cluster admin ACL
+  // (users are not replicated: create it on every member). Empty: unauthenticated pulls.
+  std::string replication_access_key;
+  std::string replication_secret_key;
   uint64_t commitlog_segment_size = uint64_t{1} << 30;
   uint32_t max_message_size = 4u << 20;         // bytes of body
   // The wire frame limit (ServerOptions::max_frame_bytes; main copies it here): a receive never
@@ -252,8 +257,9 @@ class Broker {
   absl::Status OpenTimerStore();
   absl::Status OpenConsumerService();
   // Starts the services that write to the CommitLog on their own (timers, consumers,
-  // transactions, retention): at open on a leader, at promotion on a follower.
-  absl::Status StartServing();
+  // transactions, retention): at open on a leader, at promotion on a follower (`promoted`:
+  // the timer store first adopts the moves the old leader made, TimerStore::AdoptReplicatedLog).
+  absl::Status StartServing(bool promoted);
 
   // Handle's switch: the handler of req's kind; its status goes in the response.
   absl::Status Dispatch(const proto::Request& req, proto::Response* resp);
@@ -268,6 +274,12 @@ class Broker {
   // answer may go out (0: nothing to wait for).
   absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,
                           bool wait_durable = true, int64_t* durable_end = nullptr);
+  // The send of Handle (the gRPC SendMessage, and native sends not answered from the group
+  // commit): HandleSend, then with replication = "sync" blocks the calling thread until a
+  // follower acknowledged the send's records (ReplicationService::WhenReplicated), so both APIs
+  // answer OK only for what two replicas hold. Errors: HandleSend's, or kUnavailable (no
+  // follower within replication_ack_timeout, or this broker lost its term) with *resp cleared.
+  absl::Status HandleSendReplicated(const proto::SendRequest& req, proto::SendResponse* resp);
   // Validates every entry of `req` (send_validation.h) and builds the messages to store, at
   // time `now` (ms): all or nothing; an error names the entry ("message i: ...") in a batch.
   absl::Status PrepareSend(const proto::SendRequest& req, int64_t now,

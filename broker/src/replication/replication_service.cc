@@ -1,5 +1,6 @@
 #include "replication_service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "client/connection.h"
@@ -10,21 +11,36 @@ namespace tokimq::broker {
 
 using replication::Role;
 
+namespace {
+
+// Cluster mode (`elected`): every replica starts as a follower with no leader; the election
+// decides (docs/cluster.md "Broker groups").
+bool StartsAsLeader(const ReplicationOptions& o) {
+  return o.broker_id == 0 && !o.elected && o.history.LastTerm() <= 0;
+}
+
+}  // namespace
+
 struct ReplicationService::PullState {
   std::string leader;  // the address `conn` is connected to
   std::unique_ptr<client::Connection> conn;
   bool logged_error = false;  // one warning per episode of failed pulls
+  int64_t checked_term = -1;  // the leader term whose history this log was checked against
 };
 
 ReplicationService::ReplicationService(ReplicationOptions options, MessageStore* store,
-                                       std::function<absl::Status()> start_serving)
+                                       std::function<absl::Status(bool)> start_serving)
     : options_(std::move(options)),
       store_(store),
       start_serving_(std::move(start_serving)),
-      leadership_(options_.broker_id == 0 && !options_.elected ? Role::kLeader : Role::kFollower,
-                  0, options_.broker_id == 0 || options_.elected ? "" : options_.replicate_from),
+      // A broker id 0 whose history shows a later term than 0 was deposed: it follows (the
+      // election, or an admin request, tells it whom) and never claims a term it did not win.
+      leadership_(StartsAsLeader(options_) ? Role::kLeader : Role::kFollower,
+                  std::max<int64_t>(0, options_.history.LastTerm()),
+                  StartsAsLeader(options_) || options_.elected ? "" : options_.replicate_from),
       acks_(SystemClock::Default()),
       lag_(SystemClock::Default()),
+      history_(options_.history),
       pull_(std::make_unique<PullState>()) {}
 
 ReplicationService::~ReplicationService() { Stop(); }
@@ -34,6 +50,10 @@ absl::Status ReplicationService::Start() {
     return absl::InvalidArgumentError(fmt::format(
         "broker id {} is a follower: it needs replicate_from (--replicate-from HOST:PORT)",
         options_.broker_id));
+  }
+  {
+    std::lock_guard<std::mutex> l(serving_mu_);
+    followed_ = options_.broker_id != 0;
   }
   leadership_.Subscribe([this](const replication::LeadershipView& v) { OnViewChange(v); });
   if (leadership_.Current().role == Role::kLeader) OnViewChange(leadership_.Current());
@@ -56,11 +76,16 @@ void ReplicationService::Stop() {
 
 void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
   if (view.role != Role::kLeader) {
+    {
+      std::lock_guard<std::mutex> l(serving_mu_);
+      followed_ = true;
+    }
     acks_.Fail(absl::UnavailableError(
         fmt::format("this broker no longer leads its group (term {})", view.term)));
     TOKIMQ_LOG_WARN("replication: follower of {} in term {}", view.leader_address, view.term);
     return;
   }
+  BeginTerm(view.term);
   acks_.Reset(0);
   lag_.Reset();
   lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
@@ -69,8 +94,18 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
   std::lock_guard<std::mutex> l(serving_mu_);
   if (serving_) return;
   serving_ = true;
-  absl::Status s = start_serving_();
+  absl::Status s = start_serving_(followed_);
   if (!s.ok()) TOKIMQ_LOG_ERROR("replication: starting the leader's services: {}", s.ToString());
+}
+
+void ReplicationService::BeginTerm(int64_t term) {
+  std::lock_guard<std::mutex> l(append_mu_);
+  const int64_t end = store_->commit_log()->MaxOffset().value();
+  absl::Status s = history_.BeginTerm(term, history_.empty() ? 0 : end);
+  if (s.ok() && options_.fs != nullptr && !options_.history_path.empty()) {
+    s = StoreTermHistory(options_.fs, options_.history_path, history_);
+  }
+  if (!s.ok()) TOKIMQ_LOG_ERROR("replication: term history for term {}: {}", term, s.ToString());
 }
 
 absl::Status ReplicationService::CheckWritable() const {
@@ -111,6 +146,17 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
                     options_.segment_size));
   }
   const int64_t max = log->MaxOffset().value();
+  if (req.with_history()) {
+    std::lock_guard<std::mutex> l(append_mu_);
+    for (const replication::TermStart& e : history_.entries()) {
+      auto* h = resp->add_history();
+      h->set_term(e.term);
+      h->set_start_offset(e.start_offset);
+    }
+    resp->set_offset(req.from_offset());
+    resp->set_leader_max_offset(max);
+    return absl::OkStatus();
+  }
   absl::StatusOr<ReplicaChunk> chunk = log->ReadChunk(req.from_offset(), req.max_bytes());
   if (!chunk.ok()) return chunk.status();
   // The follower holds every byte below from_offset (a follower of this term, behind our end).
@@ -140,6 +186,7 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_max_offset(store_->commit_log()->MaxOffset().value());
   resp->set_follower_acked_offset(acks_.acked_offset());
   resp->set_replication(options_.sync ? "sync" : "async");
+  resp->set_diverged(diverged_.load());
   return s;
 }
 
@@ -204,10 +251,14 @@ bool ReplicationService::PullOnce(const std::string& leader) {
     o.broker = leader;
     o.connect_timeout_ms = 1000;
     o.client_id = fmt::format("tokimq-follower-{}", options_.broker_id);
+    o.access_key = options_.access_key;
+    o.secret_key = options_.secret_key;
     auto conn = client::Connection::Open(o);
     if (!conn.ok()) return fail(conn.status(), 100, this);
     p.conn = std::move(*conn);
+    p.checked_term = -1;
   }
+  if (p.checked_term < 0 && !CheckHistory()) return true;  // CheckHistory paused
   const int64_t from = store_->commit_log()->MaxOffset().value();
   proto::Request req;
   auto* pull = req.mutable_replicate_pull();
@@ -225,14 +276,74 @@ bool ReplicationService::PullOnce(const std::string& leader) {
                     leadership_.Current().term)),
                 100, this);
   }
+  if (r.term() != p.checked_term) {  // a new leader term: check the history again first
+    p.checked_term = -1;
+    return true;
+  }
   if (r.data().empty()) return false;
   ReplicaChunk chunk{r.offset(), r.data()};
-  absl::StatusOr<int64_t> end = store_->AppendReplicated(chunk);
+  absl::StatusOr<int64_t> end;
+  {
+    std::lock_guard<std::mutex> l(append_mu_);
+    end = store_->AppendReplicated(chunk);
+  }
   if (!end.ok()) return fail(end.status(), 100, this);
   if (p.logged_error) {
     TOKIMQ_LOG_INFO("replication: pulling from {} again at offset {}", p.leader, from);
     p.logged_error = false;
   }
+  return true;
+}
+
+bool ReplicationService::CheckHistory() {
+  PullState& p = *pull_;
+  proto::Request req;
+  auto* pull = req.mutable_replicate_pull();
+  pull->set_term(leadership_.Current().term);
+  pull->set_from_offset(store_->commit_log()->MaxOffset());
+  pull->set_segment_size(static_cast<int64_t>(options_.segment_size));
+  pull->set_follower(std::to_string(options_.broker_id));
+  pull->set_with_history(true);
+  absl::StatusOr<proto::Response> resp = p.conn->Call(std::move(req), 5000);
+  absl::Status error = resp.status();
+  if (error.ok() && !leadership_.ObserveTerm(resp->replicate_pull().term())) {
+    error = absl::FailedPreconditionError("history of an older term (fenced)");
+  }
+  if (!error.ok()) {
+    if (!p.logged_error) {
+      TOKIMQ_LOG_WARN("replication: term history from {}: {}", p.leader, error.ToString());
+      p.logged_error = true;
+    }
+    p.conn.reset();
+    Pause(100);
+    return false;
+  }
+  const proto::ReplicatePullResponse& r = resp->replicate_pull();
+  std::vector<replication::TermStart> theirs;
+  for (const auto& e : r.history()) theirs.push_back({e.term(), e.start_offset()});
+  const replication::TermHistory leader(std::move(theirs));
+  std::lock_guard<std::mutex> l(append_mu_);
+  const int64_t end = store_->commit_log()->MaxOffset();
+  const int64_t consistent = history_.ConsistentEnd(end, leader, r.leader_max_offset());
+  if (consistent < end) {
+    if (!diverged_.exchange(true)) {
+      TOKIMQ_LOG_ERROR(
+          "replication: this CommitLog diverged from the leader {} (term {}) at offset {} (its "
+          "end is {}): not pulling; restart this broker to truncate the {} diverged bytes",
+          p.leader, r.term(), consistent, end, end - consistent);
+    }
+    Pause(1000);
+    return false;
+  }
+  diverged_ = false;
+  if (!(leader.entries() == history_.entries())) {
+    history_ = leader;
+    if (options_.fs != nullptr && !options_.history_path.empty()) {
+      absl::Status s = StoreTermHistory(options_.fs, options_.history_path, history_);
+      if (!s.ok()) TOKIMQ_LOG_ERROR("replication: storing the term history: {}", s.ToString());
+    }
+  }
+  p.checked_term = r.term();
   return true;
 }
 

@@ -26,10 +26,12 @@
 #include "absl/status/status.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
+#include "common/file.h"
 #include "proto/tokimq.pb.h"
 #include "replication/ack_tracker.h"
 #include "replication/follower_lag.h"
 #include "replication/leadership.h"
+#include "replication/term_history.h"
 
 namespace tokimq::broker {
 
@@ -45,14 +47,23 @@ struct ReplicationOptions {
   // follower with no leader (serving nothing) until it is elected or told whom to follow;
   // broker_id and replicate_from then do not decide the role.
   bool elected = false;
+  // Term history (replication/term_history.h): as loaded, and cut, by RejoinBeforeOpen; kept
+  // in `history_path` (empty: not persisted, tests) through `fs`.
+  replication::TermHistory history;
+  std::string history_path;
+  FileSystem* fs = nullptr;
+  // Credentials of the follower's connection to its leader (replication_access_key / _secret_key).
+  std::string access_key;
+  std::string secret_key;
 };
 
 class ReplicationService {
  public:
-  // start_serving starts the services a leader runs (called once: at Start for a leader, at
-  // promotion for a follower). It must not call back into this object.
+  // start_serving starts the services a leader runs (called once: at Start for a leader, with
+  // promoted = false; at promotion for a replica that followed, with promoted = true: its logs
+  // were written by another leader). It must not call back into this object.
   ReplicationService(ReplicationOptions options, MessageStore* store,
-                     std::function<absl::Status()> start_serving);
+                     std::function<absl::Status(bool promoted)> start_serving);
   ~ReplicationService();
 
   absl::Status Start();
@@ -86,6 +97,13 @@ class ReplicationService {
 
  private:
   void OnViewChange(const replication::LeadershipView& view);
+  // Leader: a new term starts at the CommitLog end (history entry, persisted).
+  void BeginTerm(int64_t term);
+  // Follower, before the first pull from a leader (and after its term changed): fetches its
+  // term history and checks that this log agrees with it (TermHistory::ConsistentEnd); then
+  // takes the leader's history. false when the check could not run or found this log diverged
+  // (then diverged_ is set: no pulls until a restart truncates, see RejoinBeforeOpen).
+  bool CheckHistory();
   void PullLoop();
   // One pull from `leader`; returns false when the follower should pause before the next.
   bool PullOnce(const std::string& leader);
@@ -95,14 +113,21 @@ class ReplicationService {
 
   ReplicationOptions options_;
   MessageStore* store_;
-  std::function<absl::Status()> start_serving_;
+  std::function<absl::Status(bool promoted)> start_serving_;
   std::function<bool()> lease_valid_;  // set before requests; read-only afterwards
   replication::Leadership leadership_;
   replication::AckTracker acks_;
   replication::FollowerLag lag_;
 
+  // Held around a follower's append of a chunk and a leader's history entry, so the entry's
+  // start is never in the middle of a replicated append.
+  std::mutex append_mu_;
+  replication::TermHistory history_;  // guarded by append_mu_
+  std::atomic<bool> diverged_{false};
+
   std::mutex serving_mu_;
-  bool serving_ = false;  // guarded by serving_mu_
+  bool serving_ = false;   // guarded by serving_mu_
+  bool followed_ = false;  // this replica was a follower at some point; guarded by serving_mu_
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -106,6 +106,8 @@ absl::Status Broker::HandlePollTransactionChecks(const proto::PollTransactionChe
 }
 
 void Broker::FillTransactionStats(proto::TransactionStats* out) const {
+  // A follower opens the transaction service only at promotion: no transactions, zeros.
+  if (!transactions_) return;
   TransactionStats s = transactions_->Stats();
   out->set_halves_pending(s.pending);
   out->set_oldest_pending_age_ms(s.oldest_pending_age_ms);

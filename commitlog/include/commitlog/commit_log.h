@@ -169,6 +169,14 @@ class CommitLog {
   // or kFailedPrecondition (wrong offset). Write errors as Append. Serialised with Append.
   // Returns the new MaxOffset (the next segment's base after a blank record).
   virtual absl::StatusOr<int64_t> AppendChunk(const ReplicaChunk& chunk);
+  // Rejoin (issue 20, docs/replication.md "Rejoin"): offline, before Open, cuts the log whose
+  // files are in `dir` at `end` (bytes; a record boundary the leader's log shares): removes
+  // the segment files at or past it, truncates the one holding it, lowers the durability
+  // checkpoint to it and removes the clean-shutdown marker, so Open's recovery ends the log at
+  // `end` (and MessageStore recovery drops the ConsumeQueue entries past it). Returns the bytes
+  // removed (0: the log already ended at or before `end`). Errors: file I/O.
+  static absl::StatusOr<int64_t> TruncateFiles(FileSystem* fs, const std::string& dir,
+                                               int64_t segment_size, int64_t end);
 
   // Flushes, writes the clean-shutdown marker and stops the flusher. Idempotent.
   virtual absl::Status Close() = 0;

@@ -176,6 +176,18 @@ class TimerStore {
 
   // Runs every service until none can make progress at the current clock time (manual clock).
   virtual absl::Status RunUntilIdle() = 0;
+  // A replica's store that is about to lead (issue 20 item 3, docs/replication.md "Timer moves
+  // across a failover"); call once, before Start(). Its CommitLog was written by another
+  // leader, whose releases are delivered copies in it (kTimerSourceOffset = the CommitLog offset
+  // of the timer-topic record released, the same on every replica). Scans the CommitLog from
+  // the oldest record this store still has to deliver (its retention pin: pending units and
+  // records not yet enqueued) for those copies, then enqueues the timer topic up to its end and
+  // checkpoints, as recovery does: the walk then skips every message the old leader released
+  // and delivers the others, none early. The scan reads every record past the pin (about
+  // 1-2 M records/s); the checkpoint keeps its start until the moves it found are behind the
+  // read tick, so a crash meanwhile scans again. Errors: TimerLog / checkpoint I/O.
+  // The default does nothing (a store that never follows another).
+  virtual absl::Status AdoptReplicatedLog() { return absl::OkStatus(); }
   // Starts / stops the service threads. Stop flushes and checkpoints.
   virtual absl::Status Start() = 0;
   virtual absl::Status Stop() = 0;
