@@ -214,6 +214,7 @@ class Broker {
   }
   // The broker's topic metadata (cluster mode applies the cluster's topics to it).
   MetadataStore* metadata() const { return metadata_.get(); }
+  GroupConfigStore* group_configs() const { return group_configs_.get(); }
   const BrokerOptions& options() const { return options_; }
 
   Clock* clock() const { return clock_; }

@@ -10,6 +10,8 @@
 //   - ListTopics: the cluster's topics (with placement). DescribeTopic of a topic hosted
 //     elsewhere: its settings and placement (no queue offsets: they live on the hosts).
 //   - Route, ClusterStatus: from the view, without an etcd round trip.
+//   - CreateGroup / UpdateGroup: one etcd transaction each, applied by every broker
+//     (broker/src/cluster_groups.h).
 // Every other request (send, receive, ack, stats, ...) is the broker's own: data stays per
 // broker (its CommitLog, timer store and consumer-group state).
 //
@@ -43,6 +45,7 @@ class TopicCatalog;
 namespace tokimq::broker {
 
 class Broker;
+class ClusterGroups;
 
 class ClusterNode {
  public:
@@ -90,6 +93,7 @@ class ClusterNode {
   std::unique_ptr<cluster::ClusterView> view_;
   std::unique_ptr<cluster::TopicCatalog> catalog_;
   std::unique_ptr<cluster::Membership> membership_;
+  std::unique_ptr<ClusterGroups> groups_;  // consumer-group settings (broker/src/cluster_groups.h)
   std::mutex apply_mu_;  // serialises local topic changes (watch thread vs. request threads)
 };
 
