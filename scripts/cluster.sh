@@ -4,12 +4,17 @@
 # status`, then waits; Ctrl-C (or SIGTERM) stops the brokers (SIGTERM: they leave the cluster
 # at once) and etcd, and removes the temp dir.
 #
-# Usage: scripts/cluster.sh [--demo | --bench N] [--build-dir DIR]
+# Usage: scripts/cluster.sh [--demo | --bench N | --enqueue N] [--build-dir DIR]
 #   --demo       create the TRANSACTION topic orders.timeout on all three brokers and run the
 #                order-timeout demo (20k orders, 5 s timeout) against broker b1, then stop
 #   --bench N    one broker vs three in the same run: N delayed messages (3 s) sent with the
 #                routing CLI to a topic placed on b1 only, then to one on all three, each
 #                consumed (and acked) by a group; prints the split and the rates, then stops
+#   --enqueue N  delayed-enqueue capacity, one broker vs three in the same run: tokimq-bench
+#                (--mode enqueue, 2 producers, batches of 128, delay fixed:1h) sends N messages
+#                to a topic on b1 only, then N/3 to each broker of a topic on all three (three
+#                tokimq-bench processes at once, one per broker: what a producer spreading its
+#                sends evenly does); prints msg/s over the wall time and the load average
 #   --build-dir  where bin/ is (default build/release; built when missing)
 # Needs etcd (Debian etcd-server: scripts/install-deps.sh).
 set -euo pipefail
@@ -17,11 +22,13 @@ cd "$(dirname "$0")/.."
 
 demo=0
 bench=0
+enqueue=0
 build_dir=build/release
 while (($#)); do
   case "$1" in
     --demo) demo=1 ;;
     --bench) bench="$2"; shift ;;
+    --enqueue) enqueue="$2"; shift ;;
     --build-dir) build_dir="$2"; shift ;;
     *) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -30,10 +37,11 @@ done
 
 bin="$PWD/$build_dir/bin"
 if [[ ! -x "$bin/tokimq-broker" || ! -x "$bin/tokimq" ]] ||
-   { ((demo)) && [[ ! -x "$bin/tokimq-order-timeout" ]]; }; then
+   { ((demo)) && [[ ! -x "$bin/tokimq-order-timeout" ]]; } ||
+   { ((enqueue)) && [[ ! -x "$bin/tokimq-bench" ]]; }; then
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
   cmake --preset release >/dev/null
-  cmake --build --preset release --target tokimq_broker_main tokimq_cli order_timeout
+  cmake --build --preset release --target tokimq_broker_main tokimq_cli order_timeout tokimq_bench_tool
 fi
 command -v etcd >/dev/null || { echo "cluster.sh: etcd not found (apt-get install etcd-server)" >&2; exit 1; }
 
@@ -122,6 +130,42 @@ if ((bench > 0)); then
     echo "bench: topic on $placement broker(s): split $split"
     echo "bench:   send    $(rate "$bench" "$(echo "$t1 - $t0" | bc)")"
     echo "bench:   consume $(rate "$bench" "$(echo "$t2 - $t1" | bc)")  ($(cat "$work/consumed.$placement"))"
+  done
+  exit 0
+fi
+
+if ((enqueue > 0)); then
+  cli=("$bin/tokimq" --timeout 60s)
+  run_bench() {  # run_bench <label> <n> <address>: one tokimq-bench enqueue run, RESULT line kept
+    "$bin/tokimq-bench" --system tokimq --addr "$3" --queue "$1" --mode enqueue --messages "$2" \
+      --delay fixed:1h --producers 2 --batch 128 --label "$1" 2>&1 | grep '^RESULT' >"$work/$1.$3.result"
+  }
+  for placement in one three; do
+    topic="enq.$placement"
+    if [[ $placement == one ]]; then extra=(--brokers b1); else extra=(); fi
+    "${cli[@]}" --broker "${addresses[0]}" topic create --name "$topic" --type delay --queues 8 \
+      "${extra[@]}" >/dev/null
+    sleep 1  # every host applies it from its watch
+    echo "bench: load average before ($placement): $(cut -d' ' -f1-3 /proc/loadavg)"
+    t0=$(date +%s.%N)
+    if [[ $placement == one ]]; then
+      run_bench "$topic" "$enqueue" "${addresses[0]}"
+    else
+      bench_pids=()
+      for a in "${addresses[@]}"; do run_bench "$topic" $((enqueue / 3)) "$a" & bench_pids+=($!); done
+      wait "${bench_pids[@]}"
+    fi
+    t1=$(date +%s.%N)
+    # Aggregate: all messages over the longest sending time (tokimq-bench's own clock: from
+    # its first send to its last acknowledgement, process start and setup excluded).
+    echo "bench: enqueue, topic on $placement broker(s): $(cat "$work/$topic".*.result | python3 -c '
+import re, sys
+runs = [dict(re.findall(r"(\w+)=(\S+)", l)) for l in sys.stdin]
+n = sum(int(r["messages"]) for r in runs)
+t = max(int(r["messages"]) / float(r["enqueue_rate"]) for r in runs)
+print(f"{n} msg in {t:.2f} s = {n / t:.0f} msg/s; per process msg/s: " +
+      " ".join(r["enqueue_rate"] for r in runs))') (wall incl. start: $(echo "$t1 - $t0" | bc) s)"
+    echo "bench: load average after ($placement): $(cut -d' ' -f1-3 /proc/loadavg)"
   done
   exit 0
 fi

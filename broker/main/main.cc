@@ -339,6 +339,8 @@ int main(int argc, char** argv) {
     grpc_options.max_body_size = static_cast<int32_t>(config.broker.max_message_size);
     grpc_options.default_invisible_ms = *push_lease;
     grpc_options.auto_renew_max_ms = *renew_max;
+    // Cluster mode: routes list every hosting broker at its own gRPC endpoint.
+    if (cluster_node) grpc_options.cluster_broker_name = config.cluster.broker_name;
     if (config.server.tls_mode != tokimq::broker::TlsMode::kDisabled) {
       grpc_options.tls_cert_file = config.server.tls_cert_file;  // TLS only on gRPC
       grpc_options.tls_key_file = config.server.tls_key_file;

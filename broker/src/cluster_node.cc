@@ -8,6 +8,7 @@
 
 #include "broker/broker.h"
 #include "broker/metadata_store.h"
+#include "cluster_groups.h"
 #include "cluster/cluster_view.h"
 #include "cluster/etcd_client.h"
 #include "cluster/keys.h"
@@ -89,6 +90,8 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(Broker* broker,
         self->Reconcile(topics, snapshot);
       });
   node->view_->Start();
+  node->groups_ = std::make_unique<ClusterGroups>(broker, node->etcd_.get(), options.cluster);
+  node->groups_->Start();
   broker->SetRequestInterceptor(
       [self](const proto::Request& req, proto::Response* resp) { return self->Intercept(req, resp); });
   return node;
@@ -139,6 +142,7 @@ absl::Status ClusterNode::Start(std::string advertise, std::string advertise_grp
 void ClusterNode::Stop() {
   if (group_) group_->Stop(/*resign=*/true);
   if (view_) view_->Stop();
+  if (groups_) groups_->Stop();
 }
 
 bool ClusterNode::registered() const { return group_ && group_->registered(); }
@@ -183,7 +187,7 @@ bool ClusterNode::Intercept(const proto::Request& req, proto::Response* resp) {
       GroupStatus(resp->mutable_group_status());
       break;
     default:
-      return false;
+      return groups_->Intercept(req, resp);
   }
   if (!s.ok()) {
     resp->clear_body();

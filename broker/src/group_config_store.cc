@@ -15,15 +15,15 @@ constexpr uint8_t kGroupRecordVersion = 1;
 // version(1) order(1) created_ms(8) crc(4)
 constexpr size_t kGroupValueBytes = 1 + 1 + 8 + 4;
 
-absl::Status Validate(const GroupConfig& c) {
+}  // namespace
+
+absl::Status ValidateGroupConfig(const GroupConfig& c) {
   if (absl::Status s = ValidateGroupName(c.name); !s.ok()) return s;  // common/names.h
   if (c.order != DeliveryOrder::kConcurrently && c.order != DeliveryOrder::kOrderly) {
     return absl::InvalidArgumentError("delivery order must be concurrently or orderly");
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 const char* DeliveryOrderName(DeliveryOrder order) {
   switch (order) {
@@ -98,7 +98,7 @@ absl::Status GroupConfigStore::Write(const GroupConfig& c) {
 }
 
 absl::Status GroupConfigStore::Create(GroupConfig config, int64_t now_ms) {
-  if (absl::Status s = Validate(config); !s.ok()) return s;
+  if (absl::Status s = ValidateGroupConfig(config); !s.ok()) return s;
   config.created_ms = now_ms;
   std::lock_guard<std::mutex> lock(mu_);
   if (groups_.count(config.name)) {
@@ -110,7 +110,7 @@ absl::Status GroupConfigStore::Create(GroupConfig config, int64_t now_ms) {
 }
 
 absl::Status GroupConfigStore::Update(const GroupConfig& config) {
-  if (absl::Status s = Validate(config); !s.ok()) return s;
+  if (absl::Status s = ValidateGroupConfig(config); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = groups_.find(config.name);
   if (it == groups_.end()) {
@@ -122,6 +122,16 @@ absl::Status GroupConfigStore::Update(const GroupConfig& config) {
   next.created_ms = it->second.created_ms;
   if (absl::Status s = Write(next); !s.ok()) return s;
   it->second = next;
+  return absl::OkStatus();
+}
+
+absl::Status GroupConfigStore::Apply(const GroupConfig& config) {
+  if (absl::Status s = ValidateGroupConfig(config); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = groups_.find(config.name);
+  if (it != groups_.end() && it->second == config) return absl::OkStatus();
+  if (absl::Status s = Write(config); !s.ok()) return s;
+  groups_[config.name] = config;
   return absl::OkStatus();
 }
 

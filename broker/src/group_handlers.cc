@@ -3,28 +3,9 @@
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/names.h"
+#include "group_convert.h"
 
 namespace tokimq::broker {
-namespace {
-
-GroupConfig FromProto(const proto::GroupConfig& p) {
-  GroupConfig c;
-  c.name = p.name();
-  // UNSET in a request: Concurrently (RocketMQ's default for a created group). Values outside
-  // the enum stay unknown and are refused by the store.
-  c.order = p.delivery_order() == proto::DELIVERY_ORDER_UNSET
-                ? DeliveryOrder::kConcurrently
-                : static_cast<DeliveryOrder>(static_cast<int>(p.delivery_order()));
-  return c;
-}
-
-void ToProto(const GroupConfig& c, proto::GroupConfig* out) {
-  out->set_name(c.name);
-  out->set_delivery_order(static_cast<proto::DeliveryOrder>(static_cast<int>(c.order)));
-  out->set_created_ms(c.created_ms);
-}
-
-}  // namespace
 
 absl::Status Broker::HandleGroupAdmin(const proto::Request& req, proto::Response* resp) {
   std::string name;
@@ -32,11 +13,12 @@ absl::Status Broker::HandleGroupAdmin(const proto::Request& req, proto::Response
   switch (req.body_case()) {
     case proto::Request::kCreateGroup:
       name = req.create_group().group().name();
-      s = group_configs_->Create(FromProto(req.create_group().group()), clock_->NowMs());
+      s = group_configs_->Create(GroupConfigFromProto(req.create_group().group()),
+                                 clock_->NowMs());
       break;
     case proto::Request::kUpdateGroup:
       name = req.update_group().group().name();
-      s = group_configs_->Update(FromProto(req.update_group().group()));
+      s = group_configs_->Update(GroupConfigFromProto(req.update_group().group()));
       break;
     case proto::Request::kDescribeGroup:
       name = req.describe_group().name();
@@ -50,7 +32,7 @@ absl::Status Broker::HandleGroupAdmin(const proto::Request& req, proto::Response
     return absl::NotFoundError("subscription group [" + QuoteName(name) +
                                "] does not exist (create it with `tokimq group create`)");
   }
-  ToProto(*c, resp->mutable_group()->mutable_group());
+  GroupConfigToProto(*c, resp->mutable_group()->mutable_group());
   return absl::OkStatus();
 }
 

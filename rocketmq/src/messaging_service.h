@@ -21,6 +21,7 @@
 
 #include "apache/rocketmq/v2/service.grpc.pb.h"
 #include "check_streams.h"
+#include "cluster_routes.h"
 #include "broker/auth/permissions.h"
 #include "convert.h"
 #include "in_flight_cache.h"
@@ -131,10 +132,24 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
   // "%DLQ%..." / "%RETRY%..." topics resolve to one NORMAL queue.
   std::optional<proto::TopicConfig> LookupTopic(const std::string& name, v2::Status* error);
 
-  // The broker's queues as RocketMQ message queues at `endpoints` (the client's access point).
-  void FillQueue(const proto::TopicConfig& topic, int32_t queue_id,
+  // A queue of `broker` (broker id 0) as a RocketMQ message queue at `endpoints`.
+  void FillQueue(const proto::TopicConfig& topic, int32_t queue_id, const std::string& broker,
                  const v2::Endpoints& endpoints, v2::MessageQueue* mq) const;
   v2::Endpoints AdvertisedEndpoints(const v2::Endpoints& requested) const;
+
+  // Cluster mode (options_.cluster_broker_name set; cluster_routes.h). The native route of
+  // `topic` (cached like topics); for "%DLQ%..." / "%RETRY%..." (per-broker topics) one queue on
+  // every live member. nullopt with *error for a topic the cluster does not have or when the
+  // broker cannot answer.
+  bool clustered() const { return !options_.cluster_broker_name.empty(); }
+  std::optional<proto::RouteResponse> LookupRoute(const std::string& topic, v2::Status* error);
+  // The live brokers of `topic` gRPC clients can reach (QueryRoute / QueryAssignment), or the
+  // status to answer when there is none.
+  std::optional<std::vector<GrpcBroker>> ClusterBrokers(const std::string& topic,
+                                                        v2::Status* error);
+  // The NOT_FOUND status for a request naming a queue of another broker; nullopt when `mq`
+  // names this broker, no broker, or the endpoint is not clustered.
+  std::optional<v2::Status> ForeignQueue(const v2::MessageQueue& mq);
 
   // True when a subscriber's group is stored with delivery order Orderly (native
   // DescribeGroup; `tokimq group create --orderly`): RocketMQ makes orderliness a property of
@@ -169,8 +184,13 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
     proto::TopicConfig config;
     int64_t fetched_ms = 0;
   };
+  struct CachedRoute {
+    proto::RouteResponse route;
+    int64_t fetched_ms = 0;
+  };
   std::mutex topics_mu_;
-  std::map<std::string, CachedTopic> topics_;
+  std::map<std::string, CachedTopic> topics_;   // topics_mu_
+  std::map<std::string, CachedRoute> routes_;   // topics_mu_ (cluster mode)
 };
 
 }  // namespace tokimq::rocketmq

@@ -51,6 +51,7 @@ grpc::Status MessagingServiceImpl::PullMessage(
   const std::string& topic = req->message_queue().topic().name();
   if (auto bad = GroupNameError(group)) return answer(*bad);
   if (auto bad = TopicNameError(topic)) return answer(*bad);
+  if (auto foreign = ForeignQueue(req->message_queue())) return answer(*foreign);
   if (req->batch_size() <= 0) {
     return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
   }
@@ -115,6 +116,7 @@ grpc::Status MessagingServiceImpl::UpdateOffset(grpc::ServerContext* ctx,
   const std::string& topic = req->message_queue().topic().name();
   std::optional<v2::Status> bad = GroupNameError(group);
   if (!bad) bad = TopicNameError(topic);
+  if (!bad) bad = ForeignQueue(req->message_queue());
   if (bad) {
     *resp->mutable_status() = *bad;
     return grpc::Status::OK;
@@ -142,6 +144,7 @@ grpc::Status MessagingServiceImpl::GetOffset(grpc::ServerContext* ctx,
   const std::string& topic = req->message_queue().topic().name();
   std::optional<v2::Status> bad = GroupNameError(group);
   if (!bad) bad = TopicNameError(topic);
+  if (!bad) bad = ForeignQueue(req->message_queue());
   if (bad) {
     *resp->mutable_status() = *bad;
     return grpc::Status::OK;
@@ -163,7 +166,9 @@ grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
   std::string who;
   if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   const std::string& topic = req->message_queue().topic().name();
-  if (auto bad = TopicNameError(topic)) {
+  std::optional<v2::Status> bad = TopicNameError(topic);
+  if (!bad) bad = ForeignQueue(req->message_queue());
+  if (bad) {
     *resp->mutable_status() = *bad;
     return grpc::Status::OK;
   }

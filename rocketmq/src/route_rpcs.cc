@@ -13,6 +13,12 @@ namespace {
 constexpr int64_t kTopicCacheMs = 3000;
 constexpr int kDefaultPublishAttempts = 3;
 constexpr int kConsumerMaxAttempts = 16;  // the broker's default GroupPolicy::max_attempts
+// The broker name of every queue when the endpoint is not clustered.
+constexpr char kSingleBrokerName[] = "tokimq";
+
+bool IsPerBrokerTopic(const std::string& name) {
+  return name.rfind("%DLQ%", 0) == 0 || name.rfind("%RETRY%", 0) == 0;
+}
 
 const char* ClientTypeName(v2::ClientType t) {
   switch (t) {
@@ -66,7 +72,7 @@ std::optional<proto::TopicConfig> MessagingServiceImpl::LookupTopic(const std::s
     *error = *bad;
     return std::nullopt;
   }
-  if (name.rfind("%DLQ%", 0) == 0 || name.rfind("%RETRY%", 0) == 0) {
+  if (IsPerBrokerTopic(name)) {
     proto::TopicConfig t;
     t.set_name(name);
     t.set_type(proto::NORMAL);
@@ -110,16 +116,87 @@ v2::Endpoints MessagingServiceImpl::AdvertisedEndpoints(const v2::Endpoints& req
 }
 
 void MessagingServiceImpl::FillQueue(const proto::TopicConfig& topic, int32_t queue_id,
-                                     const v2::Endpoints& endpoints,
+                                     const std::string& broker, const v2::Endpoints& endpoints,
                                      v2::MessageQueue* mq) const {
   mq->mutable_topic()->set_name(topic.name());
   mq->set_id(queue_id);
   mq->set_permission(v2::Permission::READ_WRITE);
   v2::Broker* b = mq->mutable_broker();
-  b->set_name("tokimq");
+  b->set_name(broker);
   b->set_id(0);
   *b->mutable_endpoints() = endpoints;
   AddAcceptedTypes(topic.type(), mq);
+}
+
+std::optional<proto::RouteResponse> MessagingServiceImpl::LookupRoute(const std::string& name,
+                                                                      v2::Status* error) {
+  const int64_t now = broker_->clock()->NowMs();
+  {
+    std::lock_guard<std::mutex> lock(topics_mu_);
+    auto it = routes_.find(name);
+    if (it != routes_.end() && now - it->second.fetched_ms < kTopicCacheMs &&
+        now >= it->second.fetched_ms) {
+      return it->second.route;
+    }
+  }
+  proto::RouteResponse route;
+  proto::Request req;
+  if (IsPerBrokerTopic(name)) {
+    // Retry and DLQ topics live on each broker (the messages it holds): one queue everywhere.
+    req.mutable_cluster_status();
+    proto::Response resp = Call(req);
+    if (resp.has_status() && resp.status().code() != 0) {
+      *error = StatusFromNative(resp, RpcKind::kRoute);
+      return std::nullopt;
+    }
+    route.set_cluster(resp.cluster_status().cluster());
+    route.mutable_topic()->set_name(name);
+    route.mutable_topic()->set_type(proto::NORMAL);
+    route.mutable_topic()->set_queues(1);
+    for (const proto::BrokerRecord& m : resp.cluster_status().members()) {
+      proto::BrokerRoute* b = route.add_brokers();
+      b->set_broker(m.name());
+      b->set_address(m.address());
+      b->set_grpc_address(m.grpc_address());
+      b->set_queues(1);
+      b->set_live(true);
+    }
+  } else {
+    req.mutable_route()->set_topic(name);
+    proto::Response resp = Call(req);
+    if (resp.has_status() && resp.status().code() != 0) {
+      *error = StatusFromNative(resp, RpcKind::kRoute);
+      UseRocketMqText(error, RpcKind::kRoute, name, "");
+      return std::nullopt;
+    }
+    route = resp.route();
+  }
+  std::lock_guard<std::mutex> lock(topics_mu_);
+  routes_[name] = CachedRoute{route, now};
+  return route;
+}
+
+std::optional<std::vector<GrpcBroker>> MessagingServiceImpl::ClusterBrokers(
+    const std::string& topic, v2::Status* error) {
+  std::optional<proto::RouteResponse> route = LookupRoute(topic, error);
+  if (!route) return std::nullopt;
+  std::vector<GrpcBroker> brokers = GrpcBrokersOf(*route);
+  if (brokers.empty()) {
+    *error = MakeStatus(v2::Code::NOT_FOUND,
+                        "no live broker with a gRPC endpoint hosts topic '" + topic +
+                            "' in cluster '" + route->cluster() + "' (tokimq cluster status)");
+    return std::nullopt;
+  }
+  return brokers;
+}
+
+std::optional<v2::Status> MessagingServiceImpl::ForeignQueue(const v2::MessageQueue& mq) {
+  const std::string& owner = mq.broker().name();
+  if (!clustered() || owner.empty() || owner == options_.cluster_broker_name) return std::nullopt;
+  v2::Status ignored;
+  std::optional<proto::RouteResponse> route = LookupRoute(mq.topic().name(), &ignored);
+  return ForeignQueueStatus(mq.topic().name(), mq.id(), owner, options_.cluster_broker_name,
+                            route ? &*route : nullptr);
 }
 
 grpc::Status MessagingServiceImpl::QueryRoute(grpc::ServerContext* ctx,
@@ -138,9 +215,25 @@ grpc::Status MessagingServiceImpl::QueryRoute(grpc::ServerContext* ctx,
     *resp->mutable_status() = error;
     return grpc::Status::OK;
   }
+  if (clustered()) {
+    // Every live hosting broker under its own name and gRPC endpoint, queue ids from 0 on each
+    // (docs/cluster.md "gRPC routing").
+    std::optional<std::vector<GrpcBroker>> brokers = ClusterBrokers(req->topic().name(), &error);
+    if (!brokers) {
+      *resp->mutable_status() = error;
+      return grpc::Status::OK;
+    }
+    for (const GrpcBroker& b : *brokers) {
+      for (int32_t q = 0; q < b.queues; ++q) {
+        FillQueue(*topic, q, b.name, b.endpoints, resp->add_message_queues());
+      }
+    }
+    *resp->mutable_status() = OkStatus();
+    return grpc::Status::OK;
+  }
   const v2::Endpoints endpoints = AdvertisedEndpoints(req->endpoints());
   for (int32_t q = 0; q < std::max(1, topic->queues()); ++q) {
-    FillQueue(*topic, q, endpoints, resp->add_message_queues());
+    FillQueue(*topic, q, kSingleBrokerName, endpoints, resp->add_message_queues());
   }
   *resp->mutable_status() = OkStatus();
   return grpc::Status::OK;
@@ -278,9 +371,22 @@ grpc::Status MessagingServiceImpl::QueryAssignment(grpc::ServerContext* ctx,
     return grpc::Status::OK;
   }
   // Receives are served from all queues of the topic at once (lease-based "pop"), so a push
-  // consumer gets one assignment with queue id -1, as RocketMQ's proxy does in pop mode.
-  FillQueue(*topic, -1, AdvertisedEndpoints(req->endpoints()),
-            resp->add_assignments()->mutable_message_queue());
+  // consumer gets one assignment with queue id -1 per broker, as RocketMQ's proxy does in pop
+  // mode; in a cluster one per live hosting broker, at that broker's endpoint.
+  if (clustered()) {
+    std::optional<std::vector<GrpcBroker>> brokers = ClusterBrokers(req->topic().name(), &error);
+    if (!brokers) {
+      *resp->mutable_status() = error;
+      return grpc::Status::OK;
+    }
+    for (const GrpcBroker& b : *brokers) {
+      FillQueue(*topic, -1, b.name, b.endpoints,
+                resp->add_assignments()->mutable_message_queue());
+    }
+  } else {
+    FillQueue(*topic, -1, kSingleBrokerName, AdvertisedEndpoints(req->endpoints()),
+              resp->add_assignments()->mutable_message_queue());
+  }
   *resp->mutable_status() = OkStatus();
   return grpc::Status::OK;
 }

@@ -146,6 +146,14 @@ grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,
   }
   proto::Response r = CallAs(who, native);  // pub on the topic
   v2::Status status = StatusFromNative(r, RpcKind::kSend);
+  if (clustered() && status.code() == v2::Code::TOPIC_NOT_FOUND) {
+    // A cluster topic not placed on this broker (a client with a stale route): name its hosts.
+    v2::Status ignored;
+    std::optional<proto::RouteResponse> route = LookupRoute(topic_name, &ignored);
+    if (route && !HostsTopic(*route, options_.cluster_broker_name)) {
+      return fail_all(TopicNotHereStatus(*route, options_.cluster_broker_name));
+    }
+  }
   UseRocketMqText(&status, RpcKind::kSend, topic_name, "");
   if (status.code() != v2::Code::OK) return fail_all(status);
   if (r.send().results_size() != req->messages_size()) {

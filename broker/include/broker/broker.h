@@ -232,6 +232,7 @@ class Broker {
   // The broker group side (broker/src/replication/replication_service.h); the cluster node's
   // election drives its Leadership. Valid between Open and Close.
   ReplicationService* replication() const { return replication_.get(); }
+  GroupConfigStore* group_configs() const { return group_configs_.get(); }
   const BrokerOptions& options() const { return options_; }
 
   Clock* clock() const { return clock_; }

@@ -12,6 +12,8 @@
 //   - Route, ClusterStatus: from the view, without an etcd round trip (status also lists every
 //     group's replicas: one etcd range read).
 //   - GroupStatus: this replica's role, term and (leader) its followers' lag.
+//   - CreateGroup / UpdateGroup: one etcd transaction each, applied by every broker
+//     (broker/src/cluster_groups.h).
 // Broker groups (issue 20): each broker name is a group of replicas (--broker-id); the group's
 // leader is elected through etcd (GroupElection) and its record is the broker key routes read.
 // Every other request (send, receive, ack, stats, ...) is the broker's own: data stays per
@@ -46,6 +48,7 @@ class TopicCatalog;
 namespace tokimq::broker {
 
 class Broker;
+class ClusterGroups;
 class GroupElection;
 
 class ClusterNode {
@@ -95,6 +98,7 @@ class ClusterNode {
   std::unique_ptr<cluster::ClusterView> view_;
   std::unique_ptr<cluster::TopicCatalog> catalog_;
   std::unique_ptr<GroupElection> group_;  // replica record + leader election
+  std::unique_ptr<ClusterGroups> groups_;  // consumer-group settings (broker/src/cluster_groups.h)
   std::mutex apply_mu_;  // serialises local topic changes (watch thread vs. request threads)
 };
 

@@ -45,6 +45,10 @@ struct GroupConfig {
   bool operator==(const GroupConfig&) const = default;
 };
 
+// kInvalidArgument for a name outside common/names.h's group rule or an order that is neither
+// concurrently nor orderly (what Create, Update and Apply check).
+absl::Status ValidateGroupConfig(const GroupConfig& config);
+
 // Value encoding of one group record (docs/formats/metadata.md). Decode checks version, length,
 // order and CRC32C: kDataLoss naming the key on mismatch.
 std::string EncodeGroupConfigValue(const GroupConfig& config);
@@ -61,6 +65,11 @@ class GroupConfigStore {
   absl::Status Create(GroupConfig config, int64_t now_ms);
   // Replaces the order. kNotFound if the group has no record; kInvalidArgument as Create.
   absl::Status Update(const GroupConfig& config);
+
+  // Cluster mode (docs/cluster.md "Consumer groups"): creates or replaces the record with
+  // `config` as given, created_ms included (the cluster's copy from etcd). No write when the
+  // stored record is equal. kInvalidArgument as Create.
+  absl::Status Apply(const GroupConfig& config);
 
   std::optional<GroupConfig> Get(const std::string& name) const;
   // The stored order of `name`, kUnset without a record.

@@ -47,6 +47,13 @@ struct GrpcEndpointOptions {
   // means TLS here too). Empty: plaintext.
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Cluster mode (docs/cluster.md "gRPC routing"): this broker's name in its cluster (the
+  // broker was started with --cluster; requests then go through the ClusterNode's native
+  // `route` / `cluster_status`). QueryRoute / QueryAssignment list every live hosting broker
+  // under its name at its advertised gRPC address; a request naming a queue of another broker,
+  // or sending to a topic not placed here, is refused with NOT_FOUND naming the owner (never
+  // forwarded). Empty: a single broker, answered as broker "tokimq" at the client's access point.
+  std::string cluster_broker_name;
 };
 
 class GrpcEndpoint {
