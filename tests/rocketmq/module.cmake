@@ -27,7 +27,7 @@ if(tokimq_have_rocketmq AND TOKIMQ_NODE AND TOKIMQ_NPM)
   set_tests_properties(rocketmq.official_nodejs_client_filter PROPERTIES TIMEOUT 120 LABELS integration)
   # Namespaces (issue 22 item 6): two namespaces, same names, nothing crosses.
   add_test(NAME rocketmq.official_nodejs_client_namespace
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run_namespace.sh ${CMAKE_BINARY_DIR})
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rocketmq/run.sh ${CMAKE_BINARY_DIR} rocketmq_namespace.test.js)
   set_tests_properties(rocketmq.official_nodejs_client_namespace PROPERTIES TIMEOUT 120 LABELS integration)
   add_dependencies(tokimq_tests tokimq_broker_main tokimq_cli)
 elseif(NOT tokimq_have_rocketmq)

@@ -2,11 +2,10 @@
 // two namespaces with the same topic and group names keep their messages apart, answers echo
 // the namespace in resource_namespace, bad namespaces are refused in RocketMQ's terms, and the
 // native CLI (--namespace) sees the same resources. Run with
-// tests/rocketmq/run_namespace.sh <build-dir>.
+// tests/rocketmq/run.sh <build-dir> rocketmq_namespace.test.js.
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -15,7 +14,7 @@ const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
 const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { MessagingServiceClient } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_grpc_pb');
-const { BIN, sleep, quietLogger, freePort, runCli } = require('./test_helpers');
+const { BIN, sleep, quietLogger, runCli, startBroker, stopBroker } = require('./test_helpers');
 
 const TOPIC = 'ns_orders';  // the same name in both namespaces
 const GROUP = 'ns_billing';
@@ -31,32 +30,15 @@ let endpoints;
 before(async () => {
   assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-ns-'));
-  const grpcPort = await freePort();
-  const portFile = path.join(dataDir, 'port');
-  broker = spawn(path.join(BIN, 'tokimq-broker'), [
-    '--data-dir', path.join(dataDir, 'data'), '--port', '0', '--port-file', portFile,
-    '--grpc-port', String(grpcPort), '--log-file', path.join(dataDir, 'broker.log'),
-  ], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((resolve) => broker.once('exit', resolve));
-  for (let i = 0; i < 200 && !fs.existsSync(portFile); i++) {
-    if (broker.exitCode !== null) break;
-    await Promise.race([sleep(50), exited]);
-  }
-  assert.ok(fs.existsSync(portFile), `broker did not start (log: ${dataDir}/broker.log)`);
-  nativeAddr = `127.0.0.1:${fs.readFileSync(portFile, 'utf8').trim()}`;
-  endpoints = `127.0.0.1:${grpcPort}`;
+  broker = await startBroker(path.join(dataDir, 'broker'));
+  ({ nativeAddr, endpoints } = broker);
   for (const ns of ['team_a', 'team-b']) {
     await runCli(nativeAddr, ['--namespace', ns, 'topic', 'create', '--name', TOPIC, '--queues', '2']);
   }
 });
 
 after(async () => {
-  if (broker && broker.exitCode === null) {
-    const done = new Promise((resolve) => broker.once('exit', resolve));
-    broker.kill('SIGTERM');
-    await done;
-    assert.equal(broker.exitCode, 0, `broker exit code (log: ${dataDir}/broker.log)`);
-  }
+  await stopBroker(broker);
   if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
   setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
 });
