@@ -21,9 +21,9 @@ absl::Status TimerStoreImpl::AdoptReplicatedLog() {
     // The replicated timer topic grew without this store: nothing past last_enqueued_phys_
     // is enqueued yet, so PinLocked counts it.
     timer_max_queue_offset_ =
-        std::max(timer_max_queue_offset_, store_->MaxQueueOffset(kTimerTopic, 0));
+        std::max(timer_max_queue_offset_, store_->MaxQueueOffset(kTimerTopic, 0).value());
     int64_t from = PinLocked();
-    if (from == std::numeric_limits<int64_t>::max()) from = log->MaxOffset();
+    if (from == std::numeric_limits<int64_t>::max()) from = log->MaxOffset().value();
     // A delivered copy lies past its source record, and every unit still to deliver (linked,
     // or to be enqueued below) has its record at or past the pin.
     const int64_t open_until = dedup_until_tick_;

@@ -88,7 +88,7 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
   BeginTerm(view.term);
   acks_.Reset(0);
   lag_.Reset();
-  lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
+  lag_.OnLeaderEnd(store_->commit_log()->MaxOffset().value());
   TOKIMQ_LOG_INFO("replication: leader of term {} at CommitLog offset {}", view.term,
                   store_->commit_log()->MaxOffset().value());
   std::lock_guard<std::mutex> l(serving_mu_);
@@ -190,7 +190,7 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   return s;
 }
 
-int64_t ReplicationService::max_offset() const { return store_->commit_log()->MaxOffset(); }
+int64_t ReplicationService::max_offset() const { return store_->commit_log()->MaxOffset().value(); }
 
 void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
   replication::LeadershipView v = leadership_.Current();
@@ -199,7 +199,7 @@ void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
   resp->set_term(v.term);
   resp->set_leader_address(v.leader_address);
   resp->set_replication(options_.sync ? "sync" : "async");
-  resp->set_max_offset(store_->commit_log()->MaxOffset());
+  resp->set_max_offset(store_->commit_log()->MaxOffset().value());
   resp->set_elected(options_.elected);
   if (v.role != Role::kLeader) return;
   for (const replication::FollowerLag::Entry& e : lag_.Snapshot()) {
@@ -300,7 +300,7 @@ bool ReplicationService::CheckHistory() {
   proto::Request req;
   auto* pull = req.mutable_replicate_pull();
   pull->set_term(leadership_.Current().term);
-  pull->set_from_offset(store_->commit_log()->MaxOffset());
+  pull->set_from_offset(store_->commit_log()->MaxOffset().value());
   pull->set_segment_size(static_cast<int64_t>(options_.segment_size));
   pull->set_follower(std::to_string(options_.broker_id));
   pull->set_with_history(true);
@@ -323,7 +323,7 @@ bool ReplicationService::CheckHistory() {
   for (const auto& e : r.history()) theirs.push_back({e.term(), e.start_offset()});
   const replication::TermHistory leader(std::move(theirs));
   std::lock_guard<std::mutex> l(append_mu_);
-  const int64_t end = store_->commit_log()->MaxOffset();
+  const int64_t end = store_->commit_log()->MaxOffset().value();
   const int64_t consistent = history_.ConsistentEnd(end, leader, r.leader_max_offset());
   if (consistent < end) {
     if (!diverged_.exchange(true)) {
@@ -355,7 +355,7 @@ void ReplicationService::ExpiryLoop() {
     }
     acks_.ExpireWaits();
     if (leadership_.Current().role == Role::kLeader) {
-      lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
+      lag_.OnLeaderEnd(store_->commit_log()->MaxOffset().value());
     }
     Pause(10);
   }
