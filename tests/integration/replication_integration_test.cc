@@ -350,7 +350,9 @@ TEST(ReplicationAuthTest, PullsNeedTheClusterAdminUserWhenAuthIsOn) {
     proto::TopicConfig t;
     t.set_name("orders");
     t.set_queues(1);
-    ASSERT_TRUE(admin.CreateTopic(t).ok());
+    t.set_type(proto::NORMAL);
+    auto created = admin.CreateTopic(t);
+    ASSERT_TRUE(created.ok()) << created.status();
     Producer producer(root);
     OutgoingMessage m;
     m.topic = "orders";
