@@ -39,7 +39,7 @@ pids+=($!)
 # CommitLog end), so polling costs it nothing.
 while true; do
   got=$(find "$dir/follower/store/commitlog" -name '[0-9]*' -size +0 -printf '%s\n' 2>/dev/null |
-    awk '{s += $1} END {printf "%d", s}')
+    awk '{s += $1} END {printf "%d", s}' || true)
   [[ -n "$got" && "$got" -ge "$target" ]] && break
   sleep 0.05
 done

@@ -297,7 +297,10 @@ TEST_F(ReplicationIntegrationTest, OldLeaderRejoinsAsFollowerAndDropsItsDiverged
       std::vector<std::string>{"--broker-id", "2", "--replicate-from",
                                "127.0.0.1:" + std::to_string(follower_->port()), "--grpc-port",
                                "0"});
-  ASSERT_TRUE(leader_->Start());
+  ASSERT_TRUE(leader_->Start()) << [&] {
+    std::ifstream in(leader_->log_path());
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
   auto new_leader = Role(*follower_);
   ASSERT_TRUE(new_leader.ok());
   ASSERT_GT(new_leader->max_offset(), common_end);
@@ -323,14 +326,16 @@ TEST_F(ReplicationIntegrationTest, OldLeaderRejoinsAsFollowerAndDropsItsDiverged
 TEST(ReplicationAuthTest, PullsNeedTheClusterAdminUserWhenAuthIsOn) {
   ::tokimq::testing::TempDir dir;
   BrokerProcess leader(dir.Join("leader"),
-                       {"--broker-id", "0", "--auth", "--auth-init-user", "root:root-secret"});
+                       {"--broker-id", "0", "--auth", "--auth-init-user", "root:root-secret",
+                        "--grpc-port", "0"});
   ASSERT_TRUE(leader.Start());
   auto follower_with = [&](const std::string& name, const std::string& toml) {
     const std::string cfg = dir.Join(name + ".toml");
     std::ofstream(cfg) << toml;
     return std::make_unique<BrokerProcess>(
         dir.Join(name), std::vector<std::string>{"-c", cfg, "--broker-id", "1", "--replicate-from",
-                                                 "127.0.0.1:" + std::to_string(leader.port())});
+                                                 "127.0.0.1:" + std::to_string(leader.port()),
+                                                 "--grpc-port", "0"});
   };
   auto with_user = follower_with("with", "replication_access_key = \"root\"\n"
                                          "replication_secret_key = \"root-secret\"\n");
@@ -345,7 +350,9 @@ TEST(ReplicationAuthTest, PullsNeedTheClusterAdminUserWhenAuthIsOn) {
     proto::TopicConfig t;
     t.set_name("orders");
     t.set_queues(1);
-    ASSERT_TRUE(admin.CreateTopic(t).ok());
+    t.set_type(proto::NORMAL);
+    auto created = admin.CreateTopic(t);
+    ASSERT_TRUE(created.ok()) << created.status();
     Producer producer(root);
     OutgoingMessage m;
     m.topic = "orders";

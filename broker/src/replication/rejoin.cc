@@ -12,14 +12,16 @@
 namespace tokimq::broker {
 namespace {
 
-// Removes `path` and everything below it (a file or a directory).
-absl::Status RemoveTree(FileSystem* fs, const std::string& path) {
+// Removes `path` if it is a file, else every file below it (directories stay, empty:
+// FileSystem::Remove unlinks files only).
+absl::Status RemoveFilesUnder(FileSystem* fs, const std::string& path) {
   if (!fs->Exists(path)) return absl::OkStatus();
   absl::StatusOr<std::vector<std::string>> names = fs->ListDir(path);
-  if (names.ok()) {
-    for (const std::string& n : *names) TOKIMQ_RETURN_IF_ERROR(RemoveTree(fs, path + "/" + n));
+  if (!names.ok()) return fs->Remove(path);
+  for (const std::string& n : *names) {
+    TOKIMQ_RETURN_IF_ERROR(RemoveFilesUnder(fs, path + "/" + n));
   }
-  return fs->Remove(path);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<proto::ReplicatePullResponse> LeaderHistory(const RejoinOptions& o,
@@ -70,7 +72,7 @@ absl::StatusOr<replication::TermHistory> RejoinBeforeOpen(FileSystem* fs,
       "rejoin: cut {} bytes of CommitLog past offset {} that leader {} (term {}) does not hold; "
       "the timer store is rebuilt from the timer topic",
       removed, keep, o.leader, r->term());
-  TOKIMQ_RETURN_IF_ERROR(RemoveTree(fs, o.data_dir + "/timer"));
+  TOKIMQ_RETURN_IF_ERROR(RemoveFilesUnder(fs, o.data_dir + "/timer"));
   std::vector<replication::TermStart> kept;
   for (const replication::TermStart& e : local.entries()) {
     if (e.start_offset <= keep) kept.push_back(e);
