@@ -232,9 +232,9 @@ TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundar
       m.body = std::string(static_cast<size_t>(100 + i * 7), 'x');
       auto put = (*store)->Put(std::move(m));
       ASSERT_TRUE(put.ok());
-      if (i == 24) cut = put->physical_offset + put->size;  // keep 25 messages
+      if (i == 24) cut = put->physical_offset.value() + put->size;  // keep 25 messages
     }
-    ASSERT_GT((*store)->commit_log()->MaxOffset(), 2 * 4096);  // the cut removes a segment too
+    ASSERT_GT((*store)->commit_log()->MaxOffset().value(), 2 * 4096);  // the cut removes a segment too
     ASSERT_TRUE((*store)->Close().ok());
   }
   auto removed = CommitLog::TruncateFiles(&fs_, o.dir + "/commitlog", 4096, cut);
@@ -242,15 +242,15 @@ TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundar
   EXPECT_GT(*removed, 0);
   auto store = MessageStore::Open(&fs_, &clock_, o);
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ((*store)->commit_log()->MaxOffset(), cut);
-  EXPECT_EQ((*store)->MaxQueueOffset("t", 0), 25);
+  EXPECT_EQ((*store)->commit_log()->MaxOffset().value(), cut);
+  EXPECT_EQ((*store)->MaxQueueOffset("t", 0).value(), 25);
   Message m;
   m.topic = "t";
   m.body = "after the cut";
   auto put = (*store)->Put(std::move(m));
   ASSERT_TRUE(put.ok());
-  EXPECT_EQ(put->queue_offset, 25);
-  auto read = (*store)->ReadQueue("t", 0, 24, 10);
+  EXPECT_EQ(put->queue_offset.value(), 25);
+  auto read = (*store)->ReadQueue("t", 0, QueueOffset(24), 10);
   ASSERT_TRUE(read.ok());
   ASSERT_EQ(read->size(), 2u);
   EXPECT_EQ((*read)[1].body, "after the cut");
