@@ -152,8 +152,10 @@ TEST_F(HttpMetricsTest, MetricsCarryTheTrafficAndPromtoolAcceptsThem) {
   ASSERT_TRUE(admin.AdvanceClock(6 * 60'000).ok());
   for (int i = 0; i < 500; ++i) {  // the expiry thread runs on its own: bounded wait
     m = Scrape();
+    // The counters move before the expiry thread has ended both leases: wait for the gauge too.
     if (m["tokimq_lease_expired_total{group=\"g1\"}"] == 2 &&
-        m["tokimq_dlq_messages_total{group=\"g1\"}"] == 2) {
+        m["tokimq_dlq_messages_total{group=\"g1\"}"] == 2 &&
+        m["tokimq_consumer_inflight_messages{group=\"g1\"}"] == 0) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
