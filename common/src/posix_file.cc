@@ -277,8 +277,12 @@ class PosixFileSystem final : public FileSystem {
   absl::StatusOr<Space> DiskSpace(const std::string& path) override {
     struct statvfs s;
     if (::statvfs(path.c_str(), &s) != 0) return ErrnoStatus("statvfs", path, errno);
-    return Space{static_cast<uint64_t>(s.f_bavail) * s.f_frsize,
-                 static_cast<uint64_t>(s.f_blocks) * s.f_frsize};
+    // df's Use% denominator: used (blocks - free) + available. Blocks reserved for root
+    // (ext4's reserved percentage, or a host's larger reservation) are neither used nor
+    // available to the broker; counting them as used put a disk df shows 70 % used at 90 %.
+    const uint64_t used = static_cast<uint64_t>(s.f_blocks - s.f_bfree) * s.f_frsize;
+    const uint64_t avail = static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
+    return Space{avail, used + avail};
   }
 };
 

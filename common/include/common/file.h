@@ -107,6 +107,8 @@ class FileSystem {
   // Bytes available to an unprivileged writer on the file system holding `path`.
   virtual absl::StatusOr<uint64_t> FreeSpace(const std::string& path) = 0;
   // Free bytes (as FreeSpace) and the size of that file system in bytes (one statvfs).
+  // The size is what df divides by for Use%: used + available to an unprivileged writer, so
+  // blocks reserved for root count as neither (free_bytes / total_bytes = 1 - df's Use%).
   struct Space {
     uint64_t free_bytes = 0;
     uint64_t total_bytes = 0;  // 0: unknown
