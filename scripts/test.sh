@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 preset="${1:-asan}"
 # ccache: make paths relative so clones in other directories share the cache.
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+# One asan build is ~4 GB of objects: ccache's default 5 GB limit evicts half of it per build.
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-20G}"
 scripts/install-deps.sh
 # The RocketMQ endpoint (and its official-client tests) must build here: no silent skip.
 cmake --preset "$preset" -DTOKIMQ_REQUIRE_ROCKETMQ=ON >/dev/null
