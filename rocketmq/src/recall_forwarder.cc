@@ -62,7 +62,7 @@ proto::Response RecallForwarder::Forward(const std::string& owner, const std::st
   if (absl::IsUnavailable(failed) || absl::IsDeadlineExceeded(failed)) {
     failed = absl::Status(failed.code(),
                           fmt::format("recall forwarded to broker '{}' at {}: {}", owner, address,
-                                      failed.message()));
+                                      std::string(failed.message())));
   }
   wire::ToProto(failed, resp.mutable_status());
   return resp;

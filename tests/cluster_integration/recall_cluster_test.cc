@@ -50,7 +50,7 @@ bool Await(const std::function<bool()>& pred, int64_t timeout_ms = 30'000) {
 }
 
 // Runs a command; returns its stdout (stderr folded in) and sets *rc.
-std::string Run(const std::string& cmd, int* rc) {
+std::string RunCommand(const std::string& cmd, int* rc) {
   FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
   std::string out;
   char buf[4096];
@@ -149,13 +149,13 @@ TEST_F(RecallClusterTest, NativeRecallGoesToTheIssuingBrokerAndAnotherBrokerName
   int rc = 0;
   const std::string cli = std::string(TOKIMQ_CLI_BIN) + " --broker " + Root(2).broker +
                           " --access-key " + kRoot + " --secret-key " + kRootSecret + " recall ";
-  const std::string out = Run(cli + "'" + by_broker["b0"][0] + "'", &rc);
+  const std::string out = RunCommand(cli + "'" + by_broker["b0"][0] + "'", &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("recalled"), std::string::npos) << out;
   EXPECT_TRUE(producer.Recall(by_broker["b2"][0]).ok());
   EXPECT_TRUE(producer.Recall(by_broker["b0"][1]).ok());
   // Again: the owner says so.
-  Run(cli + "'" + b1_handle + "'", &rc);
+  RunCommand(cli + "'" + b1_handle + "'", &rc);
   EXPECT_NE(rc, 0);
   EXPECT_TRUE(absl::IsFailedPrecondition(producer.Recall(b1_handle)));
   EXPECT_EQ(Recalled(0), 2);
@@ -208,7 +208,7 @@ TEST_F(RecallClusterTest, OfficialNodeClientRecallsThroughItsAccessPointOnEveryB
   ::setenv("NODE_PATH", (std::string(TOKIMQ_ROCKETMQ_NPM_DIR) + "/node_modules").c_str(), 1);
   int rc = 0;
   const std::string out =
-      Run(std::string(TOKIMQ_NODE_BIN) + " --test --test-reporter=spec " + TOKIMQ_SOURCE_DIR +
+      RunCommand(std::string(TOKIMQ_NODE_BIN) + " --test --test-reporter=spec " + TOKIMQ_SOURCE_DIR +
               "/tests/rocketmq/rocketmq_cluster_recall.test.js",
           &rc);
   std::printf("%s", out.c_str());
