@@ -8,6 +8,7 @@
 
 #include "broker/broker.h"
 #include "broker/metadata_store.h"
+#include "cluster_auth.h"
 #include "cluster_groups.h"
 #include "cluster/cluster_view.h"
 #include "cluster/etcd_client.h"
@@ -92,6 +93,8 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(Broker* broker,
   node->view_->Start();
   node->groups_ = std::make_unique<ClusterGroups>(broker, node->etcd_.get(), options.cluster);
   node->groups_->Start();
+  node->auth_ = std::make_unique<ClusterAuth>(broker, node->etcd_.get(), options.cluster);
+  node->auth_->Start();
   broker->SetRequestInterceptor(
       [self](const proto::Request& req, proto::Response* resp) { return self->Intercept(req, resp); });
   return node;
@@ -143,6 +146,7 @@ void ClusterNode::Stop() {
   if (group_) group_->Stop(/*resign=*/true);
   if (view_) view_->Stop();
   if (groups_) groups_->Stop();
+  if (auth_) auth_->Stop();
 }
 
 bool ClusterNode::registered() const { return group_ && group_->registered(); }
@@ -186,8 +190,10 @@ bool ClusterNode::Intercept(const proto::Request& req, proto::Response* resp) {
     case proto::Request::kGroupStatus:
       GroupStatus(resp->mutable_group_status());
       break;
+    case proto::Request::kRecall:
+      return RouteRecall(req, resp);
     default:
-      return groups_->Intercept(req, resp);
+      return groups_->Intercept(req, resp) || auth_->Intercept(req, resp);
   }
   if (!s.ok()) {
     resp->clear_body();
@@ -293,6 +299,30 @@ void ClusterNode::ListTopics(proto::Response* resp) {
 void ClusterNode::GroupStatus(proto::GroupStatusResponse* out) {
   broker_->replication()->GroupStatus(out);
   out->set_broker_name(options_.broker_name);
+}
+
+bool ClusterNode::RouteRecall(const proto::Request& req, proto::Response* resp) {
+  const std::string& handle = req.recall().recall_handle();
+  const size_t bar = handle.find('|');
+  if (bar == std::string::npos) return false;
+  const std::string owner = handle.substr(0, bar);
+  if (owner == options_.broker_name) {
+    proto::Request local = req;
+    local.mutable_recall()->set_recall_handle(handle.substr(bar + 1));
+    broker_->Handle(local, resp);  // a plain handle now: the broker's own path
+    return true;
+  }
+  const auto members = view_->Members();
+  auto m = members.find(owner);
+  const std::string where =
+      m == members.end() ? "not live now" : fmt::format("at {}", m->second.address());
+  resp->clear_body();
+  wire::ToProto(absl::FailedPreconditionError(fmt::format(
+                    "recall handle was issued by broker '{}' ({}), not by this broker '{}': send "
+                    "the recall there (the routing clients and `tokimq recall` do)",
+                    owner, where, options_.broker_name)),
+                resp->mutable_status());
+  return true;
 }
 
 bool ClusterNode::DescribeRemote(const std::string& name, proto::Response* resp) {

@@ -110,7 +110,7 @@ absl::Status Broker::Dispatch(const proto::Request& req, proto::Response* resp) 
     case proto::Request::kSend:
       return HandleSendReplicated(req.send(), resp->mutable_send());
     case proto::Request::kRecall:
-      return EmptyIfOk(timers_->Recall(req.recall().recall_handle()), resp);
+      return EmptyIfOk(HandleRecall(req.recall()), resp);
     case proto::Request::kReceive:
       return HandleReceive(req.receive(), resp->mutable_receive());
     case proto::Request::kAck:

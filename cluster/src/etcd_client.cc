@@ -216,6 +216,11 @@ absl::StatusOr<EtcdTxnResult> EtcdClient::Txn(const EtcdTxn& txn) {
   for (const std::string& k : txn.deletes) {
     req.add_success()->mutable_request_delete_range()->set_key(k);
   }
+  for (const std::string& prefix : txn.delete_prefixes) {
+    pb::DeleteRangeRequest* del = req.add_success()->mutable_request_delete_range();
+    del->set_key(prefix);
+    del->set_range_end(PrefixEnd(prefix));
+  }
   for (const std::string& k : txn.failure_gets) {
     req.add_failure()->mutable_request_range()->set_key(k);
   }

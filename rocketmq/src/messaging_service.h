@@ -25,6 +25,7 @@
 #include "broker/auth/permissions.h"
 #include "convert.h"
 #include "in_flight_cache.h"
+#include "recall_forwarder.h"
 #include "lease_renewer.h"
 #include "proto/tokimq.pb.h"
 #include "rocketmq/grpc_endpoint.h"
@@ -151,6 +152,11 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
   // names this broker, no broker, or the endpoint is not clustered.
   std::optional<v2::Status> ForeignQueue(const v2::MessageQueue& mq);
 
+  // A native Recall (handle without the owner's name, topic set) for broker `owner`, sent to
+  // it as user `who` (recall_forwarder.h); the answer as a native response.
+  proto::Response ForwardRecall(const std::string& owner, const std::string& who,
+                                const proto::Request& native);
+
   // True when a subscriber's group is stored with delivery order Orderly (native
   // DescribeGroup; `tokimq group create --orderly`): RocketMQ makes orderliness a property of
   // the group (consumeMessageOrderly), and the PushConsumer switches to its FIFO consume
@@ -179,6 +185,7 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
   bool renew_stop_ = false;  // renew_mu_
   std::thread renew_thread_;
   CheckStreams check_streams_;
+  RecallForwarder forwarder_;  // cluster mode: RecallMessage for another broker
 
   struct CachedTopic {
     proto::TopicConfig config;

@@ -1,6 +1,7 @@
 // SendMessage and RecallMessage of MessagingServiceImpl.
 #include <fmt/format.h>
 
+#include "broker/auth/auth_store.h"
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "error_texts.h"
@@ -168,7 +169,11 @@ grpc::Status MessagingServiceImpl::SendMessage(grpc::ServerContext* ctx,
     e->set_message_id(id);
     e->set_offset(sr.queue_offset());
     if (!sr.recall_handle().empty()) {
-      e->set_recall_handle(EncodeRecallHandle(id, sr.recall_handle()));
+      // Cluster mode: the handle names this broker ("<id>:<broker>|<handle>"; after the id, the
+      // routing clients' form), so any broker can send a RecallMessage on to it.
+      e->set_recall_handle(EncodeRecallHandle(
+          id, clustered() ? options_.cluster_broker_name + "|" + sr.recall_handle()
+                          : sr.recall_handle()));
     }
     // RocketMQ's proxy answers every send with a transaction id; for a message that is not
     // transactional it is the message id (the official clients' tests assert the equality).
@@ -198,10 +203,57 @@ grpc::Status MessagingServiceImpl::RecallMessage(grpc::ServerContext* ctx,
   DecodeRecallHandle(req->recall_handle(), &message_id, &handle);
   proto::Request native;
   native.mutable_recall()->set_recall_handle(handle);
-  proto::Response r = Call(native);
+  // The broker checks the handle's message is of this topic (pub was checked on it).
+  native.mutable_recall()->set_topic(req->topic().name());
+  const size_t bar = handle.find('|');
+  proto::Response r;
+  if (clustered() && bar != std::string::npos &&
+      handle.compare(0, bar, options_.cluster_broker_name) != 0) {
+    native.mutable_recall()->set_recall_handle(handle.substr(bar + 1));
+    r = ForwardRecall(handle.substr(0, bar), who, native);
+  } else {
+    r = Call(native);  // "<this broker>|<handle>": the ClusterNode strips its name
+  }
   *resp->mutable_status() = StatusFromNative(r, RpcKind::kRecall);
   if (resp->status().code() == v2::Code::OK) resp->set_message_id(message_id);
   return grpc::Status::OK;
+}
+
+proto::Response MessagingServiceImpl::ForwardRecall(const std::string& owner,
+                                                   const std::string& who,
+                                                   const proto::Request& native) {
+  proto::Response r;
+  auto fail = [&](absl::StatusCode code, const std::string& text) {
+    r.mutable_status()->set_code(static_cast<int32_t>(code));
+    r.mutable_status()->set_message(text);
+    return r;
+  };
+  const std::string& topic = native.recall().topic();
+  v2::Status error;
+  std::optional<proto::RouteResponse> route = LookupRoute(topic, &error);
+  if (!route) return fail(absl::StatusCode::kNotFound, error.message());
+  const proto::BrokerRoute* at = nullptr;
+  for (const proto::BrokerRoute& b : route->brokers()) {
+    if (b.broker() == owner) at = &b;
+  }
+  if (at == nullptr) {
+    return fail(absl::StatusCode::kNotFound,
+                fmt::format("recall handle names broker '{}', which does not host topic '{}'",
+                            owner, topic));
+  }
+  if (!at->live() || at->address().empty()) {
+    return fail(absl::StatusCode::kUnavailable,
+                fmt::format("broker '{}', which holds the message, is not live now: recall it "
+                            "once it is back (its scheduled messages wait on its disk)",
+                            owner));
+  }
+  std::string secret;
+  if (broker_->auth_enabled()) {
+    std::optional<broker::auth::User> user = broker_->auth_store()->GetUser(who);
+    if (user) secret = user->secret_key;
+  }
+  return forwarder_.Forward(owner, at->address(), broker_->auth_enabled() ? who : "", secret,
+                            native);
 }
 
 }  // namespace tokimq::rocketmq

@@ -104,7 +104,8 @@ struct BrokerOptions {
   bool replication_elected = false;
   // Credentials a follower authenticates its pulls with (docs/replication.md "Access"): with
   // auth on, the leader answers replicate_pull only for a user with the cluster admin ACL
-  // (users are not replicated: create it on every member). Empty: unauthenticated pulls.
+  // (in a cluster users are in etcd, docs/security.md "Clusters"; replicas started without
+  // --cluster need it on every member). Empty: unauthenticated pulls.
   std::string replication_access_key;
   std::string replication_secret_key;
   uint64_t commitlog_segment_size = uint64_t{1} << 30;
@@ -285,6 +286,9 @@ class Broker {
   // time `now` (ms): all or nothing; an error names the entry ("message i: ...") in a batch.
   absl::Status PrepareSend(const proto::SendRequest& req, int64_t now,
                            std::vector<PreparedSend>* prepared);
+  // Recalls a scheduled message; a request naming its topic must name the message's
+  // (broker/src/recall_handler.cc). Errors as TimerStore::Recall; kNotFound for another topic.
+  absl::Status HandleRecall(const proto::RecallRequest& req);
   absl::Status HandleReceive(const proto::ReceiveRequest& req, proto::ReceiveResponse* resp);
   // Validates a receive request and takes its messages (raw records, leased).
   absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);

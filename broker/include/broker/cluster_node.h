@@ -14,6 +14,11 @@
 //   - GroupStatus: this replica's role, term and (leader) its followers' lag.
 //   - CreateGroup / UpdateGroup: one etcd transaction each, applied by every broker
 //     (broker/src/cluster_groups.h).
+//   - CreateUser / DeleteUser / GrantAcl / RevokeAcl: one etcd transaction each, mirrored into
+//     every broker's auth store (broker/src/cluster_auth.h).
+//   - Recall of a handle in the routing clients' "<broker>|<handle>" form: this broker's own
+//     name is stripped and the recall served here; another broker's name is refused with
+//     FAILED_PRECONDITION naming that broker and its address.
 // Broker groups (issue 20): each broker name is a group of replicas (--broker-id); the group's
 // leader is elected through etcd (GroupElection) and its record is the broker key routes read.
 // Every other request (send, receive, ack, stats, ...) is the broker's own: data stays per
@@ -48,6 +53,7 @@ class TopicCatalog;
 namespace tokimq::broker {
 
 class Broker;
+class ClusterAuth;
 class ClusterGroups;
 class GroupElection;
 
@@ -87,6 +93,8 @@ class ClusterNode {
   bool DescribeRemote(const std::string& name, proto::Response* resp);
   void Status(proto::ClusterStatusResponse* out);
   void GroupStatus(proto::GroupStatusResponse* out);
+  // A Recall naming a broker ("<broker>|<handle>"); false for a plain handle (the broker's).
+  bool RouteRecall(const proto::Request& req, proto::Response* resp);
   // Brings the local MetadataStore in line with the cluster's topics (see class comment).
   void Reconcile(const std::map<std::string, proto::TopicConfig>& topics, bool snapshot);
   // Creates or updates the local copy of one cluster topic hosted here; deletes it when not.
@@ -99,6 +107,7 @@ class ClusterNode {
   std::unique_ptr<cluster::TopicCatalog> catalog_;
   std::unique_ptr<GroupElection> group_;  // replica record + leader election
   std::unique_ptr<ClusterGroups> groups_;  // consumer-group settings (broker/src/cluster_groups.h)
+  std::unique_ptr<ClusterAuth> auth_;      // users and ACL rules (broker/src/cluster_auth.h)
   std::mutex apply_mu_;  // serialises local topic changes (watch thread vs. request threads)
 };
 

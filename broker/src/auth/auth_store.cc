@@ -264,6 +264,59 @@ absl::StatusOr<bool> AuthStore::CreateInitialUser(const User& user) {
   return true;
 }
 
+absl::StatusOr<int> AuthStore::ReplaceAll(const std::vector<UserWithRules>& users) {
+  std::map<std::string, Entry> next;
+  for (const UserWithRules& u : users) {
+    Entry& e = next[u.user.access_key];
+    e.user = u.user;
+    e.rules = u.rules;
+    SortRules(&e.rules);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  rocksdb::WriteBatch batch;
+  int changed = 0;
+  for (const auto& [ak, old] : users_) {
+    if (next.count(ak)) continue;
+    batch.Delete(kUserPrefix + ak);
+    for (const AclRule& r : old.rules) batch.Delete(RuleKey(ak, r.resource.ToString()));
+    ++changed;
+  }
+  for (const auto& [ak, e] : next) {
+    auto old = users_.find(ak);
+    const std::string user_value = EncodeUserValue(e.user);
+    bool differs = old == users_.end() || EncodeUserValue(old->second.user) != user_value;
+    if (differs) batch.Put(kUserPrefix + ak, user_value);
+    std::map<std::string, std::string> old_rules;  // resource -> value
+    if (old != users_.end()) {
+      for (const AclRule& r : old->second.rules) {
+        old_rules[r.resource.ToString()] = EncodeRuleValue(ak, r);
+      }
+    }
+    for (const AclRule& r : e.rules) {
+      const std::string resource = r.resource.ToString();
+      const std::string value = EncodeRuleValue(ak, r);
+      auto o = old_rules.find(resource);
+      if (o == old_rules.end() || o->second != value) {
+        batch.Put(RuleKey(ak, resource), value);
+        differs = true;
+      }
+      if (o != old_rules.end()) old_rules.erase(o);
+    }
+    for (const auto& [resource, value] : old_rules) {
+      batch.Delete(RuleKey(ak, resource));
+      differs = true;
+    }
+    if (differs) ++changed;
+  }
+  if (batch.Count() > 0) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (absl::Status s = FromRocks(db_->Write(wo, &batch), "replace"); !s.ok()) return s;
+  }
+  users_ = std::move(next);
+  return changed;
+}
+
 bool AuthStore::Allows(const std::string& access_key, const Resource& resource,
                        Action action) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -64,7 +64,11 @@ std::vector<Requirement> RequirementsOf(const proto::Request& req) {
       }
       return out;
     }
-    case R::kRecall:  // the handle names no topic: pub on "*" (gRPC RecallMessage names one)
+    // The handle names no topic: pub on "*"; a recall naming its topic (the gRPC endpoint
+    // forwarding a RecallMessage, issue 19) needs pub on it, as RecallMessage does, and the
+    // broker checks that the handle's message is of that topic.
+    case R::kRecall:
+      if (!req.recall().topic().empty()) return {Topic(req.recall().topic(), kPub)};
       return {Cluster(kPub)};
     case R::kReceive:
       return {Group(req.receive().group(), kSub), Topic(req.receive().topic(), kSub)};

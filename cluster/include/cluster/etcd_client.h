@@ -60,6 +60,7 @@ struct EtcdTxn {
   std::vector<Compare> compares;
   std::vector<Put> puts;
   std::vector<std::string> deletes;
+  std::vector<std::string> delete_prefixes;  // every key starting with each (no put may fall in one)
   std::vector<std::string> failure_gets;
 };
 struct EtcdTxnResult {

@@ -61,6 +61,18 @@ class AuthStore {
   // true when it did. Errors as CreateUser.
   absl::StatusOr<bool> CreateInitialUser(const User& user);
 
+  // Cluster mode (docs/security.md "Clusters"): makes the store hold exactly `users` (each
+  // with its rules), the users and rules a cluster keeps in etcd. Only what differs is written:
+  // one synced WriteBatch of puts and deletes, then the in-memory copy is swapped under mu_, so
+  // a concurrent check sees the old set or the new one, never a mix. Returns how many users
+  // were added, changed (secret, type, enabled or rules) or removed. Entries are not validated
+  // again (the cluster's writers validated them). Errors: RocksDB's, the store unchanged.
+  struct UserWithRules {
+    User user;
+    std::vector<AclRule> rules;
+  };
+  absl::StatusOr<int> ReplaceAll(const std::vector<UserWithRules>& users);
+
   // The decision for one action on one resource: false for an unknown or disabled user, true
   // for an enabled super user, else RulesAllow over the user's rules.
   bool Allows(const std::string& access_key, const Resource& resource, Action action) const;
