@@ -366,7 +366,9 @@ class TimerStoreImpl final : public TimerStore {
   // Start()/Stop().
   std::mutex run_mu_;
   std::condition_variable run_cv_;
-  bool stopping_ = false;
+  // Written under run_mu_ (the condition-variable waits check it as their predicate), read
+  // without it at the top of each service loop.
+  std::atomic<bool> stopping_{false};
   // The enqueue thread's wake-ups (WakeEnqueue / WaitForEnqueueWork), guarded by run_mu_:
   // enqueue_kick_ says work was put since the thread last looked, enqueue_sleeping_ that it
   // waits on enqueue_cv_ (only then is a notify needed).
