@@ -12,6 +12,8 @@
 #   BIN_DIRs hold tokimq-broker (release builds); the load generator is NEW_BIN_DIR's
 #   tokimq-bench unless BENCH=/path/to/tokimq-bench. N sends per run (20000), ROUNDS pairs (3),
 #   PRODUCERS in flight (128, one send each). STRACE=1 adds the strace runs (N/4 sends).
+#   IDLE_S=S adds, per binary, the fsync + fdatasync calls and futex wake calls of a broker
+#   left idle for S seconds after 1000 sends (strace -f).
 set -euo pipefail
 usage="usage: durable_ack_cost.sh OLD_BIN_DIR NEW_BIN_DIR [N] [ROUNDS] [PRODUCERS]"
 old="$(cd "${1:?$usage}" && pwd)"
@@ -81,6 +83,28 @@ for round in $(seq "$rounds"); do
     stop
   done
 done
+
+if [[ -n "${IDLE_S:-}" ]]; then
+  printf '\nidle broker, %d s after 1000 sends (strace -f)\n' "$IDLE_S"
+  printf '%-5s %14s %18s\n' binary fsyncs/min futex_wakes/s
+  for variant in old new; do
+    dir=$old
+    [[ $variant == new ]] && dir=$new
+    start "$dir" "idle-$variant"
+    send "idle-$variant" 1000 >/dev/null
+    sleep 2  # the first checkpoints after the sends
+    strace -f -qq -e trace=futex,fsync,fdatasync -o "$work/idle.txt" -p "$pid" &
+    tracer=$!
+    sleep "$IDLE_S"
+    kill -INT "$tracer"
+    wait "$tracer" || true
+    fsyncs=$(grep -Ec '(fsync|fdatasync)\(' "$work/idle.txt" || true)
+    wakes=$(grep -c 'FUTEX_WAKE' "$work/idle.txt" || true)
+    awk -v v="$variant" -v f="$fsyncs" -v w="$wakes" -v s="$IDLE_S" \
+      'BEGIN { printf "%-5s %14.1f %18.1f\n", v, f * 60 / s, w / s }'
+    stop
+  done
+fi
 
 [[ "${STRACE:-0}" == 1 ]] || exit 0
 sn=$((n / 4))
