@@ -48,8 +48,8 @@ TEST_F(TimerEnqueueWakeTest, PutsDueWithinTheHorizonAndRecallsWakeItOnce) {
   EXPECT_EQ(Wakes(), 1);
   // One wake per batch, decided by its earliest timer-topic message; messages due now go
   // straight to their topic and do not count.
-  auto r = env_.ts().ScheduleBatch({Item("b1", now + 3'600'000), Item("b2", now + 10),
-                                    Item("b3", now + 20), Item("now", now)});
+  auto r = env_.ts().ScheduleBatch(
+      {Item("b1", now + 3'600'000), Item("b2", now + 10), Item("b3", now + 20), Item("now", now)});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Wakes(), 2);
   auto far = env_.ts().ScheduleBatch({Item("f1", now + 5000), Item("f2", now + 6000)});

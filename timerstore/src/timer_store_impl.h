@@ -49,7 +49,7 @@ class TimerStoreImpl final : public TimerStore {
  public:
   static constexpr size_t kEnqueueQueueCap = 4096;      // messages between enqueue get and put
   static constexpr size_t kPutQueueCap = 4096;          // loaded copies between read and put
-  static constexpr int64_t kEnqueuePollMs = 10;  // enqueue thread's idle poll, real time
+  static constexpr int64_t kEnqueuePollMs = 10;         // enqueue thread's idle poll, real time
   static constexpr size_t kMaxLoadedUnits = 2'000'000;  // FineScheduler back-pressure
   static constexpr int kPinBucketShift = 22;            // 4 MiB of CommitLog per pin bucket
 
