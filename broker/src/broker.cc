@@ -229,6 +229,10 @@ absl::Status Broker::OpenTimerStore() {
   timer_options.service_nice = options_.timer_thread_nice;
   timer_options.service_realtime_priority = options_.timer_realtime_priority;
   timer_options.window_ms = options_.timer_window_ms;
+  // On the (test-only) manual clock every timer-topic put wakes the enqueue thread, as before
+  // issue 21: black-box tests read Stats (pending, enqueue lag) right after a send, and a put
+  // left to the 10 ms poll would make those reads racy.
+  if (clock_->IsManual()) timer_options.enqueue_wake_horizon_ms = 0;
   // A delayed message whose topic was deleted while it waited is parked in the poison topic
   // (docs/operations.md "Poison messages"). Called only once Start() ran, after metadata_ opened.
   timer_options.check_destination = [this](const std::string& topic) -> absl::Status {

@@ -310,7 +310,11 @@ absl::Status MessageStoreImpl::Checkpoint() {
     all = AllQueues();
   }
   TOKIMQ_RETURN_IF_ERROR(cp_sync_->Sync(all));
-  return WriteOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic, dispatched);
+  if (dispatched == stored_checkpoint_) return absl::OkStatus();  // the file says so already
+  TOKIMQ_RETURN_IF_ERROR(
+      WriteOffsetFile(fs_, opt_.dir + "/checkpoint", kStoreCheckpointMagic, dispatched));
+  stored_checkpoint_ = dispatched;
+  return absl::OkStatus();
 }
 
 void MessageStoreImpl::CheckpointLoop() {

@@ -170,6 +170,10 @@ class MessageStoreImpl final : public MessageStore {
 
   std::mutex checkpoint_mu_;                 // one Checkpoint at a time
   std::unique_ptr<CheckpointSync> cp_sync_;  // used under checkpoint_mu_
+  // The dispatch offset the checkpoint file holds as written by this process (-1: not written
+  // yet); under checkpoint_mu_. Checkpoint does not rewrite the file with the same value (a
+  // temp file fsync and a directory fsync every interval on an idle store).
+  int64_t stored_checkpoint_ = -1;
   std::mutex cp_mu_;
   std::condition_variable cp_cv_;
   bool stop_ = false;

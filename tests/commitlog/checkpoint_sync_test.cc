@@ -97,6 +97,32 @@ TEST_F(CheckpointSyncTest, AFewChangesAreFsyncedOneByOne) {
   ExpectQueueFilesHoldOneEach(1);
 }
 
+// Issue 21 item 1: a checkpoint fsyncs only the queue files written since the last one, and
+// does not rewrite the checkpoint file (a file and a directory fsync) when the dispatch offset
+// it holds is unchanged: an idle store makes no fsync.
+TEST_F(CheckpointSyncTest, CheckpointFsyncsOnlyFilesWrittenSinceTheLastOne) {
+  auto s = Open(Options());
+  ASSERT_NE(s, nullptr);
+  PutOneEach(s.get(), 1);
+  ASSERT_TRUE(s->Flush().ok());
+  int syncs = fs_.sync_count();
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(fs_.sync_count() - syncs, 0) << "an unchanged store fsynced";
+  ASSERT_TRUE(s->Put(Msg(Topic(0), 2)).ok());  // one queue file changes
+  syncs = fs_.sync_count();
+  const int dir_syncs = fs_.dir_sync_count();
+  ASSERT_TRUE(s->Flush().ok());
+  // CommitLog fdatasync, queue 2's file, checkpoint file and its directory.
+  EXPECT_EQ(fs_.sync_count() - syncs, 4);
+  EXPECT_EQ(fs_.dir_sync_count() - dir_syncs, 1);
+  s.reset();  // power loss: the checkpoint and the queue files agree
+  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
+  auto reopened = Open(Options());
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->MaxQueueOffset(Topic(0), 2).value(), 2);
+  EXPECT_EQ(reopened->MaxQueueOffset(Topic(0), 1).value(), 1);
+}
+
 TEST_F(CheckpointSyncTest, SyncfsErrorFallsBackToAnFsyncPerFileAndDirectory) {
   auto s = Open(Options());
   ASSERT_NE(s, nullptr);

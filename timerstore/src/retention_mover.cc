@@ -143,7 +143,7 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       ++*copied;
       *copied_bytes += p.size;
     }
-    NoteTimerPuts(puts.back().queue_offset.value());
+    NoteTimerPuts(puts.back().queue_offset.value(), INT64_MIN);  // wakes the enqueue thread
   }
   return absl::OkStatus();
 }

@@ -55,13 +55,31 @@ bool TimerStoreImpl::RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_
   return false;
 }
 
-void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset) {
+void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset, int64_t earliest_deliver_ms) {
   {
     std::lock_guard<std::mutex> l(mu_);
     timer_max_queue_offset_ = std::max(timer_max_queue_offset_, max_queue_offset + 1);
     metrics_.enqueue_lag.Set(std::max<int64_t>(0, timer_max_queue_offset_ - enqueue_offset_));
   }
-  run_cv_.notify_all();
+  // Due later than the horizon: the enqueue thread's poll (kEnqueuePollMs) links it long
+  // before its deliver time (see TimerStoreOptions::enqueue_wake_horizon_ms).
+  const int64_t horizon = options_.enqueue_wake_horizon_ms;
+  if (horizon > 0 && earliest_deliver_ms != INT64_MIN &&
+      earliest_deliver_ms - clock_->NowMs() >= horizon) {
+    return;
+  }
+  WakeEnqueue();
+}
+
+void TimerStoreImpl::WakeEnqueue() {
+  metrics_.enqueue_wakes.Add(1);
+  bool notify;
+  {
+    std::lock_guard<std::mutex> l(run_mu_);
+    notify = enqueue_sleeping_ && !enqueue_kick_;
+    enqueue_kick_ = true;
+  }
+  if (notify) enqueue_cv_.notify_one();
 }
 
 absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t deliver_ms) {
@@ -73,7 +91,7 @@ absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t del
   if (result.delivered_now) {
     metrics_.delivered.Add(1);
   } else {
-    NoteTimerPuts(result.put.queue_offset.value());
+    NoteTimerPuts(result.put.queue_offset.value(), deliver_ms);
   }
   result.recall_handle = RecallHandle{result.put.physical_offset.value(), deliver_ms, id_crc}.Encode();
   return result;
@@ -112,14 +130,18 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
     return absl::InternalError("timerstore: PutBatch returned a wrong number of results");
   }
   int64_t max_timer_offset = -1;
+  int64_t earliest_deliver = INT64_MAX;
   for (size_t i = 0; i < items.size(); ++i) {
     out[i].put = puts[i];
     out[i].recall_handle =
         RecallHandle{puts[i].physical_offset.value(), items[i].deliver_ms, id_crcs[i]}.Encode();
-    if (!out[i].delivered_now) max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset.value());
+    if (!out[i].delivered_now) {
+      max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset.value());
+      earliest_deliver = std::min(earliest_deliver, items[i].deliver_ms);
+    }
   }
   if (due_now > 0) metrics_.delivered.Add(due_now);
-  if (max_timer_offset >= 0) NoteTimerPuts(max_timer_offset);
+  if (max_timer_offset >= 0) NoteTimerPuts(max_timer_offset, earliest_deliver);
   return out;
 }
 
@@ -170,14 +192,16 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
   marker.properties[prop::kDeliverMs] = std::to_string(h.deliver_ms);
   marker.properties[kTimerDeleteOf] = std::to_string(h.physical_offset);
   auto put = store_->Put(std::move(marker));
-  std::lock_guard<std::mutex> l(mu_);
-  if (!put.ok()) {
-    recalled_.erase(h.physical_offset);
-    return put.status();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!put.ok()) {
+      recalled_.erase(h.physical_offset);
+      return put.status();
+    }
+    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, (put->queue_offset + 1).value());
+    metrics_.recalled.Add(1);
   }
-  timer_max_queue_offset_ = std::max(timer_max_queue_offset_, (put->queue_offset + 1).value());
-  metrics_.recalled.Add(1);
-  run_cv_.notify_all();
+  WakeEnqueue();
   return absl::OkStatus();
 }
 

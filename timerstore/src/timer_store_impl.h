@@ -15,7 +15,8 @@
 // Locking: mu_ guards all state; I/O on the MessageStore happens outside it except where noted.
 // Checkpoint() snapshots under mu_ and does its fsyncs outside it (checkpoint_mu_ serialises
 // checkpoints); with Start() it runs on its own thread.
-// Lock order: move_mu_ (one move at a time) -> checkpoint_mu_ -> mu_.
+// Lock order: move_mu_ (one move at a time) -> checkpoint_mu_ -> mu_; run_mu_ is a leaf
+// (WakeEnqueue takes it with no other lock held).
 #pragma once
 
 #include <atomic>
@@ -48,6 +49,7 @@ class TimerStoreImpl final : public TimerStore {
  public:
   static constexpr size_t kEnqueueQueueCap = 4096;      // messages between enqueue get and put
   static constexpr size_t kPutQueueCap = 4096;          // loaded copies between read and put
+  static constexpr int64_t kEnqueuePollMs = 10;         // enqueue thread's idle poll, real time
   static constexpr size_t kMaxLoadedUnits = 2'000'000;  // FineScheduler back-pressure
   static constexpr int kPinBucketShift = 22;            // 4 MiB of CommitLog per pin bucket
 
@@ -170,8 +172,15 @@ class TimerStoreImpl final : public TimerStore {
   // Adds the timer properties; for deliver_ms > now rewrites the destination to the timer
   // topic. Returns true when the message goes straight to its real topic (deliver_ms <= now).
   static bool RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now);
-  // After timer-topic puts up to `max_queue_offset`: enqueue lag, wake the enqueue service.
-  void NoteTimerPuts(int64_t max_queue_offset);
+  // After timer-topic puts up to `max_queue_offset`, the earliest of them due at
+  // `earliest_deliver_ms`: enqueue lag; wakes the enqueue thread when that is within
+  // options_.enqueue_wake_horizon_ms (INT64_MIN: always), else leaves the puts to its poll.
+  void NoteTimerPuts(int64_t max_queue_offset, int64_t earliest_deliver_ms);
+  // Asks the enqueue thread to run its steps now (counted in metrics_.enqueue_wakes); notifies
+  // it only when it sleeps and no wake is pending (no futex call per put while it runs).
+  void WakeEnqueue();
+  // The enqueue thread's idle wait: until WakeEnqueue, Stop or kEnqueuePollMs of real time.
+  void WaitForEnqueueWork();
 
   int64_t ReadTickLocked() const;
   int64_t TickOf(int64_t ms) const;
@@ -290,6 +299,12 @@ class TimerStoreImpl final : public TimerStore {
   absl::flat_hash_set<int64_t> seed_recalled_;  // recalled (phys) when seeded
 
   std::mutex checkpoint_mu_;  // serialises Checkpoint(); taken before mu_
+  // The checkpoint file as last written by this process (guarded by checkpoint_mu_): Checkpoint
+  // skips the write (a temp file fsync and a directory fsync) when only the read tick moved,
+  // by less than kCheckpointReadTickSlackMs (CheckpointUnchanged).
+  std::string stored_checkpoint_;  // encoded with the read tick of stored_read_tick_
+  int64_t stored_read_tick_ = 0;
+  static constexpr int64_t kCheckpointReadTickSlackMs = 60'000;
   mutable std::mutex mu_;
   std::unique_ptr<TimerLog> timerlog_;
   std::unique_ptr<TimerWheel> wheel_;
@@ -351,7 +366,15 @@ class TimerStoreImpl final : public TimerStore {
   // Start()/Stop().
   std::mutex run_mu_;
   std::condition_variable run_cv_;
-  bool stopping_ = false;
+  // Written under run_mu_ (the condition-variable waits check it as their predicate), read
+  // without it at the top of each service loop.
+  std::atomic<bool> stopping_{false};
+  // The enqueue thread's wake-ups (WakeEnqueue / WaitForEnqueueWork), guarded by run_mu_:
+  // enqueue_kick_ says work was put since the thread last looked, enqueue_sleeping_ that it
+  // waits on enqueue_cv_ (only then is a notify needed).
+  std::condition_variable enqueue_cv_;
+  bool enqueue_kick_ = false;
+  bool enqueue_sleeping_ = false;
   std::vector<std::thread> threads_;
   absl::Status bg_status_;
   std::atomic<bool> out_of_space_{false};  // see NoteOutOfSpace

@@ -205,10 +205,13 @@ std::vector<TimerWheel::DirtyRun> TimerWheel::TakeDirtyRuns() {
 }
 
 absl::Status TimerWheel::WriteRuns(const std::vector<DirtyRun>& runs) {
+  if (runs.empty() && file_synced_) return absl::OkStatus();  // nothing written since
   for (const DirtyRun& run : runs) {
     TOKIMQ_RETURN_IF_ERROR(file_->PWrite(kHeaderSize + run.first_slot * kSlotSize, run.bytes));
   }
-  return file_->Sync();
+  TOKIMQ_RETURN_IF_ERROR(file_->Sync());
+  file_synced_ = true;
+  return absl::OkStatus();
 }
 
 void TimerWheel::Redirty(const std::vector<DirtyRun>& runs) {

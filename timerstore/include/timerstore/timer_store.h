@@ -60,6 +60,16 @@ struct TimerStoreOptions {
   // a loaded 2-core machine; 67-84 µs under SCHED_FIFO). Needs CAP_SYS_NICE or RLIMIT_RTPRIO
   // >= the priority; without it one warning is logged and the threads stay ordinary.
   int service_realtime_priority = 0;
+  // Start() mode: a put into the timer topic whose earliest deliver time is at least this far
+  // ahead (ms, by the store's clock) does not wake the enqueue thread; the thread finds it at
+  // its next poll (it polls every kEnqueuePollMs = 10 ms of real time while idle), so linking
+  // it into the wheel waits up to that long. That adds no release latency: a unit linked any
+  // time before its deliver time is released at its millisecond (one whose slot was already
+  // walked goes to the fine scheduler at once), and 1 s is 100 polls. Puts due sooner (and
+  // recalls and retention moves) wake the thread at once, as every put did before (issue 21
+  // item 1: the wake per single-message send was about two context switches of the broker's
+  // per durable send). 0: every put wakes it.
+  int64_t enqueue_wake_horizon_ms = 1000;
   // Asked at delivery, once per destination topic of a put batch, on the dequeue put thread
   // with no timer lock held: OK, or why messages for that topic cannot be delivered (e.g.
   // kNotFound: the topic was deleted); those are parked in kPoisonTopic (common/names.h) with
@@ -104,6 +114,10 @@ struct TimerMetrics {
   // record does not decode), parked in kPoisonTopic. Each unit counts once.
   Counter poison_parked;
   Histogram lateness_ms;         // put time - deliver time
+  // Puts into the timer topic (counted per Schedule / ScheduleBatch call), recalls and
+  // retention moves that asked the enqueue thread to wake at once (enqueue_wake_horizon_ms);
+  // the other puts wait for its poll. Counted with or without Start().
+  Counter enqueue_wakes;
   // Retention (set by the retention hook, i.e. once per retention pass): pending messages
   // copied to the CommitLog head so their old segment could go, and the bytes of those copies;
   // moves abandoned (a message became due during its move, or a write failed: the copies are

@@ -5,7 +5,9 @@
 // Kept in memory (32 bytes per slot, allocated once with calloc so untouched pages cost no RSS)
 // and persisted to one file: a 32-byte header (magic, version, precision, slot count, CRC) then
 // one 32-byte record per slot, each with its own CRC32C (docs/formats/timerwheel.md). Flush
-// writes only the slots changed since the last flush, then fsyncs.
+// writes only the slots changed since the last flush, then fsyncs; with no slot changed (and
+// the file synced once since it was opened) it makes no system call at all (issue 21 item 1:
+// the 1 s checkpoint of an idle wheel fsynced the unchanged file every time).
 //
 // Thread-safety: none; the TimerStore serialises access with its state mutex. Durability: the
 // file may be ahead of the checkpoint (flushed after it) but never behind it: the TimerStore
@@ -61,7 +63,8 @@ class TimerWheel {
   // the slots changed since the last call (a snapshot; clears their dirty marks; in memory
   // only), WriteRuns writes such a snapshot and fsyncs. WriteRuns only touches the file: it may
   // run concurrently with Get/Link, but not with another WriteRuns/Flush. If it fails, hand the
-  // runs to Redirty (under the caller's lock) so the next flush writes them again.
+  // runs to Redirty (under the caller's lock) so the next flush writes them again. WriteRuns
+  // of no runs fsyncs only if the file was never synced since Open (its size may be unsynced).
   struct DirtyRun {
     size_t first_slot = 0;
     std::string bytes;  // encoded slots
@@ -95,6 +98,7 @@ class TimerWheel {
   std::vector<uint64_t> dirty_;
   std::vector<int64_t> block_max_;  // per kBlock slots: highest tick linked there (-1: none)
   std::unique_ptr<File> file_;
+  bool file_synced_ = false;  // a Sync succeeded since Open (WriteRuns only)
   int64_t corrupt_slots_ = 0;
 };
 
