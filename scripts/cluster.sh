@@ -19,6 +19,7 @@
 # Needs etcd (Debian etcd-server: scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/etcd.sh
 
 demo=0
 bench=0
@@ -43,7 +44,7 @@ if [[ ! -x "$bin/tokimq-broker" || ! -x "$bin/tokimq" ]] ||
   cmake --preset release >/dev/null
   cmake --build --preset release --target tokimq_broker_main tokimq_cli order_timeout tokimq_bench_tool
 fi
-command -v etcd >/dev/null || { echo "cluster.sh: etcd not found (apt-get install etcd-server)" >&2; exit 1; }
+etcd_require cluster.sh
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/tokimq-cluster.XXXXXX")"
 pids=()
@@ -58,9 +59,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 wait_for() {  # wait_for <what> <command...>: up to 20 s
   local what="$1"; shift
   for _ in $(seq 1 200); do
@@ -71,17 +69,11 @@ wait_for() {  # wait_for <what> <command...>: up to 20 s
   exit 1
 }
 
-client_port=$(free_port)
-peer_port=$(free_port)
-etcd_ep="127.0.0.1:$client_port"
-etcd --name tokimq-local --data-dir "$work/etcd" \
-  --listen-client-urls "http://$etcd_ep" --advertise-client-urls "http://$etcd_ep" \
-  --listen-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-  --initial-cluster "tokimq-local=http://127.0.0.1:$peer_port" \
-  --logger zap --log-outputs "$work/etcd.log" &
-pids+=($!)
-wait_for "etcd" bash -c "exec 3<>/dev/tcp/127.0.0.1/$client_port"
+started=0
+etcd_start "$work" tokimq-local && started=1
+pids+=("$ETCD_PID")
+((started)) || { echo "cluster.sh: etcd did not come up; logs in $work" >&2; exit 1; }
+etcd_ep="$ETCD_ENDPOINT"
 
 addresses=()
 for name in b1 b2 b3; do

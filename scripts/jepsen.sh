@@ -13,6 +13,7 @@
 # Needs etcd (Debian etcd-server: scripts/install-deps.sh). Exit status: the tests'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/etcd.sh
 
 kills=20
 pauses=5
@@ -26,7 +27,7 @@ while (($#)); do
   esac
   shift
 done
-command -v etcd >/dev/null || { echo "jepsen.sh: etcd not found (apt-get install etcd-server)" >&2; exit 1; }
+etcd_require jepsen.sh  # the test binary starts etcd itself (tests/cluster/etcd_process.h)
 
 test_bin="$PWD/$build_dir/tests/failover_test"
 if [[ ! -x "$test_bin" ]]; then

@@ -15,6 +15,8 @@
 #include <map>
 #include <string>
 
+#include "support/ports.h"
+
 namespace tokimq::testing {
 
 struct HttpReply {
@@ -125,19 +127,8 @@ inline HttpReply HttpGet(uint16_t port, const std::string& path) {
   return c.Get(path, "Connection: close\r\n");
 }
 
-// A TCP port that was free a moment ago (bind 0, read it, close): for a child process that
-// must be told its HTTP port. Racy in principle; the kernel hands out ports round-robin.
-inline uint16_t FreeTcpPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// A TCP port that was free a moment ago (support/ports.h): for a child process that must be
+// told its HTTP port.
+inline uint16_t FreeTcpPort() { return static_cast<uint16_t>(PickFreePort()); }
 
 }  // namespace tokimq::testing

@@ -28,10 +28,7 @@ grpc::Status MessagingServiceImpl::ReceiveMessage(
   if (std::optional<v2::Status> refused = Authenticate(ctx, &who)) return answer(*refused);
   const std::string& group = req->group().name();
   const std::string& topic = req->message_queue().topic().name();
-  if (auto bad = GroupNameError(group)) return answer(*bad);
-  if (auto bad = TopicNameError(topic)) return answer(*bad);
-  // Cluster mode: a queue of another broker is refused, never served from this one's queues.
-  if (auto foreign = ForeignQueue(req->message_queue())) return answer(*foreign);
+  if (auto bad = QueueRequestError(&group, req->message_queue())) return answer(*bad);
   if (req->batch_size() <= 0) {
     return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
   }

@@ -151,6 +151,11 @@ class MessagingServiceImpl final : public v2::MessagingService::Service {
   // The NOT_FOUND status for a request naming a queue of another broker; nullopt when `mq`
   // names this broker, no broker, or the endpoint is not clustered.
   std::optional<v2::Status> ForeignQueue(const v2::MessageQueue& mq);
+  // The checks every queue-addressed consume RPC (ReceiveMessage, PullMessage, UpdateOffset,
+  // GetOffset, QueryOffset) makes first, in this order: the group's name (GroupNameError;
+  // skipped when `group` is nullptr: QueryOffset has none), the topic's name (TopicNameError),
+  // the queue's broker (ForeignQueue). The status to answer, or nullopt when all pass.
+  std::optional<v2::Status> QueueRequestError(const std::string* group, const v2::MessageQueue& mq);
 
   // A native Recall (handle without the owner's name, topic set) for broker `owner`, sent to
   // it as user `who` (recall_forwarder.h); the answer as a native response.

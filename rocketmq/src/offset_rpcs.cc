@@ -29,6 +29,13 @@ v2::Status OffsetStatus(const proto::Response& resp) {
   return s;
 }
 
+// Puts `bad` into the answer's status: true when there was one (the RPC answers with it).
+template <typename Response>
+bool Refused(const std::optional<v2::Status>& bad, Response* resp) {
+  if (bad) *resp->mutable_status() = *bad;
+  return bad.has_value();
+}
+
 }  // namespace
 
 grpc::Status MessagingServiceImpl::PullMessage(
@@ -49,9 +56,7 @@ grpc::Status MessagingServiceImpl::PullMessage(
   if (std::optional<v2::Status> refused = Authenticate(ctx, &who)) return answer(*refused);
   const std::string& group = req->group().name();
   const std::string& topic = req->message_queue().topic().name();
-  if (auto bad = GroupNameError(group)) return answer(*bad);
-  if (auto bad = TopicNameError(topic)) return answer(*bad);
-  if (auto foreign = ForeignQueue(req->message_queue())) return answer(*foreign);
+  if (auto bad = QueueRequestError(&group, req->message_queue())) return answer(*bad);
   if (req->batch_size() <= 0) {
     return answer(MakeStatus(v2::Code::BAD_REQUEST, "batch size must be > 0"));
   }
@@ -111,14 +116,9 @@ grpc::Status MessagingServiceImpl::UpdateOffset(grpc::ServerContext* ctx,
                                                 const v2::UpdateOffsetRequest* req,
                                                 v2::UpdateOffsetResponse* resp) {
   std::string who;
-  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   const std::string& group = req->group().name();
   const std::string& topic = req->message_queue().topic().name();
-  std::optional<v2::Status> bad = GroupNameError(group);
-  if (!bad) bad = TopicNameError(topic);
-  if (!bad) bad = ForeignQueue(req->message_queue());
-  if (bad) {
-    *resp->mutable_status() = *bad;
+  if (!Admit(ctx, &who, resp) || Refused(QueueRequestError(&group, req->message_queue()), resp)) {
     return grpc::Status::OK;
   }
   if (req->offset() < 0) {
@@ -139,14 +139,9 @@ grpc::Status MessagingServiceImpl::GetOffset(grpc::ServerContext* ctx,
                                              const v2::GetOffsetRequest* req,
                                              v2::GetOffsetResponse* resp) {
   std::string who;
-  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   const std::string& group = req->group().name();
   const std::string& topic = req->message_queue().topic().name();
-  std::optional<v2::Status> bad = GroupNameError(group);
-  if (!bad) bad = TopicNameError(topic);
-  if (!bad) bad = ForeignQueue(req->message_queue());
-  if (bad) {
-    *resp->mutable_status() = *bad;
+  if (!Admit(ctx, &who, resp) || Refused(QueueRequestError(&group, req->message_queue()), resp)) {
     return grpc::Status::OK;
   }
   proto::Request native;
@@ -164,12 +159,8 @@ grpc::Status MessagingServiceImpl::QueryOffset(grpc::ServerContext* ctx,
                                                const v2::QueryOffsetRequest* req,
                                                v2::QueryOffsetResponse* resp) {
   std::string who;
-  if (!Admit(ctx, &who, resp)) return grpc::Status::OK;
   const std::string& topic = req->message_queue().topic().name();
-  std::optional<v2::Status> bad = TopicNameError(topic);
-  if (!bad) bad = ForeignQueue(req->message_queue());
-  if (bad) {
-    *resp->mutable_status() = *bad;
+  if (!Admit(ctx, &who, resp) || Refused(QueueRequestError(nullptr, req->message_queue()), resp)) {
     return grpc::Status::OK;
   }
   proto::Request native;

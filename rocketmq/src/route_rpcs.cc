@@ -199,6 +199,16 @@ std::optional<v2::Status> MessagingServiceImpl::ForeignQueue(const v2::MessageQu
                             route ? &*route : nullptr);
 }
 
+std::optional<v2::Status> MessagingServiceImpl::QueueRequestError(const std::string* group,
+                                                                  const v2::MessageQueue& mq) {
+  if (group != nullptr) {
+    if (auto bad = GroupNameError(*group)) return bad;
+  }
+  if (auto bad = TopicNameError(mq.topic().name())) return bad;
+  // Cluster mode: a queue of another broker is refused, never served from this one's queues.
+  return ForeignQueue(mq);
+}
+
 grpc::Status MessagingServiceImpl::QueryRoute(grpc::ServerContext* ctx,
                                               const v2::QueryRouteRequest* req,
                                               v2::QueryRouteResponse* resp) {

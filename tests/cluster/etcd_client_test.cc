@@ -9,27 +9,15 @@
 #include <mutex>
 #include <thread>
 
-#include "cluster/etcd_process.h"
-#include "test_util.h"
+#include "support/await.h"
+#include "support/etcd_test.h"
 
 namespace tokimq::cluster {
 namespace {
 
-using testing::EtcdProcess;
-using testing::TempDir;
+using testing::AwaitTrue;
 
-class EtcdClientTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(etcd_.Start()) << "etcd did not start (etcd-server installed?)";
-    auto c = EtcdClient::Create({{etcd_.endpoint()}, 3'000});
-    ASSERT_TRUE(c.ok());
-    client_ = std::move(*c);
-  }
-  TempDir dir_;
-  EtcdProcess etcd_{dir_.Join("etcd")};
-  std::unique_ptr<EtcdClient> client_;
-};
+class EtcdClientTest : public testing::EtcdTest {};
 
 TEST(EtcdEndpointsTest, ParsesListAndRefusesItemsWithoutPort) {
   auto eps = ParseEndpoints("127.0.0.1:2379, h2:2380");
@@ -40,21 +28,21 @@ TEST(EtcdEndpointsTest, ParsesListAndRefusesItemsWithoutPort) {
 }
 
 TEST_F(EtcdClientTest, PutGetRangeDelete) {
-  ASSERT_TRUE(client_->Put("/t/a", "1").ok());
-  ASSERT_TRUE(client_->Put("/t/b", "2").ok());
-  ASSERT_TRUE(client_->Put("/u/c", "3").ok());
-  auto a = client_->Get("/t/a");
+  ASSERT_TRUE(etcd_client_->Put("/t/a", "1").ok());
+  ASSERT_TRUE(etcd_client_->Put("/t/b", "2").ok());
+  ASSERT_TRUE(etcd_client_->Put("/u/c", "3").ok());
+  auto a = etcd_client_->Get("/t/a");
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(a->has_value());
   EXPECT_EQ((*a)->value, "1");
-  auto range = client_->RangePrefix("/t/");
+  auto range = etcd_client_->RangePrefix("/t/");
   ASSERT_TRUE(range.ok());
   ASSERT_EQ(range->kvs.size(), 2u);
   EXPECT_EQ(range->kvs[0].key, "/t/a");
   EXPECT_EQ(range->kvs[1].value, "2");
-  EXPECT_EQ(*client_->Delete("/t/a"), 1);
-  EXPECT_EQ(*client_->Delete("/t/a"), 0);
-  EXPECT_FALSE(client_->Get("/t/a")->has_value());
+  EXPECT_EQ(*etcd_client_->Delete("/t/a"), 1);
+  EXPECT_EQ(*etcd_client_->Delete("/t/a"), 0);
+  EXPECT_FALSE(etcd_client_->Get("/t/a")->has_value());
 }
 
 TEST_F(EtcdClientTest, TxnCreateIfAbsentRefusesSecondCreate) {
@@ -62,11 +50,11 @@ TEST_F(EtcdClientTest, TxnCreateIfAbsentRefusesSecondCreate) {
   txn.compares.push_back({"/k", EtcdTxn::Compare::Kind::kCreateRevisionEquals, 0});
   txn.puts.push_back({"/k", "first", 0});
   txn.failure_gets.push_back("/k");
-  auto r1 = client_->Txn(txn);
+  auto r1 = etcd_client_->Txn(txn);
   ASSERT_TRUE(r1.ok());
   EXPECT_TRUE(r1->succeeded);
   txn.puts[0].value = "second";
-  auto r2 = client_->Txn(txn);
+  auto r2 = etcd_client_->Txn(txn);
   ASSERT_TRUE(r2.ok());
   EXPECT_FALSE(r2->succeeded);
   ASSERT_EQ(r2->failure_kvs.size(), 1u);
@@ -76,22 +64,22 @@ TEST_F(EtcdClientTest, TxnCreateIfAbsentRefusesSecondCreate) {
   cas.compares.push_back({"/k", EtcdTxn::Compare::Kind::kModRevisionEquals,
                           r2->failure_kvs[0].mod_revision});
   cas.puts.push_back({"/k", "swapped", 0});
-  EXPECT_TRUE(client_->Txn(cas)->succeeded);
-  EXPECT_FALSE(client_->Txn(cas)->succeeded);  // revision moved on
-  EXPECT_EQ((*client_->Get("/k"))->value, "swapped");
+  EXPECT_TRUE(etcd_client_->Txn(cas)->succeeded);
+  EXPECT_FALSE(etcd_client_->Txn(cas)->succeeded);  // revision moved on
+  EXPECT_EQ((*etcd_client_->Get("/k"))->value, "swapped");
 }
 
 TEST_F(EtcdClientTest, LeasedKeyVanishesWhenLeaseRevokedAndKeepAliveSaysNotFound) {
-  auto lease = client_->LeaseGrant(10);
+  auto lease = etcd_client_->LeaseGrant(10);
   ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(client_->Put("/m/b1", "x", *lease).ok());
-  EXPECT_EQ((*client_->Get("/m/b1"))->lease, *lease);
-  auto ttl = client_->LeaseKeepAlive(*lease);
+  ASSERT_TRUE(etcd_client_->Put("/m/b1", "x", *lease).ok());
+  EXPECT_EQ((*etcd_client_->Get("/m/b1"))->lease, *lease);
+  auto ttl = etcd_client_->LeaseKeepAlive(*lease);
   ASSERT_TRUE(ttl.ok()) << ttl.status();
   EXPECT_GE(*ttl, 9);
-  ASSERT_TRUE(client_->LeaseRevoke(*lease).ok());
-  EXPECT_FALSE(client_->Get("/m/b1")->has_value());
-  EXPECT_EQ(client_->LeaseKeepAlive(*lease).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(etcd_client_->LeaseRevoke(*lease).ok());
+  EXPECT_FALSE(etcd_client_->Get("/m/b1")->has_value());
+  EXPECT_EQ(etcd_client_->LeaseKeepAlive(*lease).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(EtcdClientTest, UnreachableEtcdIsUnavailableNotACrash) {
@@ -139,13 +127,14 @@ struct WatchState {
 };
 
 TEST_F(EtcdClientTest, WatchDeliversSnapshotThenChangesAndResyncsAfterEtcdRestart) {
-  ASSERT_TRUE(client_->Put("/w/a", "1").ok());
+  ASSERT_TRUE(etcd_client_->Put("/w/a", "1").ok());
   WatchState st;
-  auto watcher = client_->WatchPrefix("/w/", [&](const WatchBatch& b) { st.Apply(b); }, 100);
+  auto watcher =
+      etcd_client_->WatchPrefix("/w/", [&](const WatchBatch& b) { st.Apply(b); }, 100);
   ASSERT_TRUE(st.WaitFor([&] { return st.snapshots == 1 && st.kv.count("/w/a"); }));
-  ASSERT_TRUE(client_->Put("/w/b", "2").ok());
-  ASSERT_TRUE(client_->Delete("/w/a").ok());
-  ASSERT_TRUE(client_->Put("/other", "3").ok());
+  ASSERT_TRUE(etcd_client_->Put("/w/b", "2").ok());
+  ASSERT_TRUE(etcd_client_->Delete("/w/a").ok());
+  ASSERT_TRUE(etcd_client_->Put("/other", "3").ok());
   ASSERT_TRUE(st.WaitFor([&] { return st.kv.count("/w/b") && !st.kv.count("/w/a"); }));
   EXPECT_EQ(st.kv.count("/other"), 0u);
 
@@ -153,11 +142,13 @@ TEST_F(EtcdClientTest, WatchDeliversSnapshotThenChangesAndResyncsAfterEtcdRestar
   ASSERT_TRUE(etcd_.Start());
   // The client's channel reconnects on its own (backoff <= 1 s).
   absl::Status put = absl::UnavailableError("not tried");
-  for (int i = 0; i < 50 && !put.ok(); ++i) {
-    put = client_->Put("/w/c", "4").status();
-    if (!put.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(put.ok()) << put;
+  ASSERT_TRUE(AwaitTrue(
+      [&] {
+        put = etcd_client_->Put("/w/c", "4").status();
+        return put.ok();
+      },
+      std::chrono::seconds(20), "a put after the restart", std::chrono::milliseconds(100)))
+      << put;
   ASSERT_TRUE(st.WaitFor([&] { return st.kv.count("/w/c") == 1; }));
   EXPECT_GE(st.snapshots, 2);  // the broken stream was replaced by a fresh snapshot
   EXPECT_EQ(st.kv.at("/w/b"), "2");

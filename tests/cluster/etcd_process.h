@@ -1,13 +1,12 @@
 // EtcdProcess: runs a real etcd (Debian's etcd-server, `etcd` on PATH or TOKIMQ_ETCD_BIN) on two
 // free loopback ports and a data dir, for tests of the cluster component and the cluster
-// integration tests. Start waits (bounded real time, 20 s) until etcd answers a read through
-// EtcdClient. The data dir persists across Stop/Start (an etcd restart keeps its keys and
-// leases, as a real one would).
+// integration tests. Start waits (support/await.h, bounded real time, 20 s) until etcd answers
+// a read through EtcdClient. The data dir persists across Stop/Start (an etcd restart keeps its
+// keys and leases, as a real one would). Fixtures: support/etcd_test.h (etcd + a client) and
+// support/cluster_test.h (etcd + tokimq-broker processes).
 #pragma once
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,37 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cluster/etcd_client.h"
+#include "support/await.h"
+#include "support/ports.h"
 
 namespace tokimq::testing {
-
-// A port that was free a moment ago (bind to 0, read, close).
-inline int PickFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-inline bool PortAccepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
 
 class EtcdProcess {
  public:
@@ -75,31 +50,37 @@ class EtcdProcess {
       ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
-    // First the TCP port (a gRPC channel that failed to connect backs off for seconds).
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!PortAccepts(client_port_)) {
+    // First the TCP port (a gRPC channel that failed to connect backs off for seconds), then a
+    // read through EtcdClient; either wait ends early when etcd exited.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    auto left = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+    };
+    bool exited = false;
+    auto exited_now = [&] {
       int status = 0;
-      if (std::chrono::steady_clock::now() > deadline || ::waitpid(pid_, &status, WNOHANG) == pid_) {
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      exited = exited || ::waitpid(pid_, &status, WNOHANG) == pid_;
+      return exited;
+    };
+    if (!AwaitTrue([&] { return PortAccepts(client_port_) || exited_now(); }, left(),
+                   "etcd's client port") ||
+        exited) {
+      return Exited(exited);
     }
     auto client = cluster::EtcdClient::Create({{endpoint()}, 2'000});
     if (!client.ok()) return false;
     absl::Status last;
-    while (std::chrono::steady_clock::now() < deadline) {
-      last = (*client)->Get("/probe").status();
-      if (last.ok()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const auto answered = AwaitTrue(
+        [&] {
+          last = (*client)->Get("/probe").status();
+          return last.ok() || exited_now();
+        },
+        left(), "etcd to answer a read", std::chrono::milliseconds(50));
+    if (answered && !exited) return true;
     std::fprintf(stderr, "etcd at %s did not answer: %s\n", endpoint().c_str(),
                  last.ToString().c_str());
-    return false;
+    return Exited(exited);
   }
   void Stop() { SignalAndWait(SIGTERM); }
   void Kill() { SignalAndWait(SIGKILL); }
@@ -107,6 +88,12 @@ class EtcdProcess {
   bool running() const { return pid_ > 0; }
 
  private:
+  // After a failed start: forget the pid of an etcd that exited (reaped), keep a running one for
+  // Kill. Always false.
+  bool Exited(bool exited) {
+    if (exited) pid_ = -1;
+    return false;
+  }
   void SignalAndWait(int sig) {
     if (pid_ <= 0) return;
     ::kill(pid_, sig);

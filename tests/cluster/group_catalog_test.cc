@@ -4,28 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
-#include <thread>
+#include <map>
+#include <mutex>
+#include <vector>
 
-#include "cluster/etcd_process.h"
 #include "cluster/keys.h"
 #include "cluster/topic_catalog.h"
-#include "test_util.h"
+#include "support/await.h"
+#include "support/etcd_test.h"
 
 namespace tokimq::cluster {
 namespace {
 
-using testing::EtcdProcess;
-using testing::TempDir;
-
-bool Eventually(const std::function<bool()>& pred, int seconds = 20) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
+using namespace std::chrono_literals;
+using testing::AwaitTrue;
 
 proto::GroupConfig Group(const std::string& name, proto::DeliveryOrder order) {
   proto::GroupConfig g;
@@ -35,16 +27,7 @@ proto::GroupConfig Group(const std::string& name, proto::DeliveryOrder order) {
   return g;
 }
 
-class GroupCatalogTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(etcd_.Start());
-    etcd_client_ = std::move(*EtcdClient::Create({{etcd_.endpoint()}, 3'000}));
-  }
-  TempDir dir_;
-  EtcdProcess etcd_{dir_.Join("etcd")};
-  std::unique_ptr<EtcdClient> etcd_client_;
-};
+class GroupCatalogTest : public testing::EtcdTest {};
 
 TEST_F(GroupCatalogTest, CreateIsOnceUpdateChangesTheStoredRecord) {
   GroupCatalog catalog(etcd_client_.get(), "c1");
@@ -87,9 +70,9 @@ TEST_F(GroupCatalogTest, WatchDeliversTheSnapshotThenChangesAndIgnoresOtherKeys)
     std::lock_guard<std::mutex> lock(mu);
     calls.emplace_back(groups.size(), snapshot);
   });
-  ASSERT_TRUE(Eventually([&] { return watcher.Groups().size() == 1; }));
+  ASSERT_TRUE(AwaitTrue([&] { return watcher.Groups().size() == 1; }, 20s, "the snapshot"));
   ASSERT_TRUE(writer.Create(Group("b", proto::CONCURRENTLY)).ok());
-  ASSERT_TRUE(Eventually([&] { return watcher.Groups().size() == 2; }));
+  ASSERT_TRUE(AwaitTrue([&] { return watcher.Groups().size() == 2; }, 20s, "group b"));
   EXPECT_EQ(watcher.Groups().at("a").delivery_order(), proto::ORDERLY);
   EXPECT_EQ(watcher.Groups().at("b").delivery_order(), proto::CONCURRENTLY);
   watcher.Stop();

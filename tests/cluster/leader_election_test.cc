@@ -7,25 +7,15 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/etcd_process.h"
 #include "cluster/keys.h"
-#include "test_util.h"
+#include "support/await.h"
+#include "support/etcd_test.h"
 
 namespace tokimq::cluster {
 namespace {
 
-using testing::EtcdProcess;
-using testing::TempDir;
-
-// Bounded real-time wait (etcd and the election are other processes / threads).
-bool Eventually(const std::function<bool()>& pred, int seconds = 20) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using namespace std::chrono_literals;
+using testing::AwaitTrue;
 
 // What one replica's callbacks saw, in order.
 struct Seen {
@@ -41,12 +31,10 @@ struct Seen {
   }
 };
 
-class LeaderElectionTest : public ::testing::Test {
+// Bounded real-time waits (AwaitTrue): etcd and the election are another process and thread.
+class LeaderElectionTest : public testing::EtcdTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(etcd_.Start());
-    etcd_client_ = std::move(*EtcdClient::Create({{etcd_.endpoint()}, 300}));
-  }
+  LeaderElectionTest() : EtcdTest(/*client_timeout_ms=*/300) {}
   std::unique_ptr<LeaderElection> Make(int id, Seen* seen, std::function<bool()> may = nullptr,
                                        EtcdClient* client = nullptr) {
     ElectionOptions o;
@@ -65,16 +53,13 @@ class LeaderElectionTest : public ::testing::Test {
     cb.may_campaign = std::move(may);
     return std::make_unique<LeaderElection>(client ? client : etcd_client_.get(), o, cb);
   }
-  TempDir dir_;
-  EtcdProcess etcd_{dir_.Join("etcd")};
-  std::unique_ptr<EtcdClient> etcd_client_;
 };
 
 TEST_F(LeaderElectionTest, OneWinsWithThePutRevisionAsTermAndTheOtherFollowsIt) {
   Seen s0, s1;
   auto e0 = Make(0, &s0);
   e0->Start();
-  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return e0->leading(); }, 20s, "e0 leading"));
   const int64_t term = e0->leading_term();
   auto key = etcd_client_->Get(BrokerKey("c1", "g1"));
   ASSERT_TRUE(key.ok() && key->has_value());
@@ -82,7 +67,7 @@ TEST_F(LeaderElectionTest, OneWinsWithThePutRevisionAsTermAndTheOtherFollowsIt) 
   EXPECT_EQ(s0.Get(), std::vector<std::string>{"elected " + std::to_string(term)});
   auto e1 = Make(1, &s1);
   e1->Start();
-  ASSERT_TRUE(Eventually([&] { return !s1.Get().empty(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return !s1.Get().empty(); }, 20s, "a callback of e1"));
   EXPECT_EQ(s1.Get(),
             std::vector<std::string>{"leader " + std::to_string(term) + " 127.0.0.1:1000"});
   EXPECT_FALSE(e1->leading());
@@ -93,14 +78,14 @@ TEST_F(LeaderElectionTest, ResignedLeaderIsReplacedAtOnceInANewerTerm) {
   Seen s0, s1;
   auto e0 = Make(0, &s0);
   e0->Start();
-  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return e0->leading(); }, 20s, "e0 leading"));
   const int64_t first = e0->leading_term();
   auto e1 = Make(1, &s1);
   e1->Start();
-  ASSERT_TRUE(Eventually([&] { return e1->known_term() == first; }));
+  ASSERT_TRUE(AwaitTrue([&] { return e1->known_term() == first; }, 20s, "e1 following"));
   const auto t0 = std::chrono::steady_clock::now();
   e0->Stop(/*resign=*/true);
-  ASSERT_TRUE(Eventually([&] { return e1->leading(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return e1->leading(); }, 20s, "e1 leading"));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "not the TTL";
   EXPECT_GT(e1->leading_term(), first);
 }
@@ -109,12 +94,12 @@ TEST_F(LeaderElectionTest, LeaseExpiredAtEtcdMakesTheLeaderLoseAndCampaignAgain)
   Seen s0;
   auto e0 = Make(0, &s0);
   e0->Start();
-  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return e0->leading(); }, 20s, "e0 leading"));
   const int64_t first = e0->leading_term();
   auto key = etcd_client_->Get(BrokerKey("c1", "g1"));
   ASSERT_TRUE(key.ok() && key->has_value());
   ASSERT_TRUE(etcd_client_->LeaseRevoke((*key)->lease).ok());  // as if etcd expired it
-  ASSERT_TRUE(Eventually([&] { return e0->leading_term() > first; }));
+  ASSERT_TRUE(AwaitTrue([&] { return e0->leading_term() > first; }, 20s, "a newer term"));
   auto ev = s0.Get();
   ASSERT_GE(ev.size(), 3u);
   EXPECT_EQ(ev[1], "lost " + std::to_string(first));
@@ -125,12 +110,12 @@ TEST_F(LeaderElectionTest, LeaderCutOffFromEtcdStepsDownBeforeItsLeaseCanExpire)
   Seen s0;
   auto e0 = Make(0, &s0);
   e0->Start();
-  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return e0->leading(); }, 20s, "e0 leading"));
   const int64_t term = e0->leading_term();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a keepalive or two
   const auto stopped = std::chrono::steady_clock::now();
   etcd_.Kill();  // no keepalive succeeds from here on
-  ASSERT_TRUE(Eventually([&] { return !e0->leading(); }, 5));
+  ASSERT_TRUE(AwaitTrue([&] { return !e0->leading(); }, 5s, "e0 stepping down"));
   // The last keepalive succeeded before `stopped`, so etcd keeps the lease >= 2 s after it:
   // the step-down (TTL - 500 ms margin after that keepalive's send) comes before that.
   EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::milliseconds(2000));
@@ -140,13 +125,18 @@ TEST_F(LeaderElectionTest, LeaderCutOffFromEtcdStepsDownBeforeItsLeaseCanExpire)
 TEST_F(LeaderElectionTest, ACandidateThatDefersDoesNotCampaign) {
   Seen s0, s1;
   std::atomic<bool> allow{false};
-  auto e0 = Make(0, &s0, [&] { return allow.load(); });
+  std::atomic<int> asked{0};
+  auto e0 = Make(0, &s0, [&] {
+    ++asked;
+    return allow.load();
+  });
   e0->Start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Asked twice and deferred both times (the second ask comes a retry period after the first).
+  ASSERT_TRUE(AwaitTrue([&] { return asked.load() >= 2; }, 20s, "two may_campaign calls"));
   EXPECT_FALSE(e0->leading());
   EXPECT_FALSE(etcd_client_->Get(BrokerKey("c1", "g1"))->has_value());
   allow = true;
-  ASSERT_TRUE(Eventually([&] { return e0->leading(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return e0->leading(); }, 20s, "e0 leading"));
 }
 
 }  // namespace

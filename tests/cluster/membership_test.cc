@@ -4,19 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "cluster/cluster_view.h"
-#include "cluster/etcd_process.h"
 #include "cluster/keys.h"
 #include "cluster/topic_catalog.h"
-#include "test_util.h"
+#include "support/await.h"
+#include "support/etcd_test.h"
 
 namespace tokimq::cluster {
 namespace {
 
-using testing::EtcdProcess;
-using testing::TempDir;
+using namespace std::chrono_literals;
+using testing::AwaitTrue;
 
 proto::BrokerRecord Record(const std::string& name, const std::string& address) {
   proto::BrokerRecord r;
@@ -25,22 +27,9 @@ proto::BrokerRecord Record(const std::string& name, const std::string& address) 
   return r;
 }
 
-// Bounded real-time wait (etcd and the watch are other processes / threads).
-bool Eventually(const std::function<bool()>& pred, int seconds = 20) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
-class MembershipTest : public ::testing::Test {
+// Bounded real-time waits (AwaitTrue): etcd and the watch are another process and thread.
+class MembershipTest : public testing::EtcdTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(etcd_.Start());
-    etcd_client_ = std::move(*EtcdClient::Create({{etcd_.endpoint()}, 3'000}));
-  }
   MembershipOptions Options(const std::string& name, const std::string& address) {
     MembershipOptions o;
     o.cluster = "c1";
@@ -49,9 +38,6 @@ class MembershipTest : public ::testing::Test {
     o.retry_ms = 100;
     return o;
   }
-  TempDir dir_;
-  EtcdProcess etcd_{dir_.Join("etcd")};
-  std::unique_ptr<EtcdClient> etcd_client_;
 };
 
 TEST_F(MembershipTest, SecondBrokerWithSameNameAndOtherAddressIsRefused) {
@@ -84,13 +70,13 @@ TEST_F(MembershipTest, LostLeaseIsRegisteredAgainAndCleanStopRemovesRecord) {
   Membership m(etcd_client_.get(), Options("b1", "127.0.0.1:1001"));
   ASSERT_TRUE(m.RegisterOnce().ok());
   m.Start(nullptr);
-  ASSERT_TRUE(Eventually([&] { return view.Members().count("b1") == 1; }));
+  ASSERT_TRUE(AwaitTrue([&] { return view.Members().count("b1") == 1; }, 20s, "b1 in the view"));
   ASSERT_TRUE(etcd_client_->LeaseRevoke(m.lease()).ok());  // as if etcd lost it
-  ASSERT_TRUE(Eventually([&] { return m.registrations() == 2; }));
-  ASSERT_TRUE(Eventually([&] { return view.Members().count("b1") == 1; }));
+  ASSERT_TRUE(AwaitTrue([&] { return m.registrations() == 2; }, 20s, "a second registration"));
+  ASSERT_TRUE(AwaitTrue([&] { return view.Members().count("b1") == 1; }, 20s, "b1 back"));
   EXPECT_EQ(view.Members().at("b1").address(), "127.0.0.1:1001");
   m.Stop(/*revoke=*/true);
-  ASSERT_TRUE(Eventually([&] { return view.Members().empty(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return view.Members().empty(); }, 20s, "no members"));
 }
 
 TEST_F(MembershipTest, RegistrationWaitsOutEtcdDownAtStart) {
@@ -100,7 +86,7 @@ TEST_F(MembershipTest, RegistrationWaitsOutEtcdDownAtStart) {
   EXPECT_TRUE(absl::IsUnavailable(first) || absl::IsDeadlineExceeded(first)) << first;
   m.Start(nullptr);
   ASSERT_TRUE(etcd_.Start());
-  ASSERT_TRUE(Eventually([&] { return m.registered(); }));
+  ASSERT_TRUE(AwaitTrue([&] { return m.registered(); }, 20s, "registration"));
   EXPECT_TRUE(etcd_client_->Get(BrokerKey("c1", "b1"))->has_value());
 }
 
@@ -139,10 +125,12 @@ TEST_F(MembershipTest, CatalogTxnsAndViewRoute) {
                 .code(),
             absl::StatusCode::kNotFound);
 
-  ASSERT_TRUE(Eventually([&] {
-    auto topic = view.Topic("orders");
-    return topic && topic->placement_size() == 3 && view.Members().count("b1");
-  }));
+  ASSERT_TRUE(AwaitTrue(
+      [&] {
+        auto topic = view.Topic("orders");
+        return topic && topic->placement_size() == 3 && view.Members().count("b1");
+      },
+      20s, "the updated topic and b1 in the view"));
   auto route = view.Route("orders");
   ASSERT_TRUE(route.ok());
   ASSERT_EQ(route->brokers_size(), 3);
@@ -154,7 +142,7 @@ TEST_F(MembershipTest, CatalogTxnsAndViewRoute) {
 
   ASSERT_TRUE(catalog.Delete("orders").ok());
   EXPECT_EQ(catalog.Delete("orders").code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(Eventually([&] { return !view.Topic("orders"); }));
+  ASSERT_TRUE(AwaitTrue([&] { return !view.Topic("orders"); }, 20s, "the delete"));
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_FALSE(seen.empty());
   EXPECT_TRUE(seen.back().empty());  // the listener saw the delete

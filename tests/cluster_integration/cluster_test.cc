@@ -7,111 +7,57 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <functional>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client/admin.h"
 #include "client/cluster_consumer.h"
 #include "client/cluster_producer.h"
-#include "cluster/etcd_process.h"
 #include "common/clock.h"
-#include "integration/broker_process.h"
-#include "test_util.h"
+#include "support/await.h"
+#include "support/cluster_processes.h"
+#include "support/run_command.h"
 
 namespace tokimq {
 namespace {
 
+using namespace std::chrono_literals;
 using client::AdminClient;
 using client::ClientOptions;
+using testing::AwaitTrue;
 using testing::BrokerProcess;
-using testing::EtcdProcess;
-using testing::TempDir;
-
-bool Eventually(const std::function<bool()>& pred, int seconds = 30) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
 
 int64_t NowMs() { return SystemClock::Default()->NowMs(); }
 
 // Runs the CLI; returns its stdout (stderr folded in) and sets *rc.
 std::string RunCli(const std::string& args, int* rc) {
-  std::string cmd = std::string(TOKIMQ_CLI_BIN) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (p && std::fgets(buf, sizeof(buf), p)) out += buf;
-  const int status = p ? ::pclose(p) : -1;
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  testing::CommandResult r = testing::RunShell(std::string(TOKIMQ_CLI_BIN) + " " + args + " 2>&1");
+  *rc = r.exit_code;
+  return r.out;
 }
 
-class ClusterTest : public ::testing::Test {
+class ClusterTest : public testing::ClusterProcessTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(etcd_.Start()) << "etcd did not start (etcd-server installed?)";
+    ASSERT_NO_FATAL_FAILURE(ClusterProcessTest::SetUp());
     for (int i = 0; i < 3; ++i) {
       const std::string name = "b" + std::to_string(i);
-      brokers_.push_back(std::make_unique<BrokerProcess>(dir_.Join(name), Args(name)));
-      ASSERT_TRUE(brokers_.back()->Start()) << name;
+      ASSERT_TRUE(AddBroker(name, Args(name)));
     }
-    ASSERT_TRUE(WaitMembers(3));
+    ASSERT_TRUE(AwaitMembers(3));
   }
 
   std::vector<std::string> Args(const std::string& name, const std::string& cluster = "c1") {
-    return {"--cluster", cluster, "--etcd-endpoints", etcd_.endpoint(), "--broker-name", name,
-            "--grpc-port", "0"};
+    std::vector<std::string> args = MemberArgs(name, cluster);
+    args.insert(args.end(), {"--grpc-port", "0"});
+    return args;
   }
-  ClientOptions Options(int i) { return brokers_[i]->Options(); }
-  // Every broker's address: the routing clients' bootstrap list.
-  ClientOptions AllBrokers() {
-    ClientOptions o = Options(0);
-    o.broker = Options(0).broker + "," + Options(1).broker + "," + Options(2).broker;
-    return o;
-  }
-  bool WaitMembers(int n) {
-    return Eventually([&] {
-      for (auto& b : brokers_) {
-        if (b->pid() <= 0) continue;
-        auto st = AdminClient(b->Options()).ClusterStatus();
-        if (!st.ok() || st->members_size() != n || !st->registered()) return false;
-      }
-      return true;
-    });
-  }
-  // Creates a topic through broker 0 and waits until every host applied it locally.
-  void CreateTopic(const std::string& name, proto::TopicType type, int queues,
-                   std::vector<std::string> on = {}) {
-    proto::TopicConfig t;
-    t.set_name(name);
-    t.set_type(type);
-    t.set_queues(queues);
-    auto created = AdminClient(Options(0)).CreateTopic(t, on);
-    ASSERT_TRUE(created.ok()) << created.status();
-    ASSERT_EQ(created->placement_size(), on.empty() ? 3 : static_cast<int>(on.size()));
-    for (const proto::TopicPlacement& p : created->placement()) {
-      const int i = p.broker()[1] - '0';
-      ASSERT_TRUE(Eventually([&] {
-        auto d = AdminClient(Options(i)).DescribeTopic(name);
-        return d.ok() && d->queues_size() == queues;
-      })) << p.broker();
-    }
-  }
-
-  TempDir dir_;
-  EtcdProcess etcd_{dir_.Join("etcd")};
-  std::vector<std::unique_ptr<BrokerProcess>> brokers_;
 };
 
 // What a consumer saw: distinct ids, duplicates, and messages received before their time.
@@ -223,7 +169,7 @@ TEST_F(ClusterTest, KillNineOfOneBrokerDuringSendsLosesNothingAcknowledged) {
   }
   EXPECT_EQ(failed_batches, 0) << "non-FIFO sends go on through the other brokers";
   ASSERT_TRUE(brokers_[1]->Start());  // same data dir
-  ASSERT_TRUE(WaitMembers(3));
+  ASSERT_TRUE(AwaitMembers(3));
   Consumed got = ConsumeAll(AllBrokers(), "settle", "payments", deliver_at.size(), deliver_at);
   size_t missing = 0;
   for (const auto& [id, at] : deliver_at) missing += got.ids.count(id) == 0 ? 1 : 0;
@@ -252,11 +198,13 @@ TEST_F(ClusterTest, EtcdRestartKeepsServingFromCachedRoutesAndBrokersReRegister)
   EXPECT_EQ(st->members_size(), 3);
 
   ASSERT_TRUE(etcd_.Start());
-  ASSERT_TRUE(WaitMembers(3));
-  EXPECT_TRUE(Eventually([&] {
-    auto s = AdminClient(Options(1)).ClusterStatus();
-    return s.ok() && s->etcd_reachable() && s->registered();
-  }));
+  ASSERT_TRUE(AwaitMembers(3));
+  EXPECT_TRUE(AwaitTrue(
+      [&] {
+        auto s = AdminClient(Options(1)).ClusterStatus();
+        return s.ok() && s->etcd_reachable() && s->registered();
+      },
+      30s, "b1 registered again", 50ms));
   Consumed got = ConsumeAll(Options(1), "audit", "events", ids.size() + 1, ids, 60);
   EXPECT_EQ(got.ids.size(), ids.size() + 1);
 }
@@ -269,7 +217,8 @@ TEST_F(ClusterTest, SameNameIsRefusedAndEtcdDownAtStartIsRetriedNotACrash) {
     auto st = AdminClient(dup.Options()).ClusterStatus();
     ASSERT_TRUE(st.ok()) << st.status();
     EXPECT_FALSE(st->registered());
-    EXPECT_TRUE(Eventually([&] { return !AdminClient(dup.Options()).Ping().ok(); }, 40));
+    EXPECT_TRUE(AwaitTrue([&] { return !AdminClient(dup.Options()).Ping().ok(); }, 40s,
+                          "the second b0 to stop itself", 50ms));
     EXPECT_EQ(dup.Stop(), 1);
   }
   auto st0 = AdminClient(Options(1)).ClusterStatus();
@@ -297,10 +246,12 @@ TEST_F(ClusterTest, CliPlacesTopicsRoutesAnyBrokerAndShowsStatus) {
   std::string out = RunCli(b2 + " topic create --name sub --type delay --queues 2 --brokers b0,b2", &rc);
   ASSERT_EQ(rc, 0) << out;
   auto route = AdminClient(Options(1)).Route("sub");  // b1 does not host it, still routes
-  ASSERT_TRUE(Eventually([&] {
-    route = AdminClient(Options(1)).Route("sub");
-    return route.ok();
-  }));
+  ASSERT_TRUE(AwaitTrue(
+      [&] {
+        route = AdminClient(Options(1)).Route("sub");
+        return route.ok();
+      },
+      30s, "a route of sub from b1", 50ms));
   ASSERT_EQ(route->brokers_size(), 2);
   EXPECT_EQ(route->brokers(0).broker(), "b0");
   EXPECT_EQ(route->brokers(1).broker(), "b2");
@@ -308,10 +259,12 @@ TEST_F(ClusterTest, CliPlacesTopicsRoutesAnyBrokerAndShowsStatus) {
 
   out = RunCli(b2 + " topic update --name sub --add-broker b1", &rc);
   ASSERT_EQ(rc, 0) << out;
-  ASSERT_TRUE(Eventually([&] {
-    auto d = AdminClient(Options(1)).DescribeTopic("sub");
-    return d.ok() && d->queues_size() == 2;  // b1 applied it from its watch
-  }));
+  ASSERT_TRUE(AwaitTrue(
+      [&] {
+        auto d = AdminClient(Options(1)).DescribeTopic("sub");
+        return d.ok() && d->queues_size() == 2;  // b1 applied it from its watch
+      },
+      30s, "sub on b1", 50ms));
 
   // send / consume through broker 1: routed over the hosts; handles name their broker.
   out = RunCli("--broker " + Options(1).broker + " send --topic sub --body hello", &rc);
@@ -340,11 +293,13 @@ TEST_F(ClusterTest, ConsumerGroupSettingsMadeThroughOneBrokerReachEveryBroker) {
   auto created = AdminClient(Options(0)).CreateGroup(g);
   ASSERT_TRUE(created.ok()) << created.status();
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(Eventually([&] {
-      auto d = AdminClient(Options(i)).DescribeGroup("billing");
-      return d.ok() && d->delivery_order() == proto::ORDERLY &&
-             d->created_ms() == created->created_ms();
-    })) << "b" << i;
+    EXPECT_TRUE(AwaitTrue(
+        [&] {
+          auto d = AdminClient(Options(i)).DescribeGroup("billing");
+          return d.ok() && d->delivery_order() == proto::ORDERLY &&
+                 d->created_ms() == created->created_ms();
+        },
+        30s, "billing orderly on b" + std::to_string(i), 50ms));
   }
   // Once in the cluster: a second create through another broker is refused.
   auto again = AdminClient(Options(2)).CreateGroup(g);
@@ -353,23 +308,26 @@ TEST_F(ClusterTest, ConsumerGroupSettingsMadeThroughOneBrokerReachEveryBroker) {
   g.set_delivery_order(proto::CONCURRENTLY);
   ASSERT_TRUE(AdminClient(Options(1)).UpdateGroup(g).ok());
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(Eventually([&] {
-      auto d = AdminClient(Options(i)).DescribeGroup("billing");
-      return d.ok() && d->delivery_order() == proto::CONCURRENTLY;
-    })) << "b" << i;
+    EXPECT_TRUE(AwaitTrue(
+        [&] {
+          auto d = AdminClient(Options(i)).DescribeGroup("billing");
+          return d.ok() && d->delivery_order() == proto::CONCURRENTLY;
+        },
+        30s, "billing concurrent on b" + std::to_string(i), 50ms));
   }
   proto::GroupConfig missing;
   missing.set_name("nobody");
   EXPECT_TRUE(absl::IsNotFound(AdminClient(Options(2)).UpdateGroup(missing).status()));
 
   // A broker that joins later, with an empty disk, gets them from its first etcd snapshot.
-  brokers_.push_back(std::make_unique<BrokerProcess>(dir_.Join("b3"), Args("b3")));
-  ASSERT_TRUE(brokers_.back()->Start());
-  EXPECT_TRUE(Eventually([&] {
-    auto d = AdminClient(Options(3)).DescribeGroup("billing");
-    return d.ok() && d->delivery_order() == proto::CONCURRENTLY &&
-           d->created_ms() == created->created_ms();
-  }));
+  ASSERT_TRUE(AddBroker("b3", Args("b3")));
+  EXPECT_TRUE(AwaitTrue(
+      [&] {
+        auto d = AdminClient(Options(3)).DescribeGroup("billing");
+        return d.ok() && d->delivery_order() == proto::CONCURRENTLY &&
+               d->created_ms() == created->created_ms();
+      },
+      30s, "billing on the new b3", 50ms));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-# Cluster integration tests: a real etcd (tests/cluster/etcd_process.h) and three real
-# tokimq-broker processes on loopback; the routing C++ clients, the CLI and the official
+# Cluster integration tests: a real etcd and three real tokimq-broker processes on loopback
+# (tests/support/cluster_processes.h); the routing C++ clients, the CLI and the official
 # RocketMQ Node.js client (nodejs_cluster_test.cc, skipped without node or the endpoint)
 # against them.
 tokimq_test_module(cluster_integration DEPS tokimq::client tokimq::cluster)

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,31 +26,20 @@
 #include "client/cluster_producer.h"
 #include "client/producer.h"
 #include "client/route_cache.h"
-#include "cluster/etcd_process.h"
 #include "failover/history.h"
-#include "integration/broker_process.h"
-#include "test_util.h"
+#include "support/await.h"
+#include "support/cluster_processes.h"
 
 namespace tokimq {
 namespace {
 
+using namespace std::chrono_literals;
 using client::AdminClient;
 using client::ClientOptions;
-using testing::BrokerProcess;
-using testing::EtcdProcess;
+using testing::AwaitTrue;
 using testing::History;
-using testing::TempDir;
 
 int64_t NowMs() { return SystemClock::Default()->NowMs(); }
-
-bool Eventually(const std::function<bool()>& pred, int seconds = 30) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
 
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -58,44 +48,38 @@ int EnvInt(const char* name, int fallback) {
 
 constexpr int kReplicas = 3;
 constexpr int kLeaseTtlS = 2;
+// Sends a leader acknowledges before it is killed (about 1.5 s of the load under ASAN).
+constexpr int64_t kSendsPerLeader = 400;
 
-class FailoverTest : public ::testing::Test {
+// The replicas are brokers_[0..kReplicas) of the fixture, data dirs r0, r1, r2.
+class FailoverTest : public testing::ClusterProcessTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(etcd_.Start()) << "etcd did not start (etcd-server installed?)";
-    for (int i = 0; i < kReplicas; ++i) {
-      replicas_.push_back(std::make_unique<BrokerProcess>(Dir(i), Args(i)));
-      ASSERT_TRUE(replicas_.back()->Start()) << "replica " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(ClusterProcessTest::SetUp());
+    for (int i = 0; i < kReplicas; ++i) ASSERT_TRUE(AddBroker("r" + std::to_string(i), Args(i)));
     ASSERT_GE(WaitLeader(0), 0);
   }
   std::string Dir(int i) { return dir_.Join("r" + std::to_string(i)); }
   std::vector<std::string> Args(int i) {
-    return {"--cluster",     "c1",  "--etcd-endpoints", etcd_.endpoint(),
-            "--broker-name", "g1",  "--broker-id",      std::to_string(i),
-            "--replication", mode_, "--lease-ttl",      std::to_string(kLeaseTtlS),
-            "--grpc-port",   "0"};
+    std::vector<std::string> args = MemberArgs("g1");
+    args.insert(args.end(), {"--broker-id", std::to_string(i), "--replication", mode_,
+                             "--lease-ttl", std::to_string(kLeaseTtlS), "--grpc-port", "0"});
+    return args;
   }
   ClientOptions Quick(int i) {
-    ClientOptions o = replicas_[i]->Options();
+    ClientOptions o = Options(i);
     o.connect_timeout_ms = 500;
     o.request_timeout_ms = 1'000;
     return o;
   }
-  ClientOptions AllReplicas() {
-    ClientOptions o = replicas_[0]->Options();
-    o.broker.clear();
-    for (auto& r : replicas_) o.broker += (o.broker.empty() ? "" : ",") + r->Options().broker;
-    return o;
-  }
   // The replica that reports itself leader of a term newer than `after`; -1 when none does
   // within the wait. *term gets its term.
-  int WaitLeader(int64_t after, int64_t* term = nullptr, int seconds = 30) {
+  int WaitLeader(int64_t after, int64_t* term = nullptr) {
     int found = -1;
-    Eventually(
+    (void)AwaitTrue(
         [&] {
           for (int i = 0; i < kReplicas; ++i) {
-            if (replicas_[i]->pid() <= 0) continue;
+            if (brokers_[i]->pid() <= 0) continue;
             auto gs = AdminClient(Quick(i)).GroupStatus();
             if (gs.ok() && gs->role() == "leader" && gs->term() > after) {
               found = i;
@@ -105,13 +89,13 @@ class FailoverTest : public ::testing::Test {
           }
           return false;
         },
-        seconds);
+        30s, "a leader", 5ms);
     return found;
   }
   // Every live replica's CommitLog end equals the leader's (followers caught up). On a timeout
   // prints what the leader sees of each follower.
   bool CaughtUp(int leader) {
-    const bool ok = Eventually(
+    const bool ok = AwaitTrue(
         [&] {
           auto l = AdminClient(Quick(leader)).GroupStatus();
           if (!l.ok()) return false;
@@ -121,7 +105,7 @@ class FailoverTest : public ::testing::Test {
           }
           return followers == kReplicas - 1;
         },
-        90);
+        90s, "followers caught up", 5ms);
     if (!ok) {
       auto l = AdminClient(Quick(leader)).GroupStatus();
       std::printf("leader %d: %s\n", leader,
@@ -146,16 +130,16 @@ class FailoverTest : public ::testing::Test {
     t.set_name("orders");
     t.set_type(proto::DELAY);
     t.set_queues(1);
-    ASSERT_TRUE(AdminClient(replicas_[old]->Options()).CreateTopic(t, {}).ok());
+    ASSERT_TRUE(AdminClient(brokers_[old]->Options()).CreateTopic(t, {}).ok());
     ASSERT_TRUE(CaughtUp(old));
-    client::Producer stale(replicas_[old]->Options());  // a client that never re-reads routes
+    client::Producer stale(brokers_[old]->Options());  // a client that never re-reads routes
     client::OutgoingMessage m;
     m.topic = "orders";
     m.body = "before";
     m.delay_ms = 100;
     ASSERT_TRUE(stale.Send(m).ok());
 
-    ASSERT_EQ(::kill(replicas_[old]->pid(), SIGSTOP), 0);
+    ASSERT_EQ(::kill(brokers_[old]->pid(), SIGSTOP), 0);
     int64_t new_term = 0;
     const int next = WaitLeader(term, &new_term);
     ASSERT_GE(next, 0);
@@ -171,20 +155,19 @@ class FailoverTest : public ::testing::Test {
       }
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    ASSERT_EQ(::kill(replicas_[old]->pid(), SIGCONT), 0);
+    ASSERT_EQ(::kill(brokers_[old]->pid(), SIGCONT), 0);
     sender.join();
     EXPECT_EQ(acked.load(), 0) << "a deposed leader acknowledged a write";
     EXPECT_EQ(refused.load(), 20);
-    ASSERT_TRUE(Eventually(
+    ASSERT_TRUE(AwaitTrue(
         [&] {
           auto gs = AdminClient(Quick(old)).GroupStatus();
           return gs.ok() && gs->role() == "follower" && gs->term() == new_term;
         },
-        10))
-        << "the old leader does not follow the new term";
+        10s, "the old leader to follow the new term", 5ms));
     auto gs = AdminClient(Quick(old)).GroupStatus();
     ASSERT_TRUE(gs.ok());
-    EXPECT_EQ(gs->leader_address(), replicas_[next]->Options().broker);
+    EXPECT_EQ(gs->leader_address(), brokers_[next]->Options().broker);
   }
 
   // On a failure: the election and replication lines of every replica's log (the temp dir goes).
@@ -207,9 +190,6 @@ class FailoverTest : public ::testing::Test {
   }
 
   std::string mode_ = "sync";
-  TempDir dir_;
-  EtcdProcess etcd_{dir_.Join("etcd")};
-  std::vector<std::unique_ptr<BrokerProcess>> replicas_;
 };
 
 // The same group in async mode: no follower is asked before an answer, so only the lease
@@ -222,9 +202,10 @@ class FailoverAsyncTest : public FailoverTest {
   }
 };
 
-// Sends batches of delayed messages (0.5-2.5 s) until stopped; records every attempt and ack.
+// Sends batches of delayed messages (0.5-2.5 s) until stopped; records every attempt and ack,
+// counts acknowledged sends in *acked and the time of the last in *last_ok_ms.
 void ProduceLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop,
-                 std::atomic<int64_t>* last_ok_ms) {
+                 std::atomic<int64_t>* last_ok_ms, std::atomic<int64_t>* acked) {
   client::ClusterProducer producer(bootstrap);  // waits out a failover (failover_wait_ms)
   std::mt19937 rng(7);
   int64_t seq = 0;
@@ -244,6 +225,7 @@ void ProduceLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* 
     if (r.ok()) {
       for (size_t k = 0; k < r->size(); ++k) h->SendOk(batch[k].body, (*r)[k].deliver_at_ms);
       last_ok_ms->store(NowMs());
+      acked->fetch_add(static_cast<int64_t>(r->size()));
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the client's retry pause
     }
@@ -251,8 +233,10 @@ void ProduceLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* 
   }
 }
 
-// Receives and acks with group "checker" until stopped; records every receipt.
-void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop) {
+// Receives and acks with group "checker" until stopped; records every receipt and counts the
+// receive calls made in *rounds.
+void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop,
+                 std::atomic<int64_t>* rounds) {
   client::ClusterConsumer consumer(bootstrap, "checker");
   client::ReceiveOptions ro;
   ro.max_messages = 64;
@@ -260,6 +244,7 @@ void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* 
   ro.long_poll_ms = 200;
   while (!stop->load()) {
     auto msgs = consumer.Receive("orders", ro);
+    rounds->fetch_add(1);
     if (!msgs.ok()) continue;
     const int64_t now = NowMs();
     std::vector<std::string> handles;
@@ -288,34 +273,42 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   t.set_name("orders");
   t.set_type(proto::DELAY);
   t.set_queues(2);
-  ASSERT_TRUE(AdminClient(replicas_[leader]->Options()).CreateTopic(t, {}).ok());
+  ASSERT_TRUE(AdminClient(Options(leader)).CreateTopic(t, {}).ok());
   for (int i = 0; i < kReplicas; ++i) {
-    ASSERT_TRUE(Eventually([&] { return AdminClient(Quick(i)).DescribeTopic("orders").ok(); }));
+    ASSERT_TRUE(AwaitTrue([&] { return AdminClient(Quick(i)).DescribeTopic("orders").ok(); }, 30s,
+                          "orders on replica " + std::to_string(i), 5ms));
   }
   ASSERT_TRUE(CaughtUp(leader));
 
   History history;
   std::atomic<bool> stop_producer{false}, stop_consumer{false};
-  std::atomic<int64_t> last_ok_ms{0};
-  const ClientOptions bootstrap = AllReplicas();
-  std::thread producer(ProduceLoop, bootstrap, &history, &stop_producer, &last_ok_ms);
-  std::thread consumer(ConsumeLoop, bootstrap, &history, &stop_consumer);
+  std::atomic<int64_t> last_ok_ms{0}, acked{0}, receive_rounds{0};
+  const ClientOptions bootstrap = AllBrokers();
+  std::thread producer(ProduceLoop, bootstrap, &history, &stop_producer, &last_ok_ms, &acked);
+  std::thread consumer(ConsumeLoop, bootstrap, &history, &stop_consumer, &receive_rounds);
+  // Waits until `n` more sends were acknowledged (the load reached the current leader).
+  auto await_sends = [&](int64_t n) {
+    const int64_t target = acked.load() + n;
+    return AwaitTrue([&] { return acked.load() >= target; }, 60s,
+                     std::to_string(n) + " more acknowledged sends", 5ms);
+  };
 
   const int kills = EnvInt("TOKIMQ_FAILOVER_KILLS", 2);
   std::vector<int64_t> election_ms, writes_back_ms;
   // The kills run in a lambda so that a failed ASSERT still stops and joins the client threads.
   auto kill_loop = [&] {
     for (int k = 0; k < kills; ++k) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1'500));  // load on the leader
+      ASSERT_TRUE(await_sends(kSendsPerLeader));  // load on the leader
       const int64_t killed_at = NowMs();
-      replicas_[leader]->Kill();
+      brokers_[leader]->Kill();
       int64_t new_term = 0;
       const int next = WaitLeader(term, &new_term);
       ASSERT_GE(next, 0) << "no new leader after kill " << k;
       election_ms.push_back(NowMs() - killed_at);
       ASSERT_NE(next, leader);
       EXPECT_GT(new_term, term);
-      ASSERT_TRUE(Eventually([&] { return last_ok_ms.load() > killed_at; })) << "no send acked";
+      ASSERT_TRUE(AwaitTrue([&] { return last_ok_ms.load() > killed_at; }, 30s,
+                            "a send acknowledged after the kill", 5ms));
       writes_back_ms.push_back(last_ok_ms.load() - killed_at);
       std::printf(
           "kill %d: leader %d (term %lld) -> %d (term %lld): elected after %lld ms, "
@@ -327,8 +320,8 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
       // The killed replica returns as a fresh follower (see the file comment).
       // Same port: clients and peers know the replica's address (a replaced machine keeps it).
       std::filesystem::remove_all(Dir(leader));
-      replicas_[leader]->set_fixed_port(replicas_[leader]->port());
-      ASSERT_TRUE(replicas_[leader]->Start()) << "restart on port " << replicas_[leader]->port();
+      brokers_[leader]->set_fixed_port(brokers_[leader]->port());
+      ASSERT_TRUE(brokers_[leader]->Start()) << "restart on port " << brokers_[leader]->port();
       ASSERT_TRUE(CaughtUp(next)) << "the restarted replica did not catch up";
       leader = next;
       term = new_term;
@@ -336,24 +329,33 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   };
   kill_loop();
   if (HasFailure()) DumpLogs();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Load on the last leader too before the producer stops.
+  if (!HasFatalFailure()) {
+    EXPECT_TRUE(await_sends(kSendsPerLeader / 4));
+  }
   stop_producer = true;
   producer.join();
   // Everything acknowledged is due within 2.5 s, but each new leader delivers the topic from
   // its start to the group again (consumer state is not replicated yet): after many kills the
   // consumer wades through every message once per failover. Wait while it makes progress.
+  // The wait ends without a failure when 30 s pass without progress: the check below counts
+  // what is still missing as lost.
   if (!HasFatalFailure()) {
     int64_t outstanding = history.Outstanding();
     auto last_progress = std::chrono::steady_clock::now();
-    while (outstanding > 0 &&
-           std::chrono::steady_clock::now() - last_progress < std::chrono::seconds(30)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const int64_t now_outstanding = history.Outstanding();
-      if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
-      outstanding = now_outstanding;
-    }
+    (void)AwaitTrue(
+        [&] {
+          const int64_t now_outstanding = history.Outstanding();
+          if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
+          outstanding = now_outstanding;
+          return outstanding == 0 || std::chrono::steady_clock::now() - last_progress > 30s;
+        },
+        30min, "every acknowledged message received", 100ms);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1'000));  // late duplicates, if any
+  // Late duplicates, if any: three more receive calls (long polls of 200 ms) see them.
+  const int64_t rounds_then = receive_rounds.load();
+  EXPECT_TRUE(AwaitTrue([&] { return receive_rounds.load() >= rounds_then + 3; }, 30s,
+                        "three more receive calls", 5ms));
   stop_consumer = true;
   consumer.join();
   if (HasFatalFailure()) return;

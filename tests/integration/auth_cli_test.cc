@@ -1,23 +1,17 @@
 // Authentication and ACLs on the real broker (--auth) through the real `tokimq` CLI and the
 // C++ client: bootstrap user, users and rules created with the CLI, each refusal's code.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 
 #include "broker_process.h"
 #include "client/admin.h"
 #include "client/producer.h"
+#include "support/run_command.h"
 #include "test_util.h"
 
 namespace tokimq {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
+using RunResult = testing::CommandResult;  // out: stdout and stderr
 
 class AuthCliTest : public ::testing::Test {
  protected:
@@ -35,14 +29,7 @@ class AuthCliTest : public ::testing::Test {
     std::string cmd = env + std::string(TOKIMQ_CLI_BIN) +
                       " --broker 127.0.0.1:" + std::to_string(broker_->port()) + " " + args +
                       " </dev/null 2>&1";
-    RunResult r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    int status = ::pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return testing::RunShell(cmd);
   }
   client::ClientOptions As(const std::string& ak, const std::string& sk) {
     client::ClientOptions o = broker_->Options();

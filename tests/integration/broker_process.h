@@ -1,7 +1,8 @@
 // BrokerProcess: runs the real tokimq-broker binary (path from the TOKIMQ_BROKER_BIN compile
 // definition) on a free port (--port 0 + --port-file) and a data dir, for black-box tests.
-// Waiting for the broker to come up polls the port file with short sleeps, bounded (10 s):
-// integration tests wait on a real process, which unit tests never do.
+// Waiting for the broker to come up polls the port file (support/await.h, bounded: 10 s):
+// integration tests wait on a real process, which unit tests never do. Fixture with etcd and
+// several brokers: support/cluster_processes.h.
 #pragma once
 
 #include <signal.h>
@@ -14,11 +15,11 @@
 #include <chrono>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client/admin.h"
 #include "client/connection.h"
+#include "support/await.h"
 
 namespace tokimq::testing {
 
@@ -55,22 +56,22 @@ class BrokerProcess {
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::ifstream in(port_file);
-      int port = 0;
-      if (in >> port && port > 0) {
-        port_ = port;
-        return true;
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    bool exited = false;
+    const bool ended = AwaitTrue(
+        [&] {
+          std::ifstream in(port_file);
+          int port = 0;
+          if (in >> port && port > 0) {
+            port_ = port;
+            return true;
+          }
+          int status = 0;
+          exited = ::waitpid(pid_, &status, WNOHANG) == pid_;
+          return exited;
+        },
+        std::chrono::seconds(10), "the broker's port file", std::chrono::milliseconds(20));
+    if (exited) pid_ = -1;
+    return ended && !exited;
   }
 
   // SIGTERM and wait; returns the exit status (0 = clean shutdown).
@@ -112,21 +113,32 @@ class BrokerProcess {
   uint64_t nofile_limit_ = 0;
 };
 
+// Creates topic `name` of `type` with `queues` queues on `broker` (AdminClient::CreateTopic, no
+// placement: a single broker). The first step of most single-broker integration tests.
+inline absl::Status CreateTopic(const BrokerProcess& broker, const std::string& name,
+                                proto::TopicType type, int queues) {
+  proto::TopicConfig t;
+  t.set_name(name);
+  t.set_type(type);
+  t.set_queues(queues);
+  return client::AdminClient(broker.Options()).CreateTopic(t).status();
+}
+
 // Waits (bounded real time, 30 s) until the broker's timer store has linked every timer-topic
 // message sent so far into its wheel (enqueue lag 0). Tests that jump the manual clock right
 // after sending call it so the jump does not race the broker's enqueue thread.
 inline absl::Status AwaitTimerEnqueued(client::AdminClient& admin) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (true) {
-    auto st = admin.Stats();
-    if (!st.ok()) return st.status();
-    if (st->timer().enqueue_lag() == 0) return absl::OkStatus();
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return absl::DeadlineExceededError("timer enqueue stuck: enqueue_lag=" +
-                                         std::to_string(st->timer().enqueue_lag()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  absl::StatusOr<proto::StatsResponse> st;
+  const bool lag_zero = AwaitTrue(
+      [&] {
+        st = admin.Stats();
+        return !st.ok() || st->timer().enqueue_lag() == 0;
+      },
+      std::chrono::seconds(30), "enqueue lag 0");
+  if (!st.ok()) return st.status();
+  if (lag_zero) return absl::OkStatus();
+  return absl::DeadlineExceededError("timer enqueue stuck: enqueue_lag=" +
+                                     std::to_string(st->timer().enqueue_lag()));
 }
 
 }  // namespace tokimq::testing

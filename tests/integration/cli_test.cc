@@ -2,20 +2,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <sys/wait.h>
 
 #include "broker_process.h"
+#include "support/run_command.h"
 #include "test_util.h"
 
 namespace tokimq {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
+using RunResult = testing::CommandResult;  // out: stdout and stderr
 
 class CliTest : public ::testing::Test {
  protected:
@@ -30,14 +26,7 @@ class CliTest : public ::testing::Test {
     std::fclose(f);
     std::string cmd = std::string(TOKIMQ_CLI_BIN) + " --broker 127.0.0.1:" +
                       std::to_string(broker_->port()) + " " + args + " <" + input + " 2>&1";
-    RunResult r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    int status = ::pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return testing::RunShell(cmd);
   }
 
   tokimq::testing::TempDir dir_;

@@ -15,6 +15,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "support/await.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -41,6 +43,8 @@ using client::Producer;
 using client::ReceivedMessage;
 using client::ReceiveOptions;
 using client::SimpleConsumer;
+using namespace std::chrono_literals;
+using testing::AwaitTrue;
 using testing::BrokerProcess;
 using Clock = std::chrono::steady_clock;
 
@@ -145,6 +149,19 @@ class DiskFullTest : public ::testing::Test {
     }
     return absl::OkStatus();
   }
+  // Sends batches of 20 ("after", 1000-byte bodies) every 20 ms until one is accepted (space came
+  // back and the broker noticed) or `timeout` passed.
+  ::testing::AssertionResult AwaitAcceptedSend(std::chrono::milliseconds timeout) {
+    absl::Status last;
+    ::testing::AssertionResult accepted = AwaitTrue(
+        [&] {
+          last = SendBatch("after", 20, 1000);
+          return last.ok();
+        },
+        timeout, "an accepted send", 20ms);
+    if (!accepted) accepted << "; last refusal: " << last;
+    return accepted;
+  }
   // Receives and acks until `want` distinct acknowledged sends were seen or `ms` passed; records
   // each message's lateness (receive time - deliver time, ms) for delayed ones.
   void ReceiveUntil(size_t want, int64_t ms) {
@@ -242,12 +259,12 @@ TEST_F(DiskFullTest, AboveTheWatermarkProducersAreRefusedWhileDelayedMessagesAre
 
   Fill(8 * kMiB);  // above the watermark, below the hard limit
   absl::Status refused;
-  auto deadline = Clock::now() + std::chrono::seconds(3);
-  while (Clock::now() < deadline) {
-    refused = SendBatch("edge", 1, 100);
-    if (!refused.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  EXPECT_TRUE(AwaitTrue(
+      [&] {
+        refused = SendBatch("edge", 1, 100);
+        return !refused.ok();
+      },
+      3s, "a refused send", 20ms));
   ASSERT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_NE(refused.message().find("disk usage above watermark"), std::string::npos) << refused;
   proto::StatsResponse st = Stats();
@@ -286,14 +303,7 @@ TEST_F(DiskFullTest, AboveTheWatermarkProducersAreRefusedWhileDelayedMessagesAre
   EXPECT_EQ(Stats().timer().pending(), 0);
 
   FreeFiller();  // space returns: sends are admitted again, no restart
-  absl::Status again;
-  deadline = Clock::now() + std::chrono::seconds(3);
-  while (Clock::now() < deadline) {
-    again = SendBatch("after", 20, 1000);
-    if (again.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(again.ok()) << again;
+  ASSERT_TRUE(AwaitAcceptedSend(3s));
   ASSERT_TRUE(SendBatch("after-delayed", 20, 1000, 500).ok());
   EXPECT_EQ(Stats().disk_state(), proto::DISK_OK);
   ReceiveUntil(acked_.size(), 10'000);
@@ -334,17 +344,14 @@ TEST_F(DiskFullTest, AFullDiskRefusesSendsStoresNothingOfThemAndResumesWhenFreed
   proto::StatsResponse st = Stats();
   EXPECT_EQ(st.disk_state(), proto::DISK_FULL);
   EXPECT_GE(st.disk_no_space_errors(), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // "later" falls due meanwhile
+  // "later" falls due meanwhile (its releases meet the full disk).
+  int64_t later_due_ms = 0;
+  for (const auto& [id, at] : acked_) later_due_ms = std::max(later_due_ms, at);
+  ASSERT_TRUE(AwaitTrue([&] { return WallMs() >= later_due_ms + 500; }, 10s,
+                        "the wall clock 500 ms past the last deliver time", 50ms));
 
   FreeFiller();  // writing resumes by itself, without a restart
-  absl::Status again;
-  auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (Clock::now() < deadline) {
-    again = SendBatch("after", 20, 1000);
-    if (again.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(again.ok()) << again;
+  ASSERT_TRUE(AwaitAcceptedSend(5s));
   ReceiveUntil(acked_.size(), 10'000);
   EXPECT_EQ(received_.size(), acked_.size()) << "the timer did not resume after the disk full";
   EXPECT_EQ(duplicates_, 0);

@@ -18,6 +18,7 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "support/await.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -149,14 +150,16 @@ TEST(FdLimitTest, TwoThousandDelayTopicsOfEightQueuesUnder1024Descriptors) {
   // The timer moves all 16,000 into 16,000 ConsumeQueues (bounded real time).
   const int64_t total = int64_t{kTopics} * kQueues;
   int64_t delivered = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto st = admin.Stats();
-    ASSERT_TRUE(st.ok()) << st.status();
-    delivered = st->timer().delivered();
-    if (delivered >= total) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  absl::Status stats_status;
+  EXPECT_TRUE(tokimq::testing::AwaitTrue(
+      [&] {
+        auto st = admin.Stats();
+        stats_status = st.status();
+        if (st.ok()) delivered = st->timer().delivered();
+        return !st.ok() || delivered >= total;
+      },
+      std::chrono::seconds(40), "every message moved to its topic", std::chrono::milliseconds(50)));
+  ASSERT_TRUE(stats_status.ok()) << stats_status;
   ASSERT_EQ(delivered, total) << LogTail(dir.Join("data.log"));
   timer.Done("deliver");
 

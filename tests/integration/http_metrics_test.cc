@@ -15,6 +15,7 @@
 #include "client/producer.h"
 #include "client/simple_consumer.h"
 #include "http_test_client.h"
+#include "support/await.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -150,16 +151,16 @@ TEST_F(HttpMetricsTest, MetricsCarryTheTrafficAndPromtoolAcceptsThem) {
   // messages never received are 360 s old, and the 10-minute message has 4 minutes left: it
   // moved from the 15m to the 5m bucket, with no timer checkpoint in between.
   ASSERT_TRUE(admin.AdvanceClock(6 * 60'000).ok());
-  for (int i = 0; i < 500; ++i) {  // the expiry thread runs on its own: bounded wait
-    m = Scrape();
-    // The counters move before the expiry thread has ended both leases: wait for the gauge too.
-    if (m["tokimq_lease_expired_total{group=\"g1\"}"] == 2 &&
-        m["tokimq_dlq_messages_total{group=\"g1\"}"] == 2 &&
-        m["tokimq_consumer_inflight_messages{group=\"g1\"}"] == 0) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  // The expiry thread runs on its own: bounded wait. The counters move before it has ended
+  // both leases: wait for the gauge too.
+  EXPECT_TRUE(tokimq::testing::AwaitTrue(
+      [&] {
+        m = Scrape();
+        return m["tokimq_lease_expired_total{group=\"g1\"}"] == 2 &&
+               m["tokimq_dlq_messages_total{group=\"g1\"}"] == 2 &&
+               m["tokimq_consumer_inflight_messages{group=\"g1\"}"] == 0;
+      },
+      std::chrono::seconds(10), "both leases expired into the DLQ", std::chrono::milliseconds(20)));
   EXPECT_EQ(m["tokimq_lease_expired_total{group=\"g1\"}"], 2);
   EXPECT_EQ(m["tokimq_dlq_messages_total{group=\"g1\"}"], 2);
   EXPECT_EQ(m["tokimq_consumer_inflight_messages{group=\"g1\"}"], 0);
@@ -169,11 +170,12 @@ TEST_F(HttpMetricsTest, MetricsCarryTheTrafficAndPromtoolAcceptsThem) {
 
   // Five more: the 10-minute message is released one minute late (the clock jumped).
   ASSERT_TRUE(admin.AdvanceClock(5 * 60'000).ok());
-  for (int i = 0; i < 500; ++i) {
-    m = Scrape();
-    if (m["tokimq_timer_release_lateness_seconds_count"] == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  EXPECT_TRUE(tokimq::testing::AwaitTrue(
+      [&] {
+        m = Scrape();
+        return m["tokimq_timer_release_lateness_seconds_count"] == 1;
+      },
+      std::chrono::seconds(10), "the release's lateness observed", std::chrono::milliseconds(20)));
   EXPECT_EQ(m["tokimq_timer_release_lateness_seconds_count"], 1);
   EXPECT_EQ(m["tokimq_timer_release_lateness_seconds_sum"], 60);
   EXPECT_EQ(m["tokimq_timer_release_lateness_seconds_bucket{le=\"+Inf\"}"], 1);

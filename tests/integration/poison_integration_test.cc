@@ -4,11 +4,8 @@
 // still delivered.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <chrono>
-#include <cstdio>
 #include <set>
-#include <sys/wait.h>
 #include <thread>
 
 #include "broker_process.h"
@@ -16,6 +13,7 @@
 #include "client/producer.h"
 #include "client/simple_consumer.h"
 #include "common/names.h"
+#include "support/run_command.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -76,13 +74,8 @@ class PoisonIntegrationTest : public ::testing::Test {
   std::pair<int, std::string> Cli(const std::string& args) {
     std::string cmd = std::string(TOKIMQ_CLI_BIN) + " --broker 127.0.0.1:" +
                       std::to_string(broker_->port()) + " " + args + " </dev/null 2>&1";
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    int status = ::pclose(p);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    testing::CommandResult r = testing::RunShell(cmd);
+    return {r.exit_code, r.out};
   }
   proto::StatsResponse Stats() {
     auto st = admin_->Stats();

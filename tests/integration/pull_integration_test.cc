@@ -21,12 +21,7 @@ class PullIntegrationTest : public ::testing::Test {
     broker_ = std::make_unique<BrokerProcess>(dir_.Join("data"),
                                               std::vector<std::string>{"--manual-clock"});
     ASSERT_TRUE(broker_->Start()) << "broker did not start; see " << dir_.Join("data.log");
-    client::AdminClient admin(broker_->Options());
-    proto::TopicConfig t;
-    t.set_name("orders");
-    t.set_type(proto::NORMAL);
-    t.set_queues(2);
-    ASSERT_TRUE(admin.CreateTopic(t).ok());
+    ASSERT_TRUE(testing::CreateTopic(*broker_, "orders", proto::NORMAL, 2).ok());
     conn_ = std::make_unique<ConnectionHolder>(broker_->Options());
   }
   // Sends `body` to queue 0 (all messages with one key land in one queue).

@@ -12,6 +12,7 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "support/await.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -74,16 +75,15 @@ class RetentionTest : public ::testing::Test {
     AwaitTimerEnqueued();
     auto now = admin_->AdvanceClock(advance_ms);
     EXPECT_TRUE(now.ok()) << now.status();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (true) {
-      proto::StatsResponse st = Stats();
-      if ((now.ok() && st.retention_last_run_ms() >= *now) ||
-          std::chrono::steady_clock::now() >= deadline) {
-        EXPECT_GE(st.retention_last_run_ms(), now.ok() ? *now : 0) << "retention did not run";
-        return st;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    proto::StatsResponse st;
+    EXPECT_TRUE(tokimq::testing::AwaitTrue(
+        [&] {
+          st = Stats();
+          return now.ok() && st.retention_last_run_ms() >= *now;
+        },
+        std::chrono::seconds(30), "a retention pass at or after the new time",
+        std::chrono::milliseconds(20)));
+    return st;
   }
 
   std::string BrokerLog() {
@@ -231,12 +231,13 @@ int RunChurn(tokimq::testing::TempDir& dir, bool long_delay, proto::StatsRespons
     EXPECT_TRUE(tokimq::testing::AwaitTimerEnqueued(admin).ok());
     auto now = admin.AdvanceClock(2 * kMinute);
     EXPECT_TRUE(now.ok()) << now.status();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      st = admin.Stats();
-      if (st.ok() && now.ok() && st->retention_last_run_ms() >= *now) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    EXPECT_TRUE(tokimq::testing::AwaitTrue(
+        [&] {
+          st = admin.Stats();
+          return st.ok() && now.ok() && st->retention_last_run_ms() >= *now;
+        },
+        std::chrono::seconds(30), "a retention pass at or after the new time",
+        std::chrono::milliseconds(20)));
   }
   st = admin.Stats();
   EXPECT_TRUE(st.ok()) << st.status();

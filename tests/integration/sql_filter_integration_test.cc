@@ -22,12 +22,7 @@ class SqlFilterIntegrationTest : public ::testing::Test {
     broker_ = std::make_unique<BrokerProcess>(dir_.Join("data"),
                                               std::vector<std::string>{"--manual-clock"});
     ASSERT_TRUE(broker_->Start()) << "broker did not start; see " << dir_.Join("data.log");
-    client::AdminClient admin(broker_->Options());
-    proto::TopicConfig t;
-    t.set_name("orders");
-    t.set_type(proto::NORMAL);
-    t.set_queues(1);
-    ASSERT_TRUE(admin.CreateTopic(t).ok());
+    ASSERT_TRUE(testing::CreateTopic(*broker_, "orders", proto::NORMAL, 1).ok());
   }
   void Send(const std::string& body, std::map<std::string, std::string> props,
             const std::string& tag = "") {

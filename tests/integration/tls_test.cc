@@ -2,10 +2,7 @@
 // openssl tool (never committed), the C++ client and the CLI with --tls/--tls-ca, enforcing and
 // permissive modes, an untrusted certificate.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -13,6 +10,7 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "support/run_command.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -57,12 +55,9 @@ class TlsTest : public ::testing::Test {
     std::string cmd = std::string(TOKIMQ_CLI_BIN) +
                       " --broker 127.0.0.1:" + std::to_string(broker_->port()) + " " + args +
                       " </dev/null 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out->append(buf.data(), n);
-    int status = ::pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    testing::CommandResult r = testing::RunShell(cmd);
+    out->append(r.out);
+    return r.exit_code;
   }
 
   tokimq::testing::TempDir dir_;

@@ -3,12 +3,8 @@
 // checker on the manual clock, a pending half across kill -9, and the CLI.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -16,6 +12,8 @@
 #include "client/admin.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "support/await.h"
+#include "support/run_command.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -68,14 +66,8 @@ class TransactionIntegrationTest : public ::testing::Test {
   std::string RunCli(const std::string& args) {
     std::string cmd = std::string(TOKIMQ_CLI_BIN) + " --broker 127.0.0.1:" +
                       std::to_string(broker_->port()) + " " + args + " 2>&1";
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    int status = ::pclose(p);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out = "FAILED: " + out;
-    return out;
+    testing::CommandResult r = testing::RunShell(cmd);
+    return r.exit_code == 0 ? r.out : "FAILED: " + r.out;
   }
 
   testing::TempDir dir_;
@@ -157,10 +149,9 @@ TEST_F(TransactionIntegrationTest, CheckBackAfterImmunityIsAnsweredByTheProducer
   std::vector<ReceivedMessage> got = ReceiveWithin(consumer, "orders", 15'000);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, "commit-me");
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (TxStats().halves_pending() != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(tokimq::testing::AwaitTrue([&] { return TxStats().halves_pending() == 0; },
+                                         std::chrono::seconds(10), "no pending half",
+                                         std::chrono::milliseconds(50)));
   proto::TransactionStats s = TxStats();
   EXPECT_EQ(s.halves_pending(), 0);
   EXPECT_EQ(s.commits(), 1);

@@ -4,11 +4,11 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
-const { BIN, quietLogger, runCli, startBroker, stopBroker, codeOf } = require('./test_helpers');
+const {
+  quietLogger, runCli, startBroker, startInTempDir, teardown, codeOf,
+} = require('./test_helpers');
 
 const TOPIC = 'rmq_auth';
 const GROUP = 'g_auth';
@@ -28,12 +28,9 @@ async function cli(...args) {
 let tlsBroker;
 
 before(async () => {
-  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-auth-'));
-  broker = await startBroker(path.join(dataDir, 'auth'), {
+  ({ dataDir, broker, nativeAddr, endpoints } = await startInTempDir('tokimq-rmq-auth-', 'auth', {
     toml: 'max_long_poll = "5s"\nauth = true\nauth_init_user = "root:root-secret"\n',
-  });
-  ({ nativeAddr, endpoints } = broker);
+  }));
   await cli('topic', 'create', '--name', TOPIC, '--type', 'normal', '--queues', '2');
   await cli('user', 'create', '--access-key', 'app', '--secret-key', 'app-secret');
   await cli('user', 'create', '--access-key', 'nobody', '--secret-key', 'nobody-secret');
@@ -41,12 +38,7 @@ before(async () => {
   await cli('acl', 'grant', '--user', 'app', '--resource', `group:${GROUP}`, '--actions', 'sub');
 });
 
-after(async () => {
-  await stopBroker(broker);
-  await stopBroker(tlsBroker);
-  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
-  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
-});
+after(() => teardown(dataDir, [broker, tlsBroker]));
 
 describe('RocketMQ 5 clients against tokimq --auth', { concurrency: true }, () => {
   it('right credentials with permission: send, receive, ack', { timeout: 60000 }, async () => {

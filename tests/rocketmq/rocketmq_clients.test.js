@@ -5,11 +5,9 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-const { BIN, sleep, quietLogger, runCli, startBroker, stopBroker } = require('./test_helpers');
+const { BIN, sleep, quietLogger, runCli, startInTempDir, teardown } = require('./test_helpers');
 
 const DELAY_TOPIC = 'rmq_delay';
 const PUSH_TOPIC = 'rmq_push';
@@ -52,15 +50,12 @@ async function sendAll(producer, n, make, parallel = 32) {
 }
 
 before(async () => {
-  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-'));
   // max_long_poll: a PushConsumer's shutdown waits for its outstanding long poll (the endpoint
   // tells push consumers 20 s; the broker cuts every long poll to this).
-  broker = await startBroker(path.join(dataDir, 'broker'), {
+  ({ dataDir, broker, nativeAddr, endpoints } = await startInTempDir('tokimq-rmq-', 'broker', {
     toml: `max_long_poll = "5s"\n[group.${FIFO_GROUP}]\nbackoff = [0]\n`,
     args: ['--timer-precision', '100ms'],
-  });
-  ({ nativeAddr, endpoints } = broker);
+  }));
   await cli('topic', 'create', '--name', DELAY_TOPIC, '--type', 'delay', '--queues', '4',
     '--max-delay', '1h');
   await cli('topic', 'create', '--name', PUSH_TOPIC, '--type', 'normal', '--queues', '4');
@@ -72,13 +67,7 @@ before(async () => {
   await cli('topic', 'create', '--name', TX_TOPIC, '--type', 'transaction', '--queues', '2');
 });
 
-after(async () => {
-  await stopBroker(broker);
-  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
-  // rocketmq-client-nodejs 1.0.8's PushConsumer leaves a timer armed after shutdown(), which
-  // would keep this process alive forever; exit once everything else is done.
-  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
-});
+after(() => teardown(dataDir, [broker]));
 
 describe('RocketMQ 5 clients against tokimq', { concurrency: true }, () => {
   it('Producer + SimpleConsumer: delays, recall, acks, redelivery, renew; native CLI alongside',

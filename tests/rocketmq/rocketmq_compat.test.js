@@ -5,11 +5,8 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-const { BIN, sleep, quietLogger, runCli, startBroker, stopBroker } = require('./test_helpers');
+const { sleep, quietLogger, runCli, startInTempDir, teardown } = require('./test_helpers');
 
 const NORMAL_TOPIC = 'cmp_normal';
 const FIFO_TOPIC = 'cmp_fifo';
@@ -25,26 +22,20 @@ async function cli(...args) {
 }
 
 before(async () => {
-  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-compat-'));
   // cmp_g_renew retries at once: without the broker's renewal its slow message would come back
   // while the listener still runs. PushConsumer leases of 4 s, renewed by the broker up to 60 s
   // after the receive.
-  broker = await startBroker(path.join(dataDir, 'broker'), {
+  const prefix = 'tokimq-rmq-compat-';
+  ({ dataDir, broker, nativeAddr, endpoints } = await startInTempDir(prefix, 'broker', {
     toml: 'max_long_poll = "5s"\nmax_message_size = 65536\n[group.cmp_g_renew]\nbackoff = [0]\n',
     args: ['--grpc-push-lease', '4s', '--grpc-auto-renew-max', '60s'],
-  });
-  ({ nativeAddr, endpoints } = broker);
+  }));
   await cli('topic', 'create', '--name', NORMAL_TOPIC, '--type', 'normal', '--queues', '2');
   await cli('topic', 'create', '--name', FIFO_TOPIC, '--type', 'fifo', '--queues', '2');
   await cli('topic', 'create', '--name', ORDER_TOPIC, '--type', 'fifo', '--queues', '2');
 });
 
-after(async () => {
-  await stopBroker(broker);
-  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
-  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
-});
+after(() => teardown(dataDir, [broker]));
 
 // Receives until `n` messages arrived or `ms` passed; acks each unless `ack` is false.
 async function receiveN(consumer, n, ms, { ack = true, invisibleMs = 10000 } = {}) {

@@ -5,15 +5,12 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { Producer, SimpleConsumer, FilterExpression } = require('rocketmq-client-nodejs');
 const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
 const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { MessagingServiceClient } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_grpc_pb');
-const { BIN, quietLogger, runCli, startBroker, stopBroker, codeOf } = require('./test_helpers');
+const { quietLogger, runCli, startInTempDir, teardown, codeOf } = require('./test_helpers');
 
 const SQL_TOPIC = 'rmq_sql';
 const PULL_TOPIC = 'rmq_pull';
@@ -22,6 +19,8 @@ const MESSAGE_NOT_FOUND = 40401;
 const OFFSET_NOT_FOUND = 40404;
 const ILLEGAL_OFFSET = 40019;
 const ILLEGAL_FILTER_EXPRESSION = 40010;
+const ILLEGAL_TOPIC = 40002;
+const ILLEGAL_CONSUMER_GROUP = 40003;
 
 let broker;
 let dataDir;
@@ -29,18 +28,12 @@ let nativeAddr;
 let endpoints;
 
 before(async () => {
-  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-filter-'));
-  broker = await startBroker(path.join(dataDir, 'broker'));
-  ({ nativeAddr, endpoints } = broker);
+  ({ dataDir, broker, nativeAddr, endpoints } = await startInTempDir('tokimq-rmq-filter-'));
   await runCli(nativeAddr, ['topic', 'create', '--name', SQL_TOPIC, '--type', 'normal', '--queues', '2']);
   await runCli(nativeAddr, ['topic', 'create', '--name', PULL_TOPIC, '--type', 'normal', '--queues', '1']);
 });
 
-after(async () => {
-  await stopBroker(broker);
-  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => teardown(dataDir, [broker]));
 
 function queueOf(topic, id) {
   return new defs.MessageQueue().setTopic(new defs.Resource().setName(topic)).setId(id);
@@ -191,6 +184,39 @@ describe('SQL92 filters and offset-based consumption', { concurrency: true }, ()
       r = await getOffset();
       assert.equal(r.getStatus().getCode(), OK);
       assert.equal(r.getOffset(), 4);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('the offset RPCs check the group name first, then the topic name', async () => {
+    const client = new MessagingServiceClient(endpoints, grpc.credentials.createInsecure());
+    const group = (name) => new defs.Resource().setName(name);
+    try {
+      for (const [g, topic, want] of [
+        ['bad group!', 'bad topic!', ILLEGAL_CONSUMER_GROUP],
+        ['g_names', 'bad topic!', ILLEGAL_TOPIC],
+      ]) {
+        const mq = queueOf(topic, 0);
+        const pulled = await new Promise((resolve, reject) => {
+          const req = new pb.PullMessageRequest().setGroup(group(g)).setMessageQueue(mq).setBatchSize(1);
+          const codes = [];
+          const stream = client.pullMessage(req, new grpc.Metadata(), { deadline: Date.now() + 10000 });
+          stream.on('data', (r) => { if (r.hasStatus()) codes.push(r.getStatus().getCode()); });
+          stream.on('error', reject);
+          stream.on('end', () => resolve(codes));
+        });
+        assert.deepEqual(pulled, [want], `PullMessage ${g} / ${topic}`);
+        let r = await unary(client, 'getOffset', new pb.GetOffsetRequest().setGroup(group(g)).setMessageQueue(mq));
+        assert.equal(r.getStatus().getCode(), want, `GetOffset ${g} / ${topic}`);
+        r = await unary(client, 'updateOffset',
+          new pb.UpdateOffsetRequest().setGroup(group(g)).setMessageQueue(mq).setOffset(0));
+        assert.equal(r.getStatus().getCode(), want, `UpdateOffset ${g} / ${topic}`);
+      }
+      // QueryOffset names no group: only the topic is checked.
+      const r = await unary(client, 'queryOffset', new pb.QueryOffsetRequest()
+        .setMessageQueue(queueOf('bad topic!', 0)).setQueryOffsetPolicy(defs.QueryOffsetPolicy.BEGINNING));
+      assert.equal(r.getStatus().getCode(), ILLEGAL_TOPIC);
     } finally {
       client.close();
     }

@@ -6,15 +6,12 @@
 'use strict';
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
 const defs = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { MessagingServiceClient } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_grpc_pb');
-const { BIN, sleep, quietLogger, runCli, startBroker, stopBroker } = require('./test_helpers');
+const { quietLogger, runCli, startInTempDir, teardown } = require('./test_helpers');
 
 const TOPIC = 'ns_orders';  // the same name in both namespaces
 const GROUP = 'ns_billing';
@@ -28,20 +25,13 @@ let nativeAddr;
 let endpoints;
 
 before(async () => {
-  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tokimq-rmq-ns-'));
-  broker = await startBroker(path.join(dataDir, 'broker'));
-  ({ nativeAddr, endpoints } = broker);
+  ({ dataDir, broker, nativeAddr, endpoints } = await startInTempDir('tokimq-rmq-ns-'));
   for (const ns of ['team_a', 'team-b']) {
     await runCli(nativeAddr, ['--namespace', ns, 'topic', 'create', '--name', TOPIC, '--queues', '2']);
   }
 });
 
-after(async () => {
-  await stopBroker(broker);
-  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
-  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
-});
+after(() => teardown(dataDir, [broker]));
 
 // Receives until `n` messages arrived or `ms` passed, acking each.
 async function receiveAll(consumer, n, ms) {

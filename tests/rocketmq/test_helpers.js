@@ -1,11 +1,12 @@
 // Shared by the Node.js tests of tests/rocketmq (*.test.js, run by run.sh): the binaries' dir, a
 // quiet logger for the official client, a free port, the native CLI, starting and stopping a
-// broker, the status code of a failed call.
+// broker (alone or in a test file's temp dir), the status code of a failed call.
 'use strict';
 const assert = require('node:assert/strict');
 const { execFile, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
+const os = require('node:os');
 const path = require('node:path');
 const { promisify } = require('node:util');
 
@@ -80,6 +81,26 @@ async function stopBroker(broker) {
   assert.equal(proc.exitCode, 0, `broker exit code (log: ${dir}/broker.log)`);
 }
 
+// A test file's `before`: makes a temp dir (os.tmpdir()/<prefix>XXXXXX) and starts a broker in
+// its subdir `name` (startBroker with `options`). Resolves { dataDir, broker, nativeAddr,
+// endpoints }; pair it with teardown(dataDir, [broker, ...]) in the file's `after`.
+async function startInTempDir(prefix, name = 'broker', options = {}) {
+  assert.ok(BIN, 'TOKIMQ_BIN_DIR must point at the build bin/ dir');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const broker = await startBroker(path.join(dataDir, name), options);
+  return { dataDir, broker, nativeAddr: broker.nativeAddr, endpoints: broker.endpoints };
+}
+
+// A test file's `after`: stops `brokers` in order (stopBroker: each must exit with code 0;
+// undefined ones are skipped), removes `dataDir` unless RMQ_TEST_KEEP is set, and ends the
+// process 3 s later with its exit code: rocketmq-client-nodejs 1.0.8's PushConsumer leaves a
+// timer armed after shutdown(), which would keep node alive forever.
+async function teardown(dataDir, brokers) {
+  for (const b of brokers) await stopBroker(b);
+  if (dataDir && !process.env.RMQ_TEST_KEEP) fs.rmSync(dataDir, { recursive: true, force: true });
+  setTimeout(() => process.exit(process.exitCode ?? 0), 3000).unref();
+}
+
 // The RocketMQ status code of a failed call: the client's own exception, or the cause of a
 // failed startup() (the official client wraps it).
 function codeOf(err) {
@@ -90,5 +111,6 @@ function codeOf(err) {
 }
 
 module.exports = {
-  BIN, sleep, quietLogger, freePort, runCli, startBroker, stopBroker, codeOf,
+  BIN, sleep, quietLogger, freePort, runCli, startBroker, stopBroker, startInTempDir, teardown,
+  codeOf,
 };
