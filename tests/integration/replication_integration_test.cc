@@ -95,9 +95,25 @@ class ReplicationIntegrationTest : public ::testing::Test {
     CreateTopic(*follower_, "orders", proto::DELAY);
   }
 
+  // Sync mode answers receives and acks only once a follower holds their group-state records
+  // (docs/replication.md "Consumer-group state"): a promoted follower gets a follower of its
+  // own (an empty replica that copies its log) before consumers use it.
+  void AddFollowerOfPromoted() {
+    third_ = std::make_unique<BrokerProcess>(
+        dir_.Join("third"),
+        std::vector<std::string>{"--broker-id", "2", "--replicate-from",
+                                 "127.0.0.1:" + std::to_string(follower_->port()),
+                                 "--replication", "sync", "--grpc-port", "0"});
+    ASSERT_TRUE(third_->Start());
+    auto r = Role(*follower_);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(AwaitFollowerAt(*third_, r->max_offset()));
+  }
+
   ::tokimq::testing::TempDir dir_;
   std::unique_ptr<BrokerProcess> leader_;
   std::unique_ptr<BrokerProcess> follower_;
+  std::unique_ptr<BrokerProcess> third_;
 };
 
 TEST_F(ReplicationIntegrationTest, FollowerCommitLogIsByteIdenticalAndRefusesSends) {
@@ -156,6 +172,15 @@ TEST_F(ReplicationIntegrationTest, SyncLeaderKilledFollowerPromotedLosesNoAckedM
   ASSERT_TRUE(promoted.ok()) << promoted.status();
   EXPECT_EQ(promoted->role(), "leader");
   EXPECT_EQ(promoted->term(), 1);
+  {
+    // A send to the promoted follower in sync mode has no follower yet: refused, not acked.
+    Producer producer(follower_->Options());
+    OutgoingMessage m;
+    m.topic = "orders";
+    m.body = "no follower";
+    EXPECT_EQ(producer.Send(m).status().code(), absl::StatusCode::kUnavailable);
+  }
+  AddFollowerOfPromoted();
 
   SimpleConsumer consumer(follower_->Options(), "g");
   std::map<std::string, int> seen;
@@ -181,12 +206,6 @@ TEST_F(ReplicationIntegrationTest, SyncLeaderKilledFollowerPromotedLosesNoAckedM
   EXPECT_EQ(lost, 0) << "of " << acked.size() << " acknowledged";
   EXPECT_EQ(early, 0);
   EXPECT_EQ(duplicated, 0);
-  // A send to the promoted follower in sync mode has no follower left: refused, not acked.
-  Producer producer(follower_->Options());
-  OutgoingMessage m;
-  m.topic = "orders";
-  m.body = "no follower";
-  EXPECT_EQ(producer.Send(m).status().code(), absl::StatusCode::kUnavailable);
 }
 
 // Receives from `b` (group "g", topic "orders") until every body of `acked` was seen or 30 s
@@ -254,6 +273,7 @@ TEST_F(ReplicationIntegrationTest, LeaderKilledAfterReleasesPromotedFollowerRepe
   promote.set_term(1);
   auto promoted = Role(*follower_, promote);
   ASSERT_TRUE(promoted.ok()) << promoted.status();
+  AddFollowerOfPromoted();
   History h = ConsumeAll(*follower_, acked);
   EXPECT_EQ(h.lost, 0) << "of " << acked.size() << " acknowledged";
   EXPECT_EQ(h.early, 0);
