@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -89,13 +91,23 @@ class GroupStateFailoverTest : public ::testing::Test {
     if (!leader.empty()) args.insert(args.end(), {"--replicate-from", leader});
     auto b = std::make_unique<BrokerProcess>(dir_.Join(name), args);
     EXPECT_TRUE(b->Start()) << name;
+    logs_.push_back(b->log_path());
     return b;
+  }
+  // On a failure, the brokers' logs (the files outlive the processes until the fixture ends).
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const std::string& path : logs_) {
+      std::ifstream in(path);
+      std::cerr << "--- " << path << "\n" << std::string(std::istreambuf_iterator<char>(in), {});
+    }
   }
   static std::string Address(const BrokerProcess& b) {
     return "127.0.0.1:" + std::to_string(b.port());
   }
 
   ::tokimq::testing::TempDir dir_;
+  std::vector<std::string> logs_;
 };
 
 TEST_F(GroupStateFailoverTest, AcksLeasesAndReceiptHandlesSurviveAKilledLeader) {
@@ -147,7 +159,8 @@ TEST_F(GroupStateFailoverTest, AcksLeasesAndReceiptHandlesSurviveAKilledLeader) 
 
   SimpleConsumer on_new(follower->Options(), "g");
   // The renewed handle from the old leader acks on the new one; an acked one is stale.
-  EXPECT_TRUE(on_new.Ack(*renewed).ok());
+  absl::Status renewed_ack = on_new.Ack(*renewed);
+  EXPECT_TRUE(renewed_ack.ok()) << renewed_ack;
   EXPECT_EQ(on_new.Ack(handle["m0"]).code(), absl::StatusCode::kFailedPrecondition);
   // Before the leases end: only m6 (never handed out). Not m0-m2 (acked), not m4, m5 (leased).
   ro.max_messages = 16;

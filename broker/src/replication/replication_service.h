@@ -118,6 +118,10 @@ class ReplicationService {
   // ack_timeout_ms, or this broker lost its term): the change stands on this broker but is
   // not acknowledged (a receive's leases expire; a retried ack finds its handle stale).
   absl::Status AwaitStateReplicated();
+  // Whether AwaitStateReplicated blocks (sync with a group-state log): the network server then
+  // runs receive, ack, renew and nack on a worker thread, never on an I/O thread (which the
+  // follower's pull that ends the wait may need).
+  bool WaitsForGroupState() const { return group_state_log_ != nullptr && options_.sync; }
 
   replication::Leadership* leadership() { return &leadership_; }
   int64_t max_offset() const;  // this replica's CommitLog end, bytes
