@@ -3,6 +3,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
 
 #include <algorithm>
 #include <random>
@@ -23,6 +24,9 @@
 #include "disk_watermark.h"
 #include "fmt/format.h"
 #include "queue_of_key.h"
+#include "consumer/consumer_service_impl.h"
+#include "replication/group_state_log.h"
+#include "replication/group_state_record.h"
 #include "replication/rejoin.h"
 #include "replication/replication_service.h"
 #include "retention_task.h"
@@ -60,6 +64,34 @@ bool IsLockHeld(const rocksdb::Status& s) {
   if (!s.IsIOError()) return false;
   const std::string text = s.ToString();
   return absl::StrContains(text, "While lock file") || absl::StrContains(text, "lock hold by");
+}
+
+// Whether this broker belongs to a replicated group, so its consumer-group state goes into the
+// CommitLog as system records (docs/replication.md "Consumer-group state"): a follower id, a
+// leader to follow, sync replication, or the etcd election. A lone broker id 0 in async mode
+// is taken for a single node: it writes no records (their cost is an extra CommitLog append
+// per receive and ack, for nobody).
+bool ReplicatesGroupState(const BrokerOptions& o) {
+  return o.broker_id != 0 || !o.replicate_from.empty() || o.replication_sync ||
+         o.replication_elected;
+}
+
+// StartServing's first step. A promoted follower replays what is left of its leader's
+// group-state records and reloads the consumer service from them; then every leader stops
+// replaying and logs its whole group state once (what was written before logging started,
+// e.g. the receipt-handle secret created at the first open).
+absl::Status ServeGroupState(GroupStateLog* log, ConsumerService* consumers, bool promoted) {
+  if (log == nullptr) return absl::OkStatus();
+  if (promoted) {
+    TOKIMQ_RETURN_IF_ERROR(log->CatchUp());
+    auto* impl = dynamic_cast<consumer::ConsumerServiceImpl*>(consumers);
+    if (impl == nullptr) return absl::InternalError("consumer service cannot reload its state");
+    TOKIMQ_RETURN_IF_ERROR(impl->ReloadState());
+    TOKIMQ_LOG_INFO("replication: consumer-group state reloaded after {} group-state records",
+                    log->replay_next());
+  }
+  log->SetLeading(true);
+  return log->AppendSnapshot();
 }
 
 }  // namespace
@@ -115,6 +147,8 @@ absl::Status Broker::OpenStores() {
   repl.fs = fs_;
   repl.access_key = options_.replication_access_key;
   repl.secret_key = options_.replication_secret_key;
+  repl.group_state_db = ReplicatesGroupState(options_) ? db_.get() : nullptr;
+  repl.clock = clock_;
   replication_ = std::make_unique<ReplicationService>(std::move(repl), store_.get(),
                                                       [this](bool promoted) {
                                                         return StartServing(promoted);
@@ -126,6 +160,9 @@ absl::Status Broker::OpenStores() {
 }
 
 absl::Status Broker::StartServing(bool promoted) {
+  // First: the consumer state a promoted follower replayed, before any service writes.
+  TOKIMQ_RETURN_IF_ERROR(ServeGroupState(replication_->group_state_log(), consumers_.get(),
+                                         promoted));
   if (promoted) TOKIMQ_RETURN_IF_ERROR(timers_->AdoptReplicatedLog());
   TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
@@ -282,13 +319,27 @@ absl::Status Broker::OpenConsumerService() {
     return wm->AdmitOwnWrite(bytes);
   };
   TOKIMQ_ASSIGN_OR_RETURN(consumers_, NewConsumerService(std::move(deps)));
+  if (ReplicatesGroupState(options_)) {
+    // After the open (its writes are carried by the snapshot at the start of serving); the
+    // replication service exists from before any request (docs/replication.md).
+    auto* impl = dynamic_cast<consumer::ConsumerServiceImpl*>(consumers_.get());
+    if (impl == nullptr) return absl::InternalError("consumer service without group-state hook");
+    impl->SetStateWriteLog([this](const rocksdb::WriteBatch& b) {
+      return replication_ != nullptr ? replication_->LogStateWrite(b) : absl::OkStatus();
+    });
+  }
   for (const auto& [group, policy] : options_.group_policies) {
     consumers_->SetGroupPolicy(group, policy);
   }
 
   ConsumerService* consumers = consumers_.get();
   store_->SetDispatchListener(
-      [consumers](const std::string& topic, int32_t queue_id, QueueOffset queue_offset) {
+      [this, consumers](const std::string& topic, int32_t queue_id, QueueOffset queue_offset) {
+        // Group-state records: replayed on a follower, read by no consumer.
+        if (topic == kGroupStateTopic) {
+          if (replication_ != nullptr) replication_->OnGroupStateDispatch();
+          return;
+        }
         consumers->OnDispatch(topic, queue_id, queue_offset.value());
       });
 

@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/namespace.h"
 #include "proto/status.h"
+#include "replication/replication_service.h"
 #include "request_namespace.h"
 
 namespace tokimq::broker {
@@ -217,6 +218,11 @@ void Connection::Complete(std::string frame) {
 
 bool Connection::TryInline(Call* call, std::string* frame) {
   const proto::Request& req = *call->request;
+  // replication = sync: these wait for a follower's pull (docs/replication.md "Consumer-group
+  // state"), which an I/O thread must stay free to read.
+  if (ReplicationService* r = context_->broker->replication(); r && r->WaitsForGroupState()) {
+    return false;
+  }
   switch (req.body_case()) {
     case proto::Request::kAck:
     case proto::Request::kChangeInvisibleDuration:

@@ -189,6 +189,7 @@ absl::Status Broker::HandleChangeInvisibleDuration(const proto::ChangeInvisibleD
   absl::StatusOr<std::string> handle =
       consumers_->ChangeInvisibleDuration(req.group(), req.receipt_handle(), req.invisible_ms());
   if (!handle.ok()) return handle.status();
+  TOKIMQ_RETURN_IF_ERROR(replication_->AwaitStateReplicated());  // sync: a follower holds the renewal
   resp->mutable_change_invisible_duration()->set_receipt_handle(*handle);
   return absl::OkStatus();
 }
@@ -199,7 +200,8 @@ absl::Status Broker::HandleNack(const proto::NackRequest& req) {
     if (req.delay_ms() < 0) return absl::InvalidArgumentError("nack delay must be >= 0 ms");
     delay = req.delay_ms();
   }
-  return consumers_->Nack(req.group(), req.receipt_handle(), delay);
+  TOKIMQ_RETURN_IF_ERROR(consumers_->Nack(req.group(), req.receipt_handle(), delay));
+  return replication_->AwaitStateReplicated();
 }
 
 absl::Status Broker::HandleCreateTopic(const proto::CreateTopicRequest& req,
@@ -256,6 +258,11 @@ absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse*
   std::vector<std::string_view> handles(req.receipt_handles().begin(),
                                         req.receipt_handles().end());
   std::vector<absl::Status> results = consumers_->AckBatch(req.group(), handles);
+  // replication = "sync": answered once a follower holds the acks (a failed wait fails the
+  // request; the acks stand on this broker, so a retry finds the handles stale).
+  if (std::any_of(results.begin(), results.end(), [](const absl::Status& r) { return r.ok(); })) {
+    TOKIMQ_RETURN_IF_ERROR(replication_->AwaitStateReplicated());
+  }
   resp->mutable_results()->Reserve(static_cast<int>(results.size()));
   for (const absl::Status& s : results) wire::ToProto(s, resp->add_results());
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 // state store (docs/formats/group-state.md "committed-offset-key"); HandleQueryOffset finds the
 // first, the end or a time's offset of a queue.
 #include <algorithm>
+#include <mutex>
 
 #include "broker/broker.h"
 #include "commitlog/message_store.h"
@@ -15,11 +16,20 @@
 #include "consumer/group_state.h"
 #include "consumer/message_filter.h"
 #include "disk_watermark.h"
+#include "replication/replication_service.h"
 #include "fmt/format.h"
 #include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
 
 namespace tokimq::broker {
 namespace {
+
+// Serialises committed-offset writes with their group-state records, so the replicated order
+// of one key is its write order (one per process: these writes are rare and short).
+std::mutex& CommittedOffsetMutex() {
+  static std::mutex mu;
+  return mu;
+}
 
 // Messages one Pull answers by default (RocketMQ's pullBatchSize default).
 constexpr int kDefaultPullBatch = 32;
@@ -142,9 +152,17 @@ absl::Status Broker::HandleUpdateOffset(const proto::UpdateOffsetRequest& req) {
   // Synced before the answer: a committed offset never goes back after a power loss.
   rocksdb::WriteOptions sync;
   sync.sync = true;
-  rocksdb::Status s = db_->Put(sync, key, value);
+  rocksdb::WriteBatch batch;
+  batch.Put(key, value);
+  rocksdb::Status s;
+  {
+    // One committed offset at a time, so the replicated record order is the write order.
+    std::lock_guard<std::mutex> l(CommittedOffsetMutex());
+    TOKIMQ_RETURN_IF_ERROR(replication_->LogStateWrite(batch));
+    s = db_->Write(sync, &batch);
+  }
   if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
-  return absl::OkStatus();
+  return replication_->AwaitStateReplicated();
 }
 
 absl::Status Broker::HandleQueryOffset(const proto::QueryOffsetRequest& req,

@@ -9,6 +9,7 @@
 #include "consumer/message_filter.h"
 #include "fmt/format.h"
 #include "receive_encoder.h"
+#include "replication/replication_service.h"
 
 namespace tokimq::broker {
 
@@ -53,7 +54,11 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
   // And one message alone must fit: a message stored before the key/tag/property limits could
   // exceed the frame (an 8.5 MiB key is in the answer twice) and would stay leased forever.
   r.max_message_bytes = options_.max_frame_bytes;
-  return consumers_->Receive(r);
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, consumers_->Receive(r));
+  // replication = "sync": the leases are answered once a follower holds them (else a failover
+  // would hand the messages out again at once).
+  if (!got.empty()) TOKIMQ_RETURN_IF_ERROR(replication_->AwaitStateReplicated());
+  return got;
 }
 
 namespace {
@@ -122,6 +127,11 @@ std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(const proto::R
   // On a failure after the receive (never expected), the messages leased here are redelivered
   // when their leases expire.
   EncodedResponse out;
+  // The follower check Handle makes for every request that writes (docs/replication.md).
+  if (absl::Status w = replication_->CheckWritable(); !w.ok()) {
+    out.status = w;
+    return out;
+  }
   absl::StatusOr<std::vector<ReceivedMessage>> got = ReceiveFor(req.receive());
   if (!got.ok()) {
     out.status = got.status();

@@ -153,9 +153,23 @@ class ReplicationIntegrationTest : public ::testing::Test {
     }
   }
 
+  // Sync mode answers receives and acks only once a follower holds their group-state records
+  // (docs/replication.md "Consumer-group state"): a promoted follower gets a follower of its
+  // own (an empty replica that copies its log) before consumers use it.
+  void AddFollowerOfPromoted() {
+    std::vector<std::string> args = FollowerArgs(2, follower_->port());
+    args.insert(args.end(), {"--replication", "sync"});
+    third_ = std::make_unique<BrokerProcess>(dir_.Join("third"), std::move(args));
+    ASSERT_TRUE(third_->Start());
+    auto r = Role(*follower_);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(AwaitFollowerAt(*third_, r->max_offset()));
+  }
+
   ::tokimq::testing::TempDir dir_;
   std::unique_ptr<BrokerProcess> leader_;
   std::unique_ptr<BrokerProcess> follower_;
+  std::unique_ptr<BrokerProcess> third_;
 };
 
 TEST_F(ReplicationIntegrationTest, FollowerCommitLogIsByteIdenticalAndRefusesSends) {
@@ -207,17 +221,20 @@ TEST_F(ReplicationIntegrationTest, SyncLeaderKilledFollowerPromotedLosesNoAckedM
   ASSERT_TRUE(promoted.ok()) << promoted.status();
   EXPECT_EQ(promoted->role(), "leader");
   EXPECT_EQ(promoted->term(), 1);
+  {
+    // A send to the promoted follower in sync mode has no follower yet: refused, not acked.
+    Producer producer(follower_->Options());
+    OutgoingMessage m;
+    m.topic = "orders";
+    m.body = "no follower";
+    EXPECT_EQ(producer.Send(m).status().code(), absl::StatusCode::kUnavailable);
+  }
+  AddFollowerOfPromoted();
 
   History h = ConsumeAll(*follower_, acked);
   EXPECT_EQ(h.lost, 0) << "of " << acked.size() << " acknowledged";
   EXPECT_EQ(h.early, 0);
   EXPECT_EQ(h.duplicated, 0);
-  // A send to the promoted follower in sync mode has no follower left: refused, not acked.
-  Producer producer(follower_->Options());
-  OutgoingMessage m;
-  m.topic = "orders";
-  m.body = "no follower";
-  EXPECT_EQ(producer.Send(m).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(ReplicationIntegrationTest, LeaderKilledAfterReleasesPromotedFollowerRepeatsNone) {
@@ -255,6 +272,7 @@ TEST_F(ReplicationIntegrationTest, LeaderKilledAfterReleasesPromotedFollowerRepe
   leader_->Kill();
   auto promoted = Promote(*follower_, 1);
   ASSERT_TRUE(promoted.ok()) << promoted.status();
+  AddFollowerOfPromoted();
   History h = ConsumeAll(*follower_, acked);
   EXPECT_EQ(h.lost, 0) << "of " << acked.size() << " acknowledged";
   EXPECT_EQ(h.early, 0);

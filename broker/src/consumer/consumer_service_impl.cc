@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<ConsumerService>> ConsumerServiceImpl::Create(
 
 absl::Status ConsumerServiceImpl::WriteSynced(rocksdb::WriteBatch* batch) {
   if (admit_state_write_) TOKIMQ_RETURN_IF_ERROR(admit_state_write_(batch->GetDataSize()));
+  if (log_state_write_) TOKIMQ_RETURN_IF_ERROR(log_state_write_(*batch));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::Status s = db_->Write(wo, batch);
@@ -54,6 +55,7 @@ absl::Status ConsumerServiceImpl::WriteSynced(rocksdb::WriteBatch* batch) {
 
 absl::Status ConsumerServiceImpl::WriteState(rocksdb::WriteBatch* batch) {
   if (admit_state_write_) TOKIMQ_RETURN_IF_ERROR(admit_state_write_(batch->GetDataSize()));
+  if (log_state_write_) TOKIMQ_RETURN_IF_ERROR(log_state_write_(*batch));
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), batch);
   if (!s.ok()) return absl::UnavailableError("group state write failed: " + s.ToString());
   wal_dirty_.store(true, std::memory_order_release);

@@ -33,7 +33,7 @@
 //   sync_mu_        sync_cv_ only (the WAL syncer's sleep).
 //   expiries_ and copies_ lock themselves and are never held while taking another lock.
 //   Atomics (no lock): GroupState::in_flight and next_queue, waiters_, stopping_, wal_dirty_.
-//   secret_ is written once by Recover before any other call.
+//   secret_ is written by Recover (open, ReloadState) before any other call.
 //
 // Durability: group-state writes (leases with their progress, acks, renewals, nacks, expiries)
 // go to the RocksDB WAL without fsync: they survive a process crash (kill -9) as soon as Write
@@ -110,6 +110,23 @@ class ConsumerServiceImpl final : public ConsumerService {
   int64_t ExpiryIndexEntries() const override;
   absl::Status Start() override;
   absl::Status Stop() override;
+
+  // Replication (docs/replication.md "Consumer-group state"). `log` is called with every
+  // group-state batch (puts and deletes of "group/..." keys) before it is written to the
+  // database, on the writing thread with the lock of the queue it changes held, so the batches
+  // of one queue reach it in the order they are written; a non-OK status fails that write and
+  // the request behind it (the broker's hook appends the batch to the replicated CommitLog and
+  // refuses when this broker no longer leads). Set once, after Create and before Start (writes
+  // of the open itself are not logged). Not set (single-node brokers): nothing is logged.
+  void SetStateWriteLog(std::function<absl::Status(const rocksdb::WriteBatch&)> log) {
+    log_state_write_ = std::move(log);
+  }
+  // Drops the in-memory state (consume offsets, leases, expiry entries, FIFO indexes, in-flight
+  // counts) and loads it again from the database's group-state keys, as at open: a promoted
+  // follower after it replayed its leader's records. Call before Start, while no other call
+  // runs (the broker refuses consumer requests until promotion is done). Errors as at open.
+  // consumer_state_recovery.cc.
+  absl::Status ReloadState();
 
  private:
   // A message handed out by a Receive: decoded, or (ReceiveRequest::raw_records) its record.
@@ -308,6 +325,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   std::function<bool(const std::string&)> is_fifo_;
   std::function<std::optional<bool>(const std::string&)> group_orderly_;
   std::function<absl::Status(uint64_t)> admit_state_write_;
+  std::function<absl::Status(const rocksdb::WriteBatch&)> log_state_write_;
   uint64_t secret_ = 0;
 
   mutable std::mutex map_mu_;

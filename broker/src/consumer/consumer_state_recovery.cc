@@ -20,6 +20,27 @@ absl::Status ConsumerServiceImpl::Recover() {
   return absl::OkStatus();
 }
 
+absl::Status ConsumerServiceImpl::ReloadState() {
+  // Progress objects stay (pointers to them are never invalidated); their contents go.
+  std::lock_guard<std::mutex> expiry(lease_mu_);
+  std::vector<Progress*> all;
+  {
+    std::lock_guard<std::mutex> l(map_mu_);
+    for (auto& [k, p] : progress_) all.push_back(p.get());
+    for (auto& [g, state] : groups_) state->in_flight.store(0);
+  }
+  for (Progress* p : all) {
+    std::lock_guard<std::mutex> l(p->mu);
+    p->leases.clear();
+    p->fifo_index.Clear();
+    p->consume_offset = -1;
+  }
+  expiries_.TakeAll();
+  TOKIMQ_RETURN_IF_ERROR(Recover());
+  expiries_.FinishCompaction();
+  return absl::OkStatus();
+}
+
 absl::Status ConsumerServiceImpl::LoadHandleSecret() {
   // Handle secret: created once, so handles stay valid across restarts.
   std::string value;

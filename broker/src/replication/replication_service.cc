@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "client/connection.h"
 #include "common/logging.h"
@@ -41,7 +42,13 @@ ReplicationService::ReplicationService(ReplicationOptions options, MessageStore*
       acks_(SystemClock::Default()),
       lag_(SystemClock::Default()),
       history_(options_.history),
-      pull_(std::make_unique<PullState>()) {}
+      pull_(std::make_unique<PullState>()) {
+  if (options_.group_state_db != nullptr) {
+    group_state_log_ = std::make_unique<GroupStateLog>(
+        store_, options_.group_state_db,
+        options_.clock != nullptr ? options_.clock : SystemClock::Default());
+  }
+}
 
 ReplicationService::~ReplicationService() { Stop(); }
 
@@ -96,6 +103,7 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
   serving_ = true;
   absl::Status s = start_serving_(followed_);
   if (!s.ok()) TOKIMQ_LOG_ERROR("replication: starting the leader's services: {}", s.ToString());
+  ready_.store(true);
 }
 
 void ReplicationService::BeginTerm(int64_t term) {
@@ -108,9 +116,18 @@ void ReplicationService::BeginTerm(int64_t term) {
   if (!s.ok()) TOKIMQ_LOG_ERROR("replication: term history for term {}: {}", term, s.ToString());
 }
 
+bool ReplicationService::Leads() const {
+  return leadership_.Current().role == Role::kLeader && (!lease_valid_ || lease_valid_());
+}
+
 absl::Status ReplicationService::CheckWritable() const {
   replication::LeadershipView v = leadership_.Current();
   if (v.role == Role::kLeader) {
+    if (!ready_.load()) {
+      return absl::FailedPreconditionError(fmt::format(
+          "this broker is becoming the leader of term {}: its services are starting; retry",
+          v.term));
+    }
     if (!lease_valid_ || lease_valid_()) return absl::OkStatus();
     return absl::FailedPreconditionError(fmt::format(
         "this broker led term {} but its election lease may have expired: not a leader "
@@ -188,6 +205,31 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_replication(options_.sync ? "sync" : "async");
   resp->set_diverged(diverged_.load());
   return s;
+}
+
+absl::Status ReplicationService::LogStateWrite(const rocksdb::WriteBatch& batch) {
+  if (group_state_log_ == nullptr) return absl::OkStatus();
+  if (!Leads()) {
+    return absl::FailedPreconditionError(
+        "this broker does not lead its group: consumer-group state is written by the leader");
+  }
+  return group_state_log_->Append(batch);
+}
+
+void ReplicationService::OnGroupStateDispatch() {
+  if (group_state_log_ == nullptr) return;
+  absl::Status s = group_state_log_->CatchUp();
+  if (!s.ok()) TOKIMQ_LOG_ERROR("replication: replaying group-state records: {}", s.ToString());
+}
+
+absl::Status ReplicationService::AwaitStateReplicated() {
+  if (group_state_log_ == nullptr || !options_.sync) return absl::OkStatus();
+  const int64_t end = store_->commit_log()->MaxOffset().value();
+  std::promise<absl::Status> replicated;
+  std::future<absl::Status> done = replicated.get_future();
+  acks_.WhenReplicated(end, options_.ack_timeout_ms,
+                       [&replicated](absl::Status s) { replicated.set_value(s); });
+  return done.get();
 }
 
 int64_t ReplicationService::max_offset() const { return store_->commit_log()->MaxOffset().value(); }

@@ -30,6 +30,7 @@
 #include "proto/tokimq.pb.h"
 #include "replication/ack_tracker.h"
 #include "replication/follower_lag.h"
+#include "replication/group_state_log.h"
 #include "replication/leadership.h"
 #include "replication/term_history.h"
 
@@ -55,6 +56,11 @@ struct ReplicationOptions {
   // Credentials of the follower's connection to its leader (replication_access_key / _secret_key).
   std::string access_key;
   std::string secret_key;
+  // Consumer-group state replication (docs/replication.md "Consumer-group state"): the broker's
+  // metadata RocksDB, whose "group/" keys the group-state records carry (GroupStateLog). nullptr
+  // (a single-node broker): no records are written or replayed.
+  rocksdb::DB* group_state_db = nullptr;
+  Clock* clock = nullptr;  // born time of group-state records; nullptr: SystemClock
 };
 
 class ReplicationService {
@@ -72,7 +78,12 @@ class ReplicationService {
   // OK when this broker leads its group; else kFailedPrecondition naming the leader (clients
   // retry there; the cluster routes of issue 19 point at it). With a lease check installed
   // (cluster mode), also kFailedPrecondition once the leader's election lease may have expired.
+  // Also kFailedPrecondition while a promotion is starting the leader's services (the consumer
+  // state is reloaded then: nothing may use it before).
   absl::Status CheckWritable() const;
+  // Whether this broker leads its group now (and, in cluster mode, its lease still fences it
+  // in), whether or not its services are started yet.
+  bool Leads() const;
   // Cluster mode: `valid` tells whether this leader's etcd lease still fences it in
   // (cluster::LeaderElection::LeaseValidNow). Set once before requests arrive.
   void SetLeaseCheck(std::function<bool()> valid) { lease_valid_ = std::move(valid); }
@@ -90,6 +101,27 @@ class ReplicationService {
   // This replica's view of its group (role, term, CommitLog end) and, on a leader, each
   // follower's lag (replication/follower_lag.h). broker_name is left to the caller.
   void GroupStatus(proto::GroupStatusResponse* resp) const;
+
+  // Consumer-group state (docs/replication.md "Consumer-group state"); nullptr when
+  // options.group_state_db is not set.
+  GroupStateLog* group_state_log() { return group_state_log_.get(); }
+  // The ConsumerService's write hook (ConsumerServiceImpl::SetStateWriteLog): appends `batch`
+  // as a group-state record while this broker leads (Leads); kFailedPrecondition otherwise
+  // (a deposed leader changes no consumer state). OK without a group-state log.
+  absl::Status LogStateWrite(const rocksdb::WriteBatch& batch);
+  // The dispatch of a group-state record: a follower replays it (GroupStateLog::CatchUp; an
+  // error is logged and retried at the next dispatch and at promotion).
+  void OnGroupStateDispatch();
+  // replication = "sync" with a group-state log: blocks until a follower holds every CommitLog
+  // byte written so far (the group-state records of the request just handled among them), as
+  // a sync send waits. OK at once otherwise. Errors: kUnavailable (no follower within
+  // ack_timeout_ms, or this broker lost its term): the change stands on this broker but is
+  // not acknowledged (a receive's leases expire; a retried ack finds its handle stale).
+  absl::Status AwaitStateReplicated();
+  // Whether AwaitStateReplicated blocks (sync with a group-state log): the network server then
+  // runs receive, ack, renew and nack on a worker thread, never on an I/O thread (which the
+  // follower's pull that ends the wait may need).
+  bool WaitsForGroupState() const { return group_state_log_ != nullptr && options_.sync; }
 
   replication::Leadership* leadership() { return &leadership_; }
   int64_t max_offset() const;  // this replica's CommitLog end, bytes
@@ -118,6 +150,7 @@ class ReplicationService {
   replication::Leadership leadership_;
   replication::AckTracker acks_;
   replication::FollowerLag lag_;
+  std::unique_ptr<GroupStateLog> group_state_log_;
 
   // Held around a follower's append of a chunk and a leader's history entry, so the entry's
   // start is never in the middle of a replicated append.
@@ -127,6 +160,7 @@ class ReplicationService {
 
   std::mutex serving_mu_;
   bool serving_ = false;   // guarded by serving_mu_
+  std::atomic<bool> ready_{false};  // start_serving_ returned (CheckWritable)
   bool followed_ = false;  // this replica was a follower at some point; guarded by serving_mu_
 
   std::mutex stop_mu_;
