@@ -285,7 +285,7 @@ absl::Status Broker::OpenConsumerService() {
   ConsumerService* consumers = consumers_.get();
   store_->SetDispatchListener(
       [consumers](const std::string& topic, int32_t queue_id, QueueOffset queue_offset) {
-        consumers->OnDispatch(topic, queue_id, queue_offset.value());
+        consumers->OnDispatch(topic, queue_id, queue_offset);
       });
 
   return absl::OkStatus();
