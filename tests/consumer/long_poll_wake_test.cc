@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "common/clock.h"
@@ -97,17 +98,62 @@ TEST(LongPollWakeTest, StopWakesEveryWaiter) {
   EXPECT_EQ(woken.load(), 2);
 }
 
-// The deadline is read from the Clock given: a ManualClock already past it ends the wait at
-// once, though the deadline is 30 s of real time away.
+// A ManualClock that counts its readings, so a test knows when a waiter has read it.
+class CountingClock final : public Clock {
+ public:
+  int64_t NowMicros() const override {
+    reads_.fetch_add(1);
+    return clock_.NowMicros();
+  }
+  void WaitUntilMs(int64_t deadline_ms, std::chrono::milliseconds timeout) const override {
+    clock_.WaitUntilMs(deadline_ms, timeout);
+  }
+  bool IsManual() const override { return true; }
+  ManualClock& manual() { return clock_; }
+  int reads() const { return reads_.load(); }
+
+ private:
+  ManualClock clock_;
+  mutable std::atomic<int> reads_{0};
+};
+
+// The deadline is read from the Clock given, at every wake-up: the clock moved past it after
+// the waiter read it ends the wait at the next wake-up (a notification for another topic),
+// though the deadline is 30 s of real time away.
 TEST(LongPollWakeTest, TheDeadlineIsOnTheGivenClock) {
   LongPollWake w;
   std::atomic<bool> stop{false};
-  ManualClock clock;
-  const int64_t deadline_us = clock.NowMicros() + 30'000'000;
+  CountingClock clock;
+  // A topic whose counter is not the waiter's (256 counters; a collision would wake it as if
+  // for its own topics).
+  std::string other;
+  for (const char* t : {"payments", "audit", "emails", "invoices"}) {
+    const LongPollWake::Seen before = w.Observe("orders", "%RETRY%g");
+    w.Notify(t);
+    if (w.Observe("orders", "%RETRY%g").topics == before.topics) {
+      other = t;
+      break;
+    }
+  }
+  if (other.empty()) GTEST_SKIP() << "every name collided with the waiter's";
   const LongPollWake::Seen seen = w.Observe("orders", "%RETRY%g");
-  clock.AdvanceMs(30'000);
+  const int64_t deadline_us = clock.NowMicros() + 30'000'000;
+  const int reads_before = clock.reads();
+  std::atomic<int> result{-1};
   const auto start = RealClock::now();
-  EXPECT_FALSE(w.WaitAfter(seen, "orders", "%RETRY%g", clock, deadline_us, stop));
+  std::thread waiter([&] {
+    result = w.WaitAfter(seen, "orders", "%RETRY%g", clock, deadline_us, stop) ? 1 : 0;
+  });
+  // Until the waiter has read the clock (or already returned).
+  while (clock.reads() == reads_before && result.load() == -1) std::this_thread::yield();
+  clock.manual().AdvanceMs(30'000);
+  // Woken by any of these (or never asleep yet: its next reading is past the deadline).
+  while (result.load() == -1 && RealClock::now() - start < std::chrono::seconds(60)) {
+    w.Notify(other);
+    std::this_thread::yield();
+  }
+  waiter.join();
+  EXPECT_EQ(result.load(), 0);  // the deadline passed; no notification for its topics
   EXPECT_LT(RealClock::now() - start, std::chrono::seconds(5));
 }
 
