@@ -71,7 +71,7 @@ Corpus MakeCorpus(bool keys_and_tag) {
     su.pos = TimerLogPosition(static_cast<int64_t>(i) * 72);
     su.unit.write_ms = kNow - 59'980;
     su.unit.deliver_ms = deliver;
-    su.unit.physical_offset = m.physical_offset.value();
+    su.unit.physical_offset = m.physical_offset;
     su.unit.msg_size = static_cast<uint32_t>(c.bytes[i].size());
   }
   return c;

@@ -109,7 +109,7 @@ void TimerUnits() {
   u.write_ms = 1'700'000'000'000;
   u.deliver_ms = 1'700'000'009'000;
   u.slot_tick = 1'700'000'009;
-  u.physical_offset = 8192;
+  u.physical_offset = PhysicalOffset(8192);
   u.ref = 72;
   u.msg_size = 180;
   u.topic_hash = 0xdeadbeef;
@@ -148,12 +148,12 @@ void Checkpoint() {
   c.read_tick = 1'700'000'000;
   c.timerlog_flush_pos = TimerLogPosition(720);
   c.timerlog_scan_from = TimerLogPosition(360);
-  c.enqueue_queue_offset = 10;
-  c.last_enqueued_phys = 4096;
-  c.commitlog_scan_from = 2048;
+  c.enqueue_queue_offset = QueueOffset(10);
+  c.last_enqueued_physical_offset = PhysicalOffset(4096);
+  c.commitlog_scan_from = PhysicalOffset(2048);
   c.pending = 7;
   c.pins = {{0, 3}, {1, 4}};
-  c.recalled = {{4096, 1'700'000'005'000}};
+  c.recalled = {{PhysicalOffset(4096), 1'700'000'005'000}};
   Put("timer_checkpoint", "full", Mode(0, c.Encode()));
   Put("timer_checkpoint", "full_fixed", Mode(1, c.Encode()));
   Put("timer_checkpoint", "empty", Mode(0, TimerCheckpointData{}.Encode()));
@@ -161,7 +161,7 @@ void Checkpoint() {
 
 void Recall() {
   RecallHandle h;
-  h.physical_offset = 4096;
+  h.physical_offset = PhysicalOffset(4096);
   h.deliver_ms = 1'700'000'005'000;
   h.id_crc = 0x12345678;
   const std::string text = h.Encode();

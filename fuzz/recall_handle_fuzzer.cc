@@ -43,8 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (size >= 21) {
     RecallHandle r;
-    r.physical_offset =
-        static_cast<int64_t>(DecodeFixed64(reinterpret_cast<const char*>(data + 1)));
+    r.physical_offset = PhysicalOffset(
+        static_cast<int64_t>(DecodeFixed64(reinterpret_cast<const char*>(data + 1))));
     r.deliver_ms = static_cast<int64_t>(DecodeFixed64(reinterpret_cast<const char*>(data + 9)));
     r.id_crc = DecodeFixed32(reinterpret_cast<const char*>(data + 17));
     const std::string enc = r.Encode();

@@ -33,7 +33,7 @@ bool Same(const TimerCheckpointData& a, const TimerCheckpointData& b) {
          a.timerlog_flush_pos == b.timerlog_flush_pos &&
          a.timerlog_scan_from == b.timerlog_scan_from &&
          a.enqueue_queue_offset == b.enqueue_queue_offset &&
-         a.last_enqueued_phys == b.last_enqueued_phys &&
+         a.last_enqueued_physical_offset == b.last_enqueued_physical_offset &&
          a.commitlog_scan_from == b.commitlog_scan_from && a.pending == b.pending &&
          a.pins == b.pins;
 }

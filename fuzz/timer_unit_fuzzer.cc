@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.write_ms = static_cast<int64_t>(DecodeFixed64(p + 12));
   f.deliver_ms = static_cast<int64_t>(DecodeFixed64(p + 20));
   f.slot_tick = static_cast<int64_t>(DecodeFixed64(p + 28));
-  f.physical_offset = static_cast<int64_t>(DecodeFixed64(p + 36));
+  f.physical_offset = PhysicalOffset(static_cast<int64_t>(DecodeFixed64(p + 36)));
   f.ref = static_cast<int64_t>(DecodeFixed64(p + 44));
   f.msg_size = DecodeFixed32(p + 52);
   f.topic_hash = DecodeFixed32(p + 56);

@@ -17,6 +17,8 @@ pkgs=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsqlite3-dev libpq-dev
   libssl-dev openssl
+  # scripts/unit_sizes.sh (function lengths of the library code).
+  universal-ctags
   # The /metrics text format (prometheus-cpp core only); promtool, which the metrics and deploy
   # tests run, ships only in Debian's prometheus package (on a machine with systemd it also
   # enables a Prometheus server on :9090; `systemctl disable --now prometheus` if unwanted).

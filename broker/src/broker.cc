@@ -340,7 +340,7 @@ absl::Status Broker::OpenConsumerService() {
           if (replication_ != nullptr) replication_->OnGroupStateDispatch();
           return;
         }
-        consumers->OnDispatch(topic, queue_id, queue_offset.value());
+        consumers->OnDispatch(topic, queue_id, queue_offset);
       });
 
   return absl::OkStatus();

@@ -102,9 +102,9 @@ void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
     std::move(done)();
     return;
   }
-  int64_t end = 0;
+  PhysicalOffset end;
   absl::Status s = HandleSend(req.send(), resp->mutable_send(), /*wait_durable=*/false, &end);
-  if (!s.ok() || end <= 0) {
+  if (!s.ok() || end <= PhysicalOffset(0)) {
     if (!s.ok()) {
       resp->clear_body();
       wire::ToProto(s, resp->mutable_status());
@@ -130,7 +130,7 @@ void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
     return;
   }
   store_->commit_log()->WhenDurable(
-      PhysicalOffset(end), [this, end, answer = std::move(answer)](absl::Status st) mutable {
+      end, [this, end, answer = std::move(answer)](absl::Status st) mutable {
         if (!st.ok()) return answer(st);
         replication_->WhenReplicated(end, std::move(answer));
       });
@@ -138,9 +138,9 @@ void Broker::HandleNoWait(const proto::Request& req, proto::Response* resp,
 
 absl::Status Broker::HandleSendReplicated(const proto::SendRequest& req,
                                           proto::SendResponse* resp) {
-  int64_t end = 0;
+  PhysicalOffset end;
   TOKIMQ_RETURN_IF_ERROR(HandleSend(req, resp, /*wait_durable=*/true, &end));
-  if (!replication_->sync() || end <= 0) return absl::OkStatus();
+  if (!replication_->sync() || end <= PhysicalOffset(0)) return absl::OkStatus();
   std::promise<absl::Status> replicated;
   std::future<absl::Status> done = replicated.get_future();
   replication_->WhenReplicated(end, [&replicated](absl::Status s) { replicated.set_value(s); });
@@ -150,8 +150,8 @@ absl::Status Broker::HandleSendReplicated(const proto::SendRequest& req,
 }
 
 absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,
-                                bool wait_durable, int64_t* durable_end) {
-  if (durable_end != nullptr) *durable_end = 0;
+                                bool wait_durable, PhysicalOffset* durable_end) {
+  if (durable_end != nullptr) *durable_end = PhysicalOffset(0);
   if (req.entries().empty()) return absl::InvalidArgumentError("send request without messages");
   const int64_t now = clock_->NowMs();
   using Prepared = PreparedSend;
@@ -171,7 +171,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   // CommitLog write and one durability wait each (without wait_durable: one wait, the caller's,
   // for both). A storage error fails the request; entries of the other call may be stored
   // (see protocol.md).
-  int64_t end = 0;
+  PhysicalOffset end;
   std::vector<ScheduleItem> delayed;
   std::vector<int> delayed_index;
   std::vector<Message> immediate;
@@ -207,7 +207,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
     if (!scheduled.ok()) return note_no_space(scheduled.status());
     std::vector<ScheduleResult>& srs = *scheduled;
     for (size_t j = 0; j < srs.size() && j < delayed_index.size(); ++j) {
-      end = std::max(end, srs[j].put.physical_offset.value() + int64_t{srs[j].put.size});
+      end = std::max(end, srs[j].put.physical_offset + int64_t{srs[j].put.size});
       proto::SendResult* r = resp->mutable_results(delayed_index[j]);
       r->set_queue_offset(srs[j].put.queue_offset.value());
       r->set_recall_handle(std::move(srs[j].recall_handle));
@@ -220,7 +220,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
                                                      : store_->PutBatchNoWait(std::move(immediate));
     if (!put.ok()) return note_no_space(put.status());
     const std::vector<PutResult>& puts = *put;
-    end = std::max(end, DurableEnd(puts).value());
+    end = std::max(end, DurableEnd(puts));
     for (size_t j = 0; j < puts.size() && j < immediate_index.size(); ++j) {
       resp->mutable_results(immediate_index[j])->set_queue_offset(puts[j].queue_offset.value());
     }

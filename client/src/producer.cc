@@ -56,7 +56,7 @@ absl::StatusOr<std::vector<SendReceipt>> ToReceipts(absl::StatusOr<proto::Respon
     rc.message_id = r.message_id();
     rc.topic = r.topic();
     rc.queue_id = r.queue_id();
-    rc.queue_offset = r.queue_offset();
+    rc.queue_offset = QueueOffset(r.queue_offset());
     rc.recall_handle = r.recall_handle();
     rc.deliver_at_ms = r.deliver_at_ms();
     rc.delayed = r.delayed();

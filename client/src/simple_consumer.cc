@@ -34,7 +34,7 @@ absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::
     rm.message_id = std::move(*m.mutable_message_id());
     rm.topic = std::move(*m.mutable_topic());
     rm.queue_id = m.queue_id();
-    rm.queue_offset = m.queue_offset();
+    rm.queue_offset = QueueOffset(m.queue_offset());
     rm.body = std::move(*m.mutable_body());
     rm.key = std::move(*m.mutable_key());
     rm.tag = std::move(*m.mutable_tag());

@@ -65,8 +65,8 @@ class CommitLogImpl final : public CommitLog {
   absl::StatusOr<int64_t> SegmentStoreMs(PhysicalOffset physical_offset) const override;
   absl::Status Close() override;
   // commit_log_replica.cc
-  absl::StatusOr<ReplicaChunk> ReadChunk(int64_t from, size_t max_bytes) const override;
-  absl::StatusOr<int64_t> AppendChunk(const ReplicaChunk& chunk) override;
+  absl::StatusOr<ReplicaChunk> ReadChunk(PhysicalOffset from, size_t max_bytes) const override;
+  absl::StatusOr<PhysicalOffset> AppendChunk(const ReplicaChunk& chunk) override;
 
   // Reads `len` bytes at `physical_offset` (all inside one segment and below MaxOffset) into
   // `out`. Used by MessageStore to read runs of adjacent records with one pread.

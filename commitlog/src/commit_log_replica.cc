@@ -12,63 +12,64 @@
 
 namespace tokimq {
 
-absl::StatusOr<ReplicaChunk> CommitLog::ReadChunk(int64_t, size_t) const {
+absl::StatusOr<ReplicaChunk> CommitLog::ReadChunk(PhysicalOffset, size_t) const {
   return absl::UnimplementedError("this CommitLog does not replicate");
 }
 
-absl::StatusOr<int64_t> CommitLog::AppendChunk(const ReplicaChunk&) {
+absl::StatusOr<PhysicalOffset> CommitLog::AppendChunk(const ReplicaChunk&) {
   return absl::UnimplementedError("this CommitLog does not replicate");
 }
 
 namespace {
 
-int64_t SegmentEnd(int64_t offset, int64_t segment_size) {
-  return (offset / segment_size + 1) * segment_size;
+PhysicalOffset SegmentEnd(PhysicalOffset offset, int64_t segment_size) {
+  return PhysicalOffset((offset.value() / segment_size + 1) * segment_size);
 }
 
 // Where the next record after `offset` starts: the next segment's base when less than a blank
 // record of room is left in offset's segment (CommitLogImpl::RollLocked writes nothing there).
-int64_t NextRecordStart(int64_t offset, int64_t segment_size) {
-  const int64_t seg_end = SegmentEnd(offset, segment_size);
+PhysicalOffset NextRecordStart(PhysicalOffset offset, int64_t segment_size) {
+  const PhysicalOffset seg_end = SegmentEnd(offset, segment_size);
   return seg_end - offset < static_cast<int64_t>(record::kBlankSize) ? seg_end : offset;
 }
 
 // Checks every record of `chunk` (see CommitLog::AppendChunk) and returns the log end after
 // it: the chunk's end, or the segment's end after a blank record.
-absl::StatusOr<int64_t> CheckChunk(const ReplicaChunk& chunk, int64_t segment_size) {
+absl::StatusOr<PhysicalOffset> CheckChunk(const ReplicaChunk& chunk, int64_t segment_size) {
   const std::string_view bytes = chunk.bytes;
-  const int64_t seg_end = SegmentEnd(chunk.offset, segment_size);
+  const PhysicalOffset seg_end = SegmentEnd(chunk.offset, segment_size);
   if (chunk.offset + static_cast<int64_t>(bytes.size()) > seg_end) {
-    return absl::DataLossError(absl::StrCat("replica chunk at ", chunk.offset, " of ",
+    return absl::DataLossError(absl::StrCat("replica chunk at ", chunk.offset.value(), " of ",
                                             bytes.size(), " bytes crosses its segment end"));
   }
   size_t pos = 0;
   while (pos < bytes.size()) {
-    const int64_t at = chunk.offset + static_cast<int64_t>(pos);
+    const PhysicalOffset at = chunk.offset + static_cast<int64_t>(pos);
     if (bytes.size() - pos < record::kPrefixSize) {
-      return absl::DataLossError(absl::StrCat("replica chunk: torn record at ", at));
+      return absl::DataLossError(absl::StrCat("replica chunk: torn record at ", at.value()));
     }
     const record::Prefix pre = record::DecodePrefix(bytes.data() + pos);
     if (pre.magic == record::kBlankMagicV1) {
       if (!record::IsValidBlank(bytes.substr(pos, record::kBlankSize)) ||
           static_cast<int64_t>(pre.total_size) != seg_end - at ||
           pos + record::kBlankSize != bytes.size()) {
-        return absl::DataLossError(absl::StrCat("replica chunk: bad blank record at ", at));
+        return absl::DataLossError(absl::StrCat("replica chunk: bad blank record at ", at.value()));
       }
       return seg_end;
     }
     if (pre.total_size < record::kMinMessageSize || pre.total_size > bytes.size() - pos) {
       return absl::DataLossError(
-          absl::StrCat("replica chunk: bad record size ", pre.total_size, " at ", at));
+          absl::StrCat("replica chunk: bad record size ", pre.total_size, " at ", at.value()));
     }
     record::RecordView view;
     absl::Status s = record::DecodeView(bytes.substr(pos, pre.total_size), &view);
     if (!s.ok()) {
-      return absl::DataLossError(absl::StrCat("replica chunk: ", s.message(), " at ", at));
+      return absl::DataLossError(absl::StrCat("replica chunk: ", s.message(), " at ", at.value()));
     }
-    if (view.physical_offset.value() != at) {
-      return absl::DataLossError(absl::StrCat(
-          "replica chunk: record at ", at, " says it belongs at ", view.physical_offset.value()));
+    if (view.physical_offset != at) {
+      return absl::DataLossError(absl::StrCat("replica chunk: record at ", at.value(),
+                                              " says it belongs at ",
+                                              view.physical_offset.value()));
     }
     pos += pre.total_size;
   }
@@ -77,15 +78,16 @@ absl::StatusOr<int64_t> CheckChunk(const ReplicaChunk& chunk, int64_t segment_si
 
 }  // namespace
 
-absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_bytes) const {
-  const int64_t max = MaxOffset().value();
-  if (from < MinOffset().value()) {
-    return absl::NotFoundError(
-        absl::StrCat("offset ", from, " was deleted (log starts at ", MinOffset().value(), ")"));
+absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(PhysicalOffset from,
+                                                      size_t max_bytes) const {
+  const PhysicalOffset max = MaxOffset();
+  if (from < MinOffset()) {
+    return absl::NotFoundError(absl::StrCat("offset ", from.value(), " was deleted (log starts at ",
+                                            MinOffset().value(), ")"));
   }
   if (from > max) {
-    return absl::OutOfRangeError(
-        absl::StrCat("offset ", from, " is past the end of the log (", max, ")"));
+    return absl::OutOfRangeError(absl::StrCat("offset ", from.value(),
+                                              " is past the end of the log (", max.value(), ")"));
   }
   ReplicaChunk chunk;
   chunk.offset = NextRecordStart(from, segment_size());
@@ -93,7 +95,7 @@ absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_b
     chunk.offset = from;
     return chunk;
   }
-  const int64_t limit = std::min(max, SegmentEnd(chunk.offset, segment_size()));
+  const PhysicalOffset limit = std::min(max, SegmentEnd(chunk.offset, segment_size()));
   // Read at least a few KiB so that the first record's prefix is there even for a tiny
   // max_bytes; then cut to whole records, the first one sent whole even past max_bytes.
   std::string window;
@@ -102,11 +104,11 @@ absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_b
   {
     // The window may pass the end of the segment file: a blank record covers the rest of its
     // segment but is 12 bytes long, and nothing is written after it. A short read is fine.
-    TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(chunk.offset, 1));
+    TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg, SegmentForRange(chunk.offset.value(), 1));
     window.resize(want);
-    TOKIMQ_ASSIGN_OR_RETURN(size_t n, seg->file->PRead(static_cast<uint64_t>(chunk.offset -
-                                                                             seg->base),
-                                                       want, window.data()));
+    TOKIMQ_ASSIGN_OR_RETURN(
+        size_t n, seg->file->PRead(static_cast<uint64_t>(chunk.offset.value() - seg->base), want,
+                                   window.data()));
     window.resize(n);
   }
   size_t end = 0;
@@ -114,18 +116,20 @@ absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_b
     const record::Prefix pre = record::DecodePrefix(window.data() + end);
     const bool blank = pre.magic == record::kBlankMagicV1;
     if (!blank && pre.magic != record::kMessageMagicV1) {
-      return absl::DataLossError(absl::StrCat("no record starts at offset ", chunk.offset + end,
-                                              " in ", SegmentPathFor(chunk.offset)));
+      return absl::DataLossError(absl::StrCat("no record starts at offset ",
+                                              (chunk.offset + end).value(), " in ",
+                                              SegmentPathFor(chunk.offset.value())));
     }
     const size_t size = blank ? record::kBlankSize : pre.total_size;
     if (size < record::kPrefixSize) {
-      return absl::DataLossError(absl::StrCat("bad record size at offset ", chunk.offset + end,
-                                              " in ", SegmentPathFor(chunk.offset)));
+      return absl::DataLossError(absl::StrCat("bad record size at offset ",
+                                              (chunk.offset + end).value(), " in ",
+                                              SegmentPathFor(chunk.offset.value())));
     }
     if (end > 0 && end + size > max_bytes) break;
     if (end + size > window.size()) {
       if (end == 0 && chunk.offset + static_cast<int64_t>(size) <= limit) {
-        TOKIMQ_RETURN_IF_ERROR(ReadRaw(PhysicalOffset(chunk.offset), size, &window));
+        TOKIMQ_RETURN_IF_ERROR(ReadRaw(chunk.offset, size, &window));
         end = size;
       }
       break;
@@ -138,18 +142,19 @@ absl::StatusOr<ReplicaChunk> CommitLogImpl::ReadChunk(int64_t from, size_t max_b
   return chunk;
 }
 
-absl::StatusOr<int64_t> CommitLogImpl::AppendChunk(const ReplicaChunk& chunk) {
+absl::StatusOr<PhysicalOffset> CommitLogImpl::AppendChunk(const ReplicaChunk& chunk) {
   std::lock_guard<std::mutex> l(write_mu_);
   if (closed_) return absl::FailedPreconditionError("commit log is closed");
   if (has_failed_.load(std::memory_order_acquire)) return FailedStatus();
-  if (chunk.offset != write_pos_ && chunk.offset != NextRecordStart(write_pos_, segment_size())) {
+  const PhysicalOffset end(write_pos_);
+  if (chunk.offset != end && chunk.offset != NextRecordStart(end, segment_size())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "replica chunk starts at ", chunk.offset, " but this log ends at ", write_pos_));
+        "replica chunk starts at ", chunk.offset.value(), " but this log ends at ", write_pos_));
   }
-  TOKIMQ_ASSIGN_OR_RETURN(int64_t new_end, CheckChunk(chunk, segment_size()));
-  if (chunk.bytes.empty()) return write_pos_;
-  const int64_t base = chunk.offset - chunk.offset % segment_size();
-  auto seg = FindSegment(chunk.offset);
+  TOKIMQ_ASSIGN_OR_RETURN(PhysicalOffset new_end, CheckChunk(chunk, segment_size()));
+  if (chunk.bytes.empty()) return end;
+  const int64_t base = chunk.offset.value() - chunk.offset.value() % segment_size();
+  auto seg = FindSegment(chunk.offset.value());
   absl::Status s;
   if (seg == nullptr) {
     auto created = CreateSegment(base);
@@ -159,15 +164,19 @@ absl::StatusOr<int64_t> CommitLogImpl::AppendChunk(const ReplicaChunk& chunk) {
       s = created.status();
     }
   }
-  if (s.ok()) s = seg->file->PWrite(static_cast<uint64_t>(chunk.offset - base), chunk.bytes);
+  if (s.ok()) {
+    s = seg->file->PWrite(static_cast<uint64_t>(chunk.offset.value() - base), chunk.bytes);
+  }
   if (!s.ok()) return OnAppendFailedLocked(s, 1);
-  write_pos_ = new_end;
-  max_offset_.store(new_end, std::memory_order_release);
+  write_pos_ = new_end.value();
+  max_offset_.store(new_end.value(), std::memory_order_release);
   return new_end;
 }
 
 absl::StatusOr<int64_t> CommitLog::TruncateFiles(FileSystem* fs, const std::string& dir,
-                                                 int64_t segment_size, int64_t end) {
+                                                 int64_t segment_size,
+                                                 PhysicalOffset end_offset) {
+  const int64_t end = end_offset.value();
   if (end < 0 || segment_size <= 0) return absl::InvalidArgumentError("bad truncation point");
   if (!fs->Exists(dir)) return 0;
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));

@@ -86,7 +86,7 @@ class MessageStoreImpl final : public MessageStore {
   absl::StatusOr<std::vector<PutResult>> PutBatch(std::vector<Message> msgs) override;
   absl::StatusOr<std::vector<PutResult>> PutBatchNoWait(std::vector<Message> msgs) override;
 
-  absl::StatusOr<int64_t> AppendReplicated(const ReplicaChunk& chunk) override;
+  absl::StatusOr<PhysicalOffset> AppendReplicated(const ReplicaChunk& chunk) override;
   absl::StatusOr<Message> Read(PhysicalOffset physical_offset) const override {
     return log_->Read(physical_offset);
   }

@@ -81,9 +81,9 @@ absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(
   return redispatched;
 }
 
-absl::StatusOr<int64_t> MessageStoreImpl::AppendReplicated(const ReplicaChunk& chunk) {
+absl::StatusOr<PhysicalOffset> MessageStoreImpl::AppendReplicated(const ReplicaChunk& chunk) {
   std::vector<std::tuple<std::string, int32_t, QueueOffset>> touched;
-  int64_t end = 0;
+  PhysicalOffset end;
   {
     std::lock_guard<std::mutex> l(put_mu_);
     if (closed_) return absl::FailedPreconditionError("message store is closed");
@@ -91,9 +91,9 @@ absl::StatusOr<int64_t> MessageStoreImpl::AppendReplicated(const ReplicaChunk& c
     TOKIMQ_ASSIGN_OR_RETURN(end, log_->AppendChunk(chunk));
     // A chunk ending with a blank record moves the end to the next segment; nothing starts
     // after the blank.
-    int64_t records_end = chunk.offset + static_cast<int64_t>(chunk.bytes.size());
+    PhysicalOffset records_end = chunk.offset + static_cast<int64_t>(chunk.bytes.size());
     if (end != records_end) records_end -= static_cast<int64_t>(record::kBlankSize);
-    TOKIMQ_RETURN_IF_ERROR(Redispatch(start, records_end, &touched).status());
+    TOKIMQ_RETURN_IF_ERROR(Redispatch(start, records_end.value(), &touched).status());
   }
   if (listener_) {
     for (const auto& [topic, queue_id, queue_offset] : touched) listener_(topic, queue_id, queue_offset);

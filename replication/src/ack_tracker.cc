@@ -6,7 +6,7 @@
 
 namespace tokimq::replication {
 
-void AckTracker::WhenReplicated(int64_t end, int64_t timeout_ms, Done done) {
+void AckTracker::WhenReplicated(PhysicalOffset end, int64_t timeout_ms, Done done) {
   absl::Status answer;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -19,7 +19,7 @@ void AckTracker::WhenReplicated(int64_t end, int64_t timeout_ms, Done done) {
   std::move(done)(answer);
 }
 
-void AckTracker::OnFollowerAck(int64_t offset) {
+void AckTracker::OnFollowerAck(PhysicalOffset offset) {
   std::vector<Done> ready;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -43,14 +43,14 @@ void AckTracker::Fail(absl::Status error) {
   for (auto& d : failed) std::move(d)(error);
 }
 
-void AckTracker::Reset(int64_t acked) {
+void AckTracker::Reset(PhysicalOffset acked) {
   std::lock_guard<std::mutex> l(mu_);
   failed_ = absl::OkStatus();
   acked_ = acked;
 }
 
 int AckTracker::ExpireWaits() {
-  std::vector<std::pair<int64_t, Done>> expired;
+  std::vector<std::pair<PhysicalOffset, Done>> expired;
   {
     std::lock_guard<std::mutex> l(mu_);
     const int64_t now = clock_->NowMs();
@@ -65,12 +65,12 @@ int AckTracker::ExpireWaits() {
   }
   for (auto& [end, d] : expired) {
     std::move(d)(absl::UnavailableError(absl::StrCat(
-        "no follower acknowledged offset ", end, " in time (replication = sync)")));
+        "no follower acknowledged offset ", end.value(), " in time (replication = sync)")));
   }
   return static_cast<int>(expired.size());
 }
 
-int64_t AckTracker::acked_offset() const {
+PhysicalOffset AckTracker::acked_offset() const {
   std::lock_guard<std::mutex> l(mu_);
   return acked_;
 }

@@ -5,7 +5,7 @@
 
 namespace tokimq::replication {
 
-void FollowerLag::OnLeaderEnd(int64_t end) {
+void FollowerLag::OnLeaderEnd(PhysicalOffset end) {
   std::lock_guard<std::mutex> l(mu_);
   if (end <= end_) return;
   end_ = end;
@@ -13,7 +13,7 @@ void FollowerLag::OnLeaderEnd(int64_t end) {
   TrimLocked();
 }
 
-void FollowerLag::OnPull(const std::string& follower, int64_t acked) {
+void FollowerLag::OnPull(const std::string& follower, PhysicalOffset acked) {
   std::lock_guard<std::mutex> l(mu_);
   Follower& f = followers_[follower];
   f.acked = std::max(f.acked, acked);
@@ -25,11 +25,11 @@ void FollowerLag::Reset() {
   std::lock_guard<std::mutex> l(mu_);
   followers_.clear();
   samples_.clear();
-  end_ = 0;
+  end_ = PhysicalOffset(0);
 }
 
 void FollowerLag::TrimLocked() {
-  int64_t lowest = std::numeric_limits<int64_t>::max();
+  PhysicalOffset lowest(std::numeric_limits<int64_t>::max());
   for (const auto& [id, f] : followers_) lowest = std::min(lowest, f.acked);
   // A sample at or below every follower's end can no longer be the first byte one misses.
   while (samples_.size() > 1 && samples_.front().first <= lowest) samples_.pop_front();
@@ -50,7 +50,9 @@ std::vector<FollowerLag::Entry> FollowerLag::Snapshot() const {
       // The first sample whose end passed the follower's: its bytes are the oldest missing.
       auto it = std::upper_bound(
           samples_.begin(), samples_.end(), f.acked,
-          [](int64_t a, const std::pair<int64_t, int64_t>& s) { return a < s.first; });
+          [](PhysicalOffset a, const std::pair<PhysicalOffset, int64_t>& s) {
+            return a < s.first;
+          });
       if (it != samples_.end()) e.lag_ms = now - it->second;
     }
     out.push_back(std::move(e));

@@ -15,13 +15,13 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxEntries = 1u << 20;
 
 // The end of entry i of `e` in a log ending at `log_end`.
-int64_t EndOf(const std::vector<TermStart>& e, size_t i, int64_t log_end) {
+PhysicalOffset EndOf(const std::vector<TermStart>& e, size_t i, PhysicalOffset log_end) {
   return i + 1 < e.size() ? e[i + 1].start_offset : log_end;
 }
 
 }  // namespace
 
-absl::Status TermHistory::BeginTerm(int64_t term, int64_t log_end) {
+absl::Status TermHistory::BeginTerm(int64_t term, PhysicalOffset log_end) {
   while (!entries_.empty() && entries_.back().start_offset > log_end) entries_.pop_back();
   if (!entries_.empty()) {
     if (entries_.back().term == term) return absl::OkStatus();
@@ -34,8 +34,8 @@ absl::Status TermHistory::BeginTerm(int64_t term, int64_t log_end) {
   return absl::OkStatus();
 }
 
-int64_t TermHistory::ConsistentEnd(int64_t local_end, const TermHistory& leader,
-                                   int64_t leader_end) const {
+PhysicalOffset TermHistory::ConsistentEnd(PhysicalOffset local_end, const TermHistory& leader,
+                                          PhysicalOffset leader_end) const {
   if (entries_.empty()) return std::min(local_end, leader_end);
   const std::vector<TermStart>& theirs = leader.entries();
   for (size_t i = entries_.size(); i > 0; --i) {
@@ -45,7 +45,7 @@ int64_t TermHistory::ConsistentEnd(int64_t local_end, const TermHistory& leader,
     const size_t j = static_cast<size_t>(it - theirs.begin());
     return std::min({local_end, EndOf(entries_, i - 1, local_end), EndOf(theirs, j, leader_end)});
   }
-  return 0;
+  return PhysicalOffset(0);
 }
 
 std::string TermHistory::Encode() const {
@@ -55,7 +55,7 @@ std::string TermHistory::Encode() const {
   PutFixed32(&out, static_cast<uint32_t>(entries_.size()));
   for (const TermStart& e : entries_) {
     PutFixed64(&out, static_cast<uint64_t>(e.term));
-    PutFixed64(&out, static_cast<uint64_t>(e.start_offset));
+    PutFixed64(&out, static_cast<uint64_t>(e.start_offset.value()));
   }
   PutFixed32(&out, crc32c::Value(out));
   return out;
@@ -83,8 +83,8 @@ absl::StatusOr<TermHistory> TermHistory::Decode(std::string_view in) {
     uint64_t term = 0, start = 0;
     d.GetFixed64(&term);
     d.GetFixed64(&start);
-    entries[i] = {static_cast<int64_t>(term), static_cast<int64_t>(start)};
-    if (entries[i].term < 0 || entries[i].start_offset < 0 ||
+    entries[i] = {static_cast<int64_t>(term), PhysicalOffset(static_cast<int64_t>(start))};
+    if (entries[i].term < 0 || entries[i].start_offset < PhysicalOffset(0) ||
         (i > 0 && (entries[i].term <= entries[i - 1].term ||
                    entries[i].start_offset < entries[i - 1].start_offset))) {
       return absl::DataLossError(absl::StrCat("term history: entry ", i, " out of order"));

@@ -63,7 +63,7 @@ class CommitLogReplicaTest : public ::testing::Test {
   int CopyAll(CommitLog* leader, CommitLog* follower, size_t max_bytes) {
     int chunks = 0;
     while (follower->MaxOffset().value() < leader->MaxOffset().value()) {
-      auto chunk = leader->ReadChunk(follower->MaxOffset().value(), max_bytes);
+      auto chunk = leader->ReadChunk(follower->MaxOffset(), max_bytes);
       EXPECT_TRUE(chunk.ok()) << chunk.status();
       if (!chunk.ok()) return chunks;
       auto end = follower->AppendChunk(*chunk);
@@ -126,7 +126,7 @@ TEST_F(CommitLogReplicaTest, ChunkWithBadChecksumIsRefusedAndNothingWritten) {
   auto leader = OpenLog("leader");
   auto follower = OpenLog("follower");
   Fill(leader.get(), 5);
-  auto chunk = leader->ReadChunk(0, 100000);
+  auto chunk = leader->ReadChunk(PhysicalOffset(0), 100000);
   ASSERT_TRUE(chunk.ok());
   chunk->bytes[chunk->bytes.size() - 3] ^= 0x20;  // in the last record's body
   auto end = follower->AppendChunk(*chunk);
@@ -141,14 +141,14 @@ TEST_F(CommitLogReplicaTest, ChunkForAnotherOffsetIsRefused) {
   auto leader = OpenLog("leader");
   auto follower = OpenLog("follower");
   Fill(leader.get(), 5);
-  auto first = leader->ReadChunk(0, 1);  // exactly the first record
+  auto first = leader->ReadChunk(PhysicalOffset(0), 1);  // exactly the first record
   ASSERT_TRUE(first.ok());
-  auto second = leader->ReadChunk(static_cast<int64_t>(first->bytes.size()), 1);
+  auto second = leader->ReadChunk(PhysicalOffset(static_cast<int64_t>(first->bytes.size())), 1);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(follower->AppendChunk(*second).status().code(),
             absl::StatusCode::kFailedPrecondition);
   // A record moved to another position fails its offset check even with a good CRC.
-  ReplicaChunk moved{0, second->bytes};
+  ReplicaChunk moved{PhysicalOffset(0), second->bytes};
   EXPECT_EQ(follower->AppendChunk(moved).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(follower->MaxOffset().value(), 0);
 }
@@ -156,18 +156,18 @@ TEST_F(CommitLogReplicaTest, ChunkForAnotherOffsetIsRefused) {
 TEST_F(CommitLogReplicaTest, ReadChunkSendsWholeRecordsAndRefusesOffsetsPastTheEnd) {
   auto leader = OpenLog("leader");
   Fill(leader.get(), 3);
-  auto one = leader->ReadChunk(0, 1);
+  auto one = leader->ReadChunk(PhysicalOffset(0), 1);
   ASSERT_TRUE(one.ok());
   auto rec = leader->ReadNext(PhysicalOffset(0));
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(static_cast<int64_t>(one->bytes.size()), rec->second.value());  // one whole record
-  auto all = leader->ReadChunk(0, 1 << 20);
+  auto all = leader->ReadChunk(PhysicalOffset(0), 1 << 20);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(static_cast<int64_t>(all->bytes.size()), leader->MaxOffset().value());
-  auto none = leader->ReadChunk(leader->MaxOffset().value(), 1 << 20);
+  auto none = leader->ReadChunk(leader->MaxOffset(), 1 << 20);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->bytes.empty());
-  EXPECT_EQ(leader->ReadChunk(leader->MaxOffset().value() + 1, 100).status().code(),
+  EXPECT_EQ(leader->ReadChunk(leader->MaxOffset() + 1, 100).status().code(),
             absl::StatusCode::kOutOfRange);
 }
 
@@ -195,7 +195,7 @@ TEST_F(CommitLogReplicaTest, FollowerStoreRebuildsTheLeadersConsumeQueues) {
     ASSERT_TRUE(leader->Put(std::move(m)).ok());
   }
   while (follower->commit_log()->MaxOffset().value() < leader->commit_log()->MaxOffset().value()) {
-    auto chunk = leader->commit_log()->ReadChunk(follower->commit_log()->MaxOffset().value(), 500);
+    auto chunk = leader->commit_log()->ReadChunk(follower->commit_log()->MaxOffset(), 500);
     ASSERT_TRUE(chunk.ok());
     auto end = follower->AppendReplicated(*chunk);
     ASSERT_TRUE(end.ok()) << end.status();
@@ -222,7 +222,7 @@ TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundar
   o.commitlog.segment_size = 4096;
   o.commitlog.async_flush_interval_ms = 0;
   o.checkpoint_interval_ms = 0;
-  int64_t cut = 0;
+  PhysicalOffset cut;
   {
     auto store = MessageStore::Open(&fs_, &clock_, o);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -232,7 +232,7 @@ TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundar
       m.body = std::string(static_cast<size_t>(100 + i * 7), 'x');
       auto put = (*store)->Put(std::move(m));
       ASSERT_TRUE(put.ok());
-      if (i == 24) cut = put->physical_offset.value() + put->size;  // keep 25 messages
+      if (i == 24) cut = put->physical_offset + put->size;  // keep 25 messages
     }
     ASSERT_GT((*store)->commit_log()->MaxOffset().value(), 2 * 4096);  // the cut removes a segment too
     ASSERT_TRUE((*store)->Close().ok());
@@ -242,7 +242,7 @@ TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundar
   EXPECT_GT(*removed, 0);
   auto store = MessageStore::Open(&fs_, &clock_, o);
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ((*store)->commit_log()->MaxOffset().value(), cut);
+  EXPECT_EQ((*store)->commit_log()->MaxOffset(), cut);
   EXPECT_EQ((*store)->MaxQueueOffset("t", 0).value(), 25);
   Message m;
   m.topic = "t";
@@ -256,7 +256,7 @@ TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundar
   EXPECT_EQ((*read)[1].body, "after the cut");
   // Cutting at or past the end removes nothing.
   ASSERT_TRUE((*store)->Close().ok());
-  auto again = CommitLog::TruncateFiles(&fs_, o.dir + "/commitlog", 4096, 1 << 30);
+  auto again = CommitLog::TruncateFiles(&fs_, o.dir + "/commitlog", 4096, PhysicalOffset(1 << 30));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
 }

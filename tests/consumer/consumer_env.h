@@ -116,7 +116,7 @@ class ConsumerTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(s.ok()) << s.ToString();
     db_.reset(db);
     store()->SetDispatchListener([this](const std::string& t, int32_t q, QueueOffset o) {
-      if (ConsumerService* svc = svc_ptr_.load()) svc->OnDispatch(t, q, o.value());
+      if (ConsumerService* svc = svc_ptr_.load()) svc->OnDispatch(t, q, o);
     });
     ConsumerServiceDeps deps;
     deps.clock = &clock_;

@@ -251,7 +251,7 @@ void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* 
     for (const client::ReceivedMessage& m : *msgs) {
       std::string group, handle;
       (void)client::SplitBrokerHandle(m.receipt_handle, &group, &handle);
-      h->Received(m.body, group, m.queue_id, m.queue_offset, now);
+      h->Received(m.body, group, m.queue_id, m.queue_offset.value(), now);
       handles.push_back(m.receipt_handle);
     }
     if (!handles.empty()) (void)consumer.AckBatch(handles);  // old-leader handles may fail

@@ -143,7 +143,7 @@ TEST_F(BrokerIntegrationTest, SendReceiveRoundTripAndDoubleAckRefused) {
   client::SendReceipt sent = SendOk(m);
   EXPECT_FALSE(sent.message_id.empty());
   EXPECT_FALSE(sent.delayed);
-  EXPECT_EQ(sent.queue_offset, 0);
+  EXPECT_EQ(sent.queue_offset, QueueOffset(0));
 
   SimpleConsumer consumer(broker_->Options(), "billing");
   auto got = ReceiveWithin(consumer, "orders");
@@ -553,7 +553,7 @@ TEST_F(BrokerIntegrationTest, SyncAndAsyncCallsShareOneConnection) {
   std::set<int64_t> offsets;
   auto record = [&](const client::SendReceipt& r) {
     std::lock_guard<std::mutex> lock(offsets_mu);
-    return offsets.insert(r.queue_offset).second;
+    return offsets.insert(r.queue_offset.value()).second;
   };
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

@@ -136,7 +136,7 @@ TEST_F(RetentionTest, MessageDelayedBeyondRetentionIsStillDelivered) {
     auto first = reader.Receive("fill", o);
     ASSERT_TRUE(first.ok()) << first.status();
     ASSERT_EQ(first->size(), 1u) << BrokerLog();
-    EXPECT_GT((*first)[0].queue_offset, 50) << "old filler should be gone, around the "
+    EXPECT_GT((*first)[0].queue_offset, QueueOffset(50)) << "old filler should be gone, around the "
                                                "delayed message too (moved forward)";
     ASSERT_TRUE(reader.Ack((*first)[0].receipt_handle).ok());  // or it comes back as a retry
   }

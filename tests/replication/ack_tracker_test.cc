@@ -11,7 +11,7 @@ class AckTrackerTest : public ::testing::Test {
  protected:
   // Registers a wait whose answer lands in *out.
   void Wait(int64_t end, std::optional<absl::Status>* out, int64_t timeout_ms = 1000) {
-    tracker_.WhenReplicated(end, timeout_ms, [out](absl::Status s) { *out = s; });
+    tracker_.WhenReplicated(PhysicalOffset(end), timeout_ms, [out](absl::Status s) { *out = s; });
   }
   ManualClock clock_;
   AckTracker tracker_{&clock_};
@@ -23,20 +23,20 @@ TEST_F(AckTrackerTest, OneFollowerAckAnswersEveryWaitBelowIt) {
   Wait(200, &b);
   Wait(300, &c);
   EXPECT_EQ(tracker_.pending(), 3u);
-  tracker_.OnFollowerAck(250);
+  tracker_.OnFollowerAck(PhysicalOffset(250));
   ASSERT_TRUE(a.has_value() && b.has_value());
   EXPECT_TRUE(a->ok());
   EXPECT_TRUE(b->ok());
   EXPECT_FALSE(c.has_value());
-  tracker_.OnFollowerAck(200);  // older report: ignored
-  EXPECT_EQ(tracker_.acked_offset(), 250);
-  tracker_.OnFollowerAck(300);
+  tracker_.OnFollowerAck(PhysicalOffset(200));  // older report: ignored
+  EXPECT_EQ(tracker_.acked_offset(), PhysicalOffset(250));
+  tracker_.OnFollowerAck(PhysicalOffset(300));
   ASSERT_TRUE(c.has_value());
   EXPECT_TRUE(c->ok());
 }
 
 TEST_F(AckTrackerTest, WaitAlreadyCoveredIsAnsweredInline) {
-  tracker_.OnFollowerAck(500);
+  tracker_.OnFollowerAck(PhysicalOffset(500));
   std::optional<absl::Status> a;
   Wait(500, &a);
   ASSERT_TRUE(a.has_value());
@@ -62,14 +62,14 @@ TEST_F(AckTrackerTest, DeposedLeaderFailsPendingAndLaterWaitsUntilReset) {
   tracker_.Fail(absl::UnavailableError("deposed"));
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->code(), absl::StatusCode::kUnavailable);
-  tracker_.OnFollowerAck(1000);  // a late ack from the old term answers nothing
+  tracker_.OnFollowerAck(PhysicalOffset(1000));  // a late ack from the old term answers nothing
   Wait(50, &b);
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->code(), absl::StatusCode::kUnavailable);
-  tracker_.Reset(0);
+  tracker_.Reset(PhysicalOffset(0));
   Wait(50, &c);
   EXPECT_FALSE(c.has_value());
-  tracker_.OnFollowerAck(60);
+  tracker_.OnFollowerAck(PhysicalOffset(60));
   ASSERT_TRUE(c.has_value());
   EXPECT_TRUE(c->ok());
 }

@@ -10,47 +10,51 @@
 namespace tokimq::replication {
 namespace {
 
+PhysicalOffset P(int64_t offset) { return PhysicalOffset(offset); }
+
 TEST(TermHistoryTest, OldLeaderAheadOfTheNewLeaderCutsAtTheNewTermsStart) {
   // A led term 0 and wrote to 1000; B had copied 900 when A died, led term 1 from 900.
-  TermHistory a({{0, 0}});
-  TermHistory b({{0, 0}, {1, 900}});
-  EXPECT_EQ(a.ConsistentEnd(1000, b, 1500), 900);
+  TermHistory a({{0, P(0)}});
+  TermHistory b({{0, P(0)}, {1, P(900)}});
+  EXPECT_EQ(a.ConsistentEnd(P(1000), b, P(1500)), P(900));
   // A shorter than the new term's start: nothing to cut.
-  EXPECT_EQ(a.ConsistentEnd(800, b, 1500), 800);
+  EXPECT_EQ(a.ConsistentEnd(P(800), b, P(1500)), P(800));
 }
 
 TEST(TermHistoryTest, DivergedBytesBelowTheLeadersEndAreFound) {
   // A wrote 1000..1200 in term 0 that B never had; B's term 1 from 1000 reached 5000.
-  TermHistory a({{0, 0}});
-  TermHistory b({{0, 0}, {1, 1000}});
-  EXPECT_EQ(a.ConsistentEnd(1200, b, 5000), 1000);
+  TermHistory a({{0, P(0)}});
+  TermHistory b({{0, P(0)}, {1, P(1000)}});
+  EXPECT_EQ(a.ConsistentEnd(P(1200), b, P(5000)), P(1000));
 }
 
 TEST(TermHistoryTest, LastCommonTermDecidesAfterSeveralFailovers) {
-  TermHistory b({{0, 0}, {1, 900}});                // B led term 1 to 1600
-  TermHistory a({{0, 0}, {1, 900}, {2, 1500}});     // A followed to 1500, then led term 2
-  EXPECT_EQ(b.ConsistentEnd(1600, a, 3000), 1500);
-  EXPECT_EQ(a.ConsistentEnd(3000, a, 3000), 3000);  // the same history: everything agrees
+  TermHistory b({{0, P(0)}, {1, P(900)}});                // B led term 1 to 1600
+  TermHistory a({{0, P(0)}, {1, P(900)}, {2, P(1500)}});  // A followed to 1500, then led term 2
+  EXPECT_EQ(b.ConsistentEnd(P(1600), a, P(3000)), P(1500));
+  // The same history: everything agrees.
+  EXPECT_EQ(a.ConsistentEnd(P(3000), a, P(3000)), P(3000));
   // No common entry at all: nothing is known to agree.
-  TermHistory other({{7, 0}});
-  EXPECT_EQ(other.ConsistentEnd(500, a, 3000), 0);
+  TermHistory other({{7, P(0)}});
+  EXPECT_EQ(other.ConsistentEnd(P(500), a, P(3000)), P(0));
   // No history (a log from before history files): only the lengths compare.
-  EXPECT_EQ(TermHistory().ConsistentEnd(500, a, 300), 300);
-  EXPECT_EQ(TermHistory().ConsistentEnd(200, a, 300), 200);
+  EXPECT_EQ(TermHistory().ConsistentEnd(P(500), a, P(300)), P(300));
+  EXPECT_EQ(TermHistory().ConsistentEnd(P(200), a, P(300)), P(200));
 }
 
 TEST(TermHistoryTest, BeginTermDropsEntriesPastTheLogAndRefusesOlderTerms) {
-  TermHistory h({{0, 0}, {1, 900}, {3, 2000}});  // taken from a leader; this log ends at 1200
-  ASSERT_TRUE(h.BeginTerm(4, 1200).ok());
-  EXPECT_EQ(h.entries(), (std::vector<TermStart>{{0, 0}, {1, 900}, {4, 1200}}));
-  ASSERT_TRUE(h.BeginTerm(4, 1500).ok());  // restart in the same term: unchanged
-  EXPECT_EQ(h.entries().back(), (TermStart{4, 1200}));
-  EXPECT_EQ(h.BeginTerm(2, 1500).code(), absl::StatusCode::kFailedPrecondition);
+  // Taken from a leader; this log ends at 1200.
+  TermHistory h({{0, P(0)}, {1, P(900)}, {3, P(2000)}});
+  ASSERT_TRUE(h.BeginTerm(4, P(1200)).ok());
+  EXPECT_EQ(h.entries(), (std::vector<TermStart>{{0, P(0)}, {1, P(900)}, {4, P(1200)}}));
+  ASSERT_TRUE(h.BeginTerm(4, P(1500)).ok());  // restart in the same term: unchanged
+  EXPECT_EQ(h.entries().back(), (TermStart{4, P(1200)}));
+  EXPECT_EQ(h.BeginTerm(2, P(1500)).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(h.LastTerm(), 4);
 }
 
 TEST(TermHistoryTest, EncodingMatchesTheDocumentedExampleAndRoundTrips) {
-  TermHistory h({{0, 0}, {1, 900}});
+  TermHistory h({{0, P(0)}, {1, P(900)}});
   std::string bytes = h.Encode();
   // docs/formats/term-history.md: magic, version, count, entries, CRC32C over all before it.
   ASSERT_EQ(bytes.size(), 12u + 2 * 16 + 4);
@@ -67,7 +71,7 @@ TEST(TermHistoryTest, EncodingMatchesTheDocumentedExampleAndRoundTrips) {
 }
 
 TEST(TermHistoryTest, CorruptFilesAreRefused) {
-  const std::string good = TermHistory({{0, 0}, {1, 900}}).Encode();
+  const std::string good = TermHistory({{0, P(0)}, {1, P(900)}}).Encode();
   std::string bad_crc = good;
   bad_crc[20] ^= 1;
   EXPECT_EQ(TermHistory::Decode(bad_crc).status().code(), absl::StatusCode::kDataLoss);
@@ -79,7 +83,7 @@ TEST(TermHistoryTest, CorruptFilesAreRefused) {
   bad_len[8] = 3;
   EXPECT_EQ(TermHistory::Decode(bad_len).status().code(), absl::StatusCode::kDataLoss);
   // Out of order (term 1 before term 0), with a valid CRC.
-  std::string unordered = TermHistory({{1, 0}, {0, 900}}).Encode();
+  std::string unordered = TermHistory({{1, P(0)}, {0, P(900)}}).Encode();
   EXPECT_EQ(TermHistory::Decode(unordered).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -90,7 +94,7 @@ TEST(TermHistoryTest, StoreAndLoadThroughTheFileSystem) {
   auto empty = LoadTermHistory(fs, path);
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
-  TermHistory h({{0, 0}, {2, 4096}});
+  TermHistory h({{0, P(0)}, {2, P(4096)}});
   ASSERT_TRUE(StoreTermHistory(fs, path, h).ok());
   auto loaded = LoadTermHistory(fs, path);
   ASSERT_TRUE(loaded.ok()) << loaded.status();

@@ -51,7 +51,7 @@ ScheduledUnit Unit(uint32_t roll_count) {
   su.pos = TimerLogPosition(7 * 72);
   su.unit.write_ms = 1'700'000'000'001;
   su.unit.deliver_ms = kDeliverMs;
-  su.unit.physical_offset = 123'456'789;
+  su.unit.physical_offset = PhysicalOffset(123'456'789);
   su.unit.roll_count = roll_count;
   return su;
 }

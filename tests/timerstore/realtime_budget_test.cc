@@ -11,7 +11,9 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "common/clock.h"
 #include "timer_env.h"
 
 namespace tokimq {
@@ -60,6 +62,41 @@ TEST(RealtimeBudgetTest, ABusyThreadIsRealtimeForAtMostTheBudgetPerWindow) {
   EXPECT_EQ(allowed, 10 * 21);  // t = window start + 0..20 ms
 }
 
+TEST(RealtimeBudgetTest, ATimeBeforeTheWindowStartOpensANewWindow) {
+  // The Clock is wall time: set back, it must not keep a spent window shut until it catches up.
+  RealtimeBudget b(kWindow, kBudget);
+  ASSERT_TRUE(b.Allowed(1'000'000, 0));
+  ASSERT_FALSE(b.Allowed(1'050'000, kBudget + 1));
+  EXPECT_TRUE(b.Allowed(900'000, kBudget + 1));
+}
+
+// The window is measured on the Clock the thread is given: on a ManualClock it rolls over after
+// 100 ms of manual time, however little real time passed (and not before).
+TEST(RealtimeThreadTest, TheWindowRollsOverAfter100MsOfTheGivenClock) {
+  ManualClock clock;
+  RealtimeThread rt(1, &clock);
+  int64_t cpu_us = 0;
+  std::vector<bool> switches;
+  rt.TEST_cpu_us = [&cpu_us] { return cpu_us; };
+  rt.TEST_set_policy = [&switches](bool realtime) {
+    switches.push_back(realtime);
+    return 0;
+  };
+  rt.Update();
+  EXPECT_TRUE(rt.realtime());  // the first window opens
+  cpu_us += RealtimeThread::kCpuBudgetUs + 1;  // the 20 ms budget spent
+  clock.AdvanceMs(10);
+  rt.Update();
+  EXPECT_FALSE(rt.realtime());
+  clock.AdvanceMs(89);  // 99 ms into the window
+  rt.Update();
+  EXPECT_FALSE(rt.realtime());
+  clock.AdvanceMs(1);  // 100 ms: a new window, the CPU counted from its start
+  rt.Update();
+  EXPECT_TRUE(rt.realtime());
+  EXPECT_EQ(switches, (std::vector<bool>{true, false, true}));
+}
+
 bool CanUseFifo() {
   sched_param p{};
   p.sched_priority = 1;
@@ -70,7 +107,7 @@ bool CanUseFifo() {
 }
 
 TEST(RealtimeThreadTest, PriorityZeroNeverSwitches) {
-  RealtimeThread rt(0);
+  RealtimeThread rt(0, SystemClock::Default());
   rt.Update();
   EXPECT_FALSE(rt.realtime());
   EXPECT_EQ(::sched_getscheduler(0), SCHED_OTHER);
@@ -79,7 +116,7 @@ TEST(RealtimeThreadTest, PriorityZeroNeverSwitches) {
 TEST(RealtimeThreadTest, SwitchesToFifoAndBackWhenTheBudgetIsSpent) {
   if (!CanUseFifo()) GTEST_SKIP() << "no CAP_SYS_NICE / RLIMIT_RTPRIO here";
   // A 1 s window with a 1 ms budget: the loop below spends it (CPU, not sleeping).
-  RealtimeThread rt(1, 1'000'000, 1000);
+  RealtimeThread rt(1, SystemClock::Default(), 1'000'000, 1000);
   rt.Update();
   EXPECT_TRUE(rt.realtime());
   EXPECT_EQ(::sched_getscheduler(0), SCHED_FIFO);

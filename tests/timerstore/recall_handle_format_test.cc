@@ -16,10 +16,10 @@ constexpr char kDocHandle[] = "0100100000000000006052e6cf8b010000369e9f83d3fdb05
 TEST(RecallHandleFormat, MatchesTheWorkedExampleOfTheFormatDoc) {
   const uint32_t id_crc = crc32c::Value(std::string_view("0190a3e2b5c001a2b3c400000007"));
   EXPECT_EQ(id_crc, 0x839f9e36u);
-  EXPECT_EQ((RecallHandle{4096, 1'700'000'060'000, id_crc}.Encode()), kDocHandle);
+  EXPECT_EQ((RecallHandle{PhysicalOffset(4096), 1'700'000'060'000, id_crc}.Encode()), kDocHandle);
   auto d = RecallHandle::Decode(kDocHandle);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->physical_offset, 4096);
+  EXPECT_EQ(d->physical_offset, PhysicalOffset(4096));
   EXPECT_EQ(d->deliver_ms, 1'700'000'060'000);
   EXPECT_EQ(d->id_crc, 0x839f9e36u);
 }

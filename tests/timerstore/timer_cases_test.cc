@@ -129,7 +129,8 @@ TEST_P(TimerCasesTest, RecallingHalfDeliversTheOtherHalfAndRefusesUnknownRepeate
   EXPECT_EQ(env.ts().Recall(handles[0]).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(env.ts().Recall(handles[0]).message().find("already recalled"), std::string::npos);
   for (int i = 0; i < 100; ++i) {
-    RecallHandle fake{1'000'000 + i * 13, now + 5000, 0x1234u + static_cast<uint32_t>(i)};
+    RecallHandle fake{PhysicalOffset(1'000'000 + i * 13), now + 5000,
+                      0x1234u + static_cast<uint32_t>(i)};
     EXPECT_EQ(env.ts().Recall(fake.Encode()).code(), absl::StatusCode::kNotFound);
   }
   EXPECT_EQ(env.ts().Recall("not a handle").code(), absl::StatusCode::kInvalidArgument);

@@ -80,7 +80,7 @@ class TimerLogDiskFullTest : public ::testing::Test {
   static TimerUnit Unit(int i) {
     TimerUnit u;
     u.deliver_ms = 1000 + i;
-    u.physical_offset = i;
+    u.physical_offset = PhysicalOffset(i);
     u.slot_tick = i / 10;
     return u;
   }
@@ -90,7 +90,7 @@ class TimerLogDiskFullTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       auto u = log.Read(TimerLogPosition(i * kTimerUnitSize));
       ASSERT_TRUE(u.ok()) << i << ": " << u.status();
-      ASSERT_EQ(u->physical_offset, i);
+      ASSERT_EQ(u->physical_offset, PhysicalOffset(i));
     }
   }
 

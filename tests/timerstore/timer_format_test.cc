@@ -30,7 +30,7 @@ TimerUnit MakeUnit(int64_t i) {
   u.write_ms = 1'700'000'000'000 + i;
   u.deliver_ms = 1'700'000'100'000 + i * 7;
   u.slot_tick = 1'700'000'100 + i;
-  u.physical_offset = 4096 * i;
+  u.physical_offset = PhysicalOffset(4096 * i);
   u.ref = -1;
   u.msg_size = 180;
   u.topic_hash = 0xDEADBEEF;
@@ -286,12 +286,12 @@ TEST(TimerCheckpointTest, RoundTripsAndRejectsCorruption) {
   c.read_tick = 17'000'000'123;
   c.timerlog_flush_pos = Pos(7200);
   c.timerlog_scan_from = Pos(7128);
-  c.enqueue_queue_offset = 99;
-  c.last_enqueued_phys = 123456;
-  c.commitlog_scan_from = 4096;
+  c.enqueue_queue_offset = QueueOffset(99);
+  c.last_enqueued_physical_offset = PhysicalOffset(123456);
+  c.commitlog_scan_from = PhysicalOffset(4096);
   c.pending = 42;
   c.pins = {{0, 3}, {5, 39}};
-  c.recalled = {{800, 1'700'000'000'500}};
+  c.recalled = {{PhysicalOffset(800), 1'700'000'000'500}};
   std::string enc = c.Encode();
   auto d = TimerCheckpointData::Decode(enc);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -316,13 +316,13 @@ TEST(TimerCheckpointTest, RoundTripsAndRejectsCorruption) {
   ASSERT_TRUE(StoreTimerCheckpoint(FileSystem::Default(), tmp.Join("ck"), c).ok());
   auto loaded = LoadTimerCheckpoint(FileSystem::Default(), tmp.Join("ck"));
   ASSERT_TRUE(loaded.ok());
-  EXPECT_EQ(loaded->enqueue_queue_offset, 99);
+  EXPECT_EQ(loaded->enqueue_queue_offset, QueueOffset(99));
   EXPECT_EQ(LoadTimerCheckpoint(FileSystem::Default(), tmp.Join("nope")).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 TEST(RecallHandleTest, PrintableRoundTripAndErrors) {
-  RecallHandle h{123456789, 1'700'000'123'456, 0xABCDEF01};
+  RecallHandle h{PhysicalOffset(123456789), 1'700'000'123'456, 0xABCDEF01};
   std::string s = h.Encode();
   EXPECT_EQ(s.size(), 50u);
   EXPECT_EQ(s.find_first_not_of("0123456789abcdef"), std::string::npos);
@@ -343,14 +343,14 @@ TEST(FineSchedulerTest, ReleasesInDeliverOrderNeverEarly) {
     ScheduledUnit su;
     su.pos = Pos(i * 72);
     su.unit.deliver_ms = 1000 + (9 - i);
-    su.unit.physical_offset = i;
+    su.unit.physical_offset = PhysicalOffset(i);
     f.Add(su);
   }
   std::vector<ScheduledUnit> out;
   EXPECT_EQ(f.PopDue(999, 100, &out), 0u);
   EXPECT_EQ(f.NextDueMs(), 1000);
   EXPECT_EQ(f.PopDue(1004, 100, &out), 5u);
-  EXPECT_TRUE(f.Remove(0));  // deliver 1009
+  EXPECT_TRUE(f.Remove(PhysicalOffset(0)));  // deliver 1009
   EXPECT_EQ(f.PopDue(2000, 100, &out), 4u);
   ASSERT_EQ(out.size(), 9u);
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].unit.deliver_ms, 1000 + int64_t(i));
@@ -364,7 +364,7 @@ TEST(FineSchedulerTest, RunsMergeWithSingleUnitsInOrder) {
     ScheduledUnit su;
     su.pos = Pos(pos);
     su.unit.deliver_ms = deliver;
-    su.unit.physical_offset = pos * 10;
+    su.unit.physical_offset = PhysicalOffset(pos * 10);
     return su;
   };
   FineScheduler f;
@@ -378,8 +378,8 @@ TEST(FineSchedulerTest, RunsMergeWithSingleUnitsInOrder) {
   f.Add(unit(6, 1002));
   EXPECT_EQ(f.size(), 9u);
   EXPECT_EQ(f.NextDueMs(), 999);
-  EXPECT_TRUE(f.Remove(80));  // pos 8 (deliver 1003), from run B
-  EXPECT_FALSE(f.Remove(80));
+  EXPECT_TRUE(f.Remove(PhysicalOffset(80)));  // pos 8 (deliver 1003), from run B
+  EXPECT_FALSE(f.Remove(PhysicalOffset(80)));
   EXPECT_EQ(f.size(), 8u);
   std::vector<ScheduledUnit> out;
   EXPECT_EQ(f.PopDue(998, 100, &out), 0u);

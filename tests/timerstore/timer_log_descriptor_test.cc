@@ -14,7 +14,7 @@ namespace {
 TimerUnit Unit(int i) {
   TimerUnit u;
   u.deliver_ms = 1000 + i;
-  u.physical_offset = 100 * i;
+  u.physical_offset = PhysicalOffset(100 * i);
   u.msg_size = 100;
   return u;
 }
@@ -40,14 +40,14 @@ TEST(TimerLogDescriptorTest, FlushedSegmentsAreReadWithoutDescriptors) {
     for (int i = 0; i < 80; ++i) {
       auto u = (*log)->Read(pos[i]);
       ASSERT_TRUE(u.ok()) << u.status();
-      EXPECT_EQ(u->physical_offset, 100 * i);
+      EXPECT_EQ(u->physical_offset, PhysicalOffset(100 * i));
     }
   }
   auto log = TimerLog::Open(FileSystem::Default(), dir, 4 * kTimerUnitSize);  // recovery reads all
   ASSERT_TRUE(log.ok()) << log.status();
   auto u = (*log)->Read(pos[5]);
   ASSERT_TRUE(u.ok()) << u.status();
-  EXPECT_EQ(u->physical_offset, 500);
+  EXPECT_EQ(u->physical_offset, PhysicalOffset(500));
 }
 
 }  // namespace

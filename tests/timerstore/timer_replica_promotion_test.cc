@@ -22,7 +22,7 @@ class TimerReplicaPromotionTest : public ::testing::Test {
   void Replicate() {
     CommitLog* from = leader_.ms().commit_log();
     while (follower_.ms().commit_log()->MaxOffset() < from->MaxOffset()) {
-      auto chunk = from->ReadChunk(follower_.ms().commit_log()->MaxOffset().value(), 4096);
+      auto chunk = from->ReadChunk(follower_.ms().commit_log()->MaxOffset(), 4096);
       ASSERT_TRUE(chunk.ok()) << chunk.status();
       auto end = follower_.ms().AppendReplicated(*chunk);
       ASSERT_TRUE(end.ok()) << end.status();

@@ -300,10 +300,10 @@ TEST_F(TimerRetentionMoveTest, RollAndMoveTogether) {
 // docs/formats/timermoves.md: the worked example, and the corruption list.
 TEST(MoveStateFormat, WorkedExampleRoundTrips) {
   MoveState st;
-  st.frontier = 8 << 20;
+  st.frontier = PhysicalOffset(8 << 20);
   st.started_epoch = 3;
   st.committed_epoch = 2;
-  st.abandoned.push_back({3, 9 << 20});
+  st.abandoned.push_back({3, PhysicalOffset(9 << 20)});
   const std::string bytes = st.Encode();
   const unsigned char expected[] = {
       0x54, 0x4b, 0x4d, 0x56, 0x01, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,
@@ -313,11 +313,11 @@ TEST(MoveStateFormat, WorkedExampleRoundTrips) {
   ASSERT_EQ(bytes, std::string(reinterpret_cast<const char*>(expected), sizeof(expected)));
   auto back = MoveState::Decode(bytes);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->frontier, 8 << 20);
+  EXPECT_EQ(back->frontier, PhysicalOffset(8 << 20));
   EXPECT_EQ(back->started_epoch, 3u);
   EXPECT_EQ(back->committed_epoch, 2u);
   ASSERT_EQ(back->abandoned.size(), 1u);
-  EXPECT_EQ(back->abandoned[0].copies_end, 9 << 20);
+  EXPECT_EQ(back->abandoned[0].copies_end, PhysicalOffset(9 << 20));
   EXPECT_TRUE(back->Committed(2));
   EXPECT_FALSE(back->Committed(3));  // abandoned
   EXPECT_FALSE(back->Committed(4));  // never committed
@@ -326,7 +326,7 @@ TEST(MoveStateFormat, WorkedExampleRoundTrips) {
 
 TEST(MoveStateFormat, CorruptionIsDataLoss) {
   MoveState st;
-  st.frontier = 123;
+  st.frontier = PhysicalOffset(123);
   st.started_epoch = st.committed_epoch = 1;
   const std::string good = st.Encode();
   for (size_t cut = 0; cut < good.size(); ++cut) {

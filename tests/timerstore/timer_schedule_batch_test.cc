@@ -121,7 +121,7 @@ TEST_F(TimerScheduleBatchTest, RecallHandlesWorkPerItem) {
   ASSERT_TRUE(r.ok()) << r.status();
   auto h = RecallHandle::Decode((*r)[1].recall_handle);
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->physical_offset, (*r)[1].put.physical_offset.value());
+  EXPECT_EQ(h->physical_offset, (*r)[1].put.physical_offset);
   EXPECT_EQ(h->deliver_ms, now + 300);
   EXPECT_TRUE(env_.ts().Recall((*r)[1].recall_handle).ok());
   EXPECT_EQ(env_.ts().Recall((*r)[1].recall_handle).code(),

@@ -21,14 +21,14 @@ absl::Status TimerStoreImpl::Checkpoint() {
     c.read_tick = ReadTickLocked();
     c.timerlog_flush_pos = timerlog_->WritePos();
     c.enqueue_queue_offset = enqueue_offset_;
-    c.last_enqueued_phys = last_enqueued_phys_;
+    c.last_enqueued_physical_offset = last_enqueued_physical_offset_;
     c.pending = metrics_.pending.Value();
     for (const auto& [tick, t] : inflight_) c.pending += t.done_pending;
     // Where the next recovery scans for moves already done (delivered copies in the CommitLog,
     // roll continuations in the TimerLog): from the earliest start of any tick in flight (a
     // tick re-opened by a late link can start after a later tick's puts), and not past what
     // this store's own recovery still relies on (its dedup window, see dedup_until_tick_).
-    c.commitlog_scan_from = store_->commit_log()->MaxOffset().value();
+    c.commitlog_scan_from = store_->commit_log()->MaxOffset();
     c.timerlog_scan_from = c.timerlog_flush_pos;
     for (const auto& [tick, t] : inflight_) {
       c.commitlog_scan_from = std::min(c.commitlog_scan_from, t.commitlog_start);

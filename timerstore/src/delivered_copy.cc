@@ -72,7 +72,7 @@ std::optional<Message> DeliveredCopy(const record::RecordView& rec, const Schedu
   Message& m = *out;
   if (!CopyHeader(rec, su, &m)) return std::nullopt;
   const Decimal enqueue_ms(su.unit.write_ms), dequeue_ms(now), unit_pos(su.pos.value()),
-      source_offset(su.unit.physical_offset), roll_count(su.unit.roll_count);
+      source_offset(su.unit.physical_offset.value()), roll_count(su.unit.roll_count);
   record::PropertyEdit edits[7];
   size_t n = 0;
   edits[n++] = {kEditRealQueueId, std::nullopt};
@@ -112,7 +112,7 @@ std::optional<Message> DeliveredCopyByMap(const record::RecordView& rec, const S
   m.properties.insert_or_assign(timer_keys::DequeueMs(), std::to_string(now));
   m.properties.insert_or_assign(timer_keys::UnitPos(), std::to_string(su.pos.value()));
   m.properties.insert_or_assign(timer_keys::SourceOffset(),
-                                std::to_string(su.unit.physical_offset));
+                                std::to_string(su.unit.physical_offset.value()));
   if (set_roll) {
     m.properties.insert_or_assign(timer_keys::RollCount(), std::to_string(su.unit.roll_count));
   }

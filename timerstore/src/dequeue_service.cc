@@ -73,12 +73,12 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
   // properties as record bytes (DeliveredCopy: no map built, PutBatch copies them verbatim).
   std::vector<ReadRequest> reqs;
   reqs.reserve(units.size());
-  for (const ScheduledUnit& su : units) reqs.push_back({PhysicalOffset(su.unit.physical_offset), su.unit.msg_size});
+  for (const ScheduledUnit& su : units) reqs.push_back({su.unit.physical_offset, su.unit.msg_size});
   std::vector<std::optional<Message>> copies(units.size());
   std::vector<std::string> poison(units.size());
   std::vector<absl::Status> errors(units.size());
   std::vector<uint64_t> epochs(units.size(), 0);
-  std::vector<int64_t> origins(units.size(), -1);
+  std::vector<PhysicalOffset> origins(units.size(), PhysicalOffset::kNone());
   store_->VisitMany(reqs, [&](size_t i, const absl::StatusOr<record::RecordView>& read) {
     if (!read.ok()) {
       errors[i] = read.status();
@@ -91,7 +91,9 @@ std::vector<TimerStoreImpl::LoadedCopy> TimerStoreImpl::LoadCopies(
       if (read->FindProperty(kTimerMoveEpoch, &v) && ParseInt64(v, &x)) {
         epochs[i] = static_cast<uint64_t>(x);
       }
-      if (read->FindProperty(kTimerOriginOffset, &v) && ParseInt64(v, &x)) origins[i] = x;
+      if (read->FindProperty(kTimerOriginOffset, &v) && ParseInt64(v, &x)) {
+        origins[i] = PhysicalOffset(x);
+      }
     }
     copies[i] = DeliveredCopy(*read, su, now);
     if (!copies[i]) {

@@ -123,7 +123,7 @@ absl::Status TimerStoreImpl::ContinueRollsLocked(
 void TimerStoreImpl::HandOverRunLocked(int64_t tick, std::vector<ScheduledUnit> run) {
   // The sets are empty in steady state (they fill after recovery or with recalls).
   const bool check = !handed_early_.empty() || !recalled_.empty() || !delivered_phys_.empty() ||
-                     moves_.frontier > 0;
+                     moves_.frontier > PhysicalOffset(0);
   InflightTick& inflight = InflightLocked(tick);  // a map entry: stays put while counted
   size_t kept = 0;
   for (size_t i = 0; i < run.size(); ++i) {

@@ -48,7 +48,7 @@ TimerFields TimerFieldsOf(const record::RecordView& v) {
 }  // namespace
 
 absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
-  int64_t from;
+  QueueOffset from;
   size_t room;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -56,7 +56,7 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
     from = enqueue_read_offset_;
   }
   if (room == 0) return 0;  // back-pressure: enqueue put is behind
-  int64_t max = store_->MaxQueueOffset(kTimerTopic, 0).value();
+  const QueueOffset max = store_->MaxQueueOffset(kTimerTopic, 0);
   if (from >= max) return 0;
   // Only a few fields of each record are needed: visit record views instead of decoding
   // Messages (no per-message allocation besides the queue slot).
@@ -64,17 +64,17 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueueGetStep() {
   items.reserve(std::min<size_t>(room, 1024));
   TOKIMQ_RETURN_IF_ERROR(
       store_
-          ->VisitQueue(kTimerTopic, 0, QueueOffset(from), static_cast<int>(std::min<size_t>(room, 1024)),
+          ->VisitQueue(kTimerTopic, 0, from, static_cast<int>(std::min<size_t>(room, 1024)),
                        [&items](const record::RecordView& v) {
                          const TimerFields f = TimerFieldsOf(v);
                          EnqueueItem it;
-                         it.physical_offset = v.physical_offset.value();
-                         it.queue_offset = v.queue_offset.value();
+                         it.physical_offset = v.physical_offset;
+                         it.queue_offset = v.queue_offset;
                          it.size = v.size;
                          it.has_deliver = f.has_deliver;
                          it.is_delete = f.is_delete;
                          it.deliver_ms = f.deliver_ms;
-                         it.delete_of = f.delete_of;
+                         it.delete_of = PhysicalOffset(f.delete_of);
                          it.topic_hash = f.topic_hash;
                          it.is_copy = f.is_copy;
                          items.push_back(it);
@@ -101,14 +101,15 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
   while (!enqueue_queue_.empty() && n < 1024) {
     const EnqueueItem& m = enqueue_queue_.front();
     const int64_t deliver = m.deliver_ms;
-    const int64_t target = m.delete_of;
-    bool duplicate = m.physical_offset <= last_enqueued_phys_;  // already in the TimerLog
+    const PhysicalOffset target = m.delete_of;
+    // Already in the TimerLog?
+    const bool duplicate = m.physical_offset <= last_enqueued_physical_offset_;
     if (duplicate) {
       // Recovery re-reads from the checkpointed queue offset; the TimerLog tail has these.
     } else if (!m.is_delete && m.physical_offset < moves_.frontier) {
       // Below the move frontier: moved by retention (the mover commits only after every
       // record below it is in a durable TimerLog, so this is a re-read after a crash).
-      last_enqueued_phys_ = m.physical_offset;
+      last_enqueued_physical_offset_ = m.physical_offset;
     } else if (!m.has_deliver) {
       TOKIMQ_LOG_WARN("timerstore: timer-topic record at {} has no deliver time; skipped",
                       m.physical_offset);
@@ -119,12 +120,12 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
       u.deliver_ms = deliver;
       u.slot_tick = -1;
       u.physical_offset = m.physical_offset;
-      u.ref = target;
+      u.ref = target.value();
       TOKIMQ_RETURN_IF_ERROR(timerlog_->Append(u).status());
       recalled_[target] = deliver;
       metrics_.pending.Sub(1);
       pending_by_delay_.Sub(TickOf(deliver));
-      last_enqueued_phys_ = m.physical_offset;
+      last_enqueued_physical_offset_ = m.physical_offset;
     } else {
       TimerUnit u;
       u.flags = m.is_copy ? kUnitMovedCopy : kUnitNormal;
@@ -137,8 +138,8 @@ absl::StatusOr<size_t> TimerStoreImpl::EnqueuePutStep() {
         metrics_.pending.Add(1);
         pending_by_delay_.Add(TickOf(deliver));
       }
-      pins_[m.physical_offset >> kPinBucketShift]++;
-      last_enqueued_phys_ = m.physical_offset;
+      pins_[PinBucketOf(m.physical_offset)]++;
+      last_enqueued_physical_offset_ = m.physical_offset;
     }
     enqueue_offset_ = m.queue_offset + 1;
     enqueue_queue_.pop_front();

@@ -50,7 +50,7 @@ size_t FineScheduler::PopDue(int64_t now_ms, size_t max_count, std::vector<Sched
   return n;
 }
 
-bool FineScheduler::Remove(int64_t physical_offset) {
+bool FineScheduler::Remove(PhysicalOffset physical_offset) {
   for (auto r = runs_.begin(); r != runs_.end(); ++r) {
     auto it = std::find_if(
         r->units.begin() + static_cast<std::ptrdiff_t>(r->next), r->units.end(),

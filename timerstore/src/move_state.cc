@@ -28,13 +28,13 @@ std::string MoveState::Encode() const {
   PutFixed32(&out, kMoveStateMagic);
   PutFixed32(&out, kMoveStateVersion);
   std::string body;
-  PutFixed64(&body, static_cast<uint64_t>(frontier));
+  PutFixed64(&body, static_cast<uint64_t>(frontier.value()));
   PutFixed64(&body, started_epoch);
   PutFixed64(&body, committed_epoch);
   PutFixed32(&body, static_cast<uint32_t>(abandoned.size()));
   for (const AbandonedMove& a : abandoned) {
     PutFixed64(&body, a.epoch);
-    PutFixed64(&body, static_cast<uint64_t>(a.copies_end));
+    PutFixed64(&body, static_cast<uint64_t>(a.copies_end.value()));
   }
   PutFixed32(&out, static_cast<uint32_t>(body.size()));
   out += body;
@@ -65,7 +65,7 @@ absl::StatusOr<MoveState> MoveState::Decode(std::string_view in) {
   d.GetFixed64(&s.started_epoch);
   d.GetFixed64(&s.committed_epoch);
   d.GetFixed32(&n);
-  s.frontier = static_cast<int64_t>(frontier);
+  s.frontier = PhysicalOffset(static_cast<int64_t>(frontier));
   if (n > kMaxAbandoned || len != kFixedBody + static_cast<size_t>(n) * 16) {
     return absl::DataLossError("timer moves: bad abandoned count");
   }
@@ -74,7 +74,7 @@ absl::StatusOr<MoveState> MoveState::Decode(std::string_view in) {
     uint64_t end = 0;
     d.GetFixed64(&a.epoch);
     d.GetFixed64(&end);
-    a.copies_end = static_cast<int64_t>(end);
+    a.copies_end = PhysicalOffset(static_cast<int64_t>(end));
   }
   return s;
 }

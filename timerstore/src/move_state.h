@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/file.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
@@ -20,11 +21,11 @@ struct AbandonedMove {
   uint64_t epoch = 0;
   // CommitLog end when the move was abandoned: every copy it wrote lies below. Once the
   // frontier passes it, those copies are superseded anyway and the entry is dropped.
-  int64_t copies_end = 0;
+  PhysicalOffset copies_end;
 };
 
 struct MoveState {
-  int64_t frontier = 0;                  // CommitLog offset; records below it are moved or gone
+  PhysicalOffset frontier;               // records below it are moved or gone
   uint64_t started_epoch = 0;            // last move begun (its copies may exist)
   uint64_t committed_epoch = 0;          // last move committed
   std::vector<AbandonedMove> abandoned;  // begun, never committed (crash or race)

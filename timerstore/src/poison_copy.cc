@@ -14,7 +14,7 @@ void AddUnitFacts(const ScheduledUnit& su, int64_t now, Message* m) {
   m->properties[prop::kTimerEnqueueMs] = std::to_string(su.unit.write_ms);
   m->properties[prop::kTimerDequeueMs] = std::to_string(now);
   m->properties[prop::kTimerUnitPos] = std::to_string(su.pos.value());
-  m->properties[kTimerSourceOffset] = std::to_string(su.unit.physical_offset);
+  m->properties[kTimerSourceOffset] = std::to_string(su.unit.physical_offset.value());
 }
 
 void Park(Message* m, std::string_view reason) {

@@ -12,6 +12,8 @@
 namespace tokimq {
 namespace {
 
+// The thread's CPU time, µs. Read from the kernel, not from a Clock: it is the one reading of
+// the timer store that measures CPU used rather than time (realtime_budget.h).
 int64_t ThreadCpuMicros() {
   timespec ts{};
   if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
@@ -21,7 +23,7 @@ int64_t ThreadCpuMicros() {
 }  // namespace
 
 bool RealtimeBudget::Allowed(int64_t real_us, int64_t cpu_us) {
-  if (!started_ || real_us - window_real_us_ >= window_us_) {
+  if (!started_ || real_us < window_real_us_ || real_us - window_real_us_ >= window_us_) {
     started_ = true;
     window_real_us_ = real_us;
     window_cpu_us_ = cpu_us;
@@ -30,22 +32,24 @@ bool RealtimeBudget::Allowed(int64_t real_us, int64_t cpu_us) {
   return cpu_us - window_cpu_us_ <= cpu_budget_us_;
 }
 
-RealtimeThread::RealtimeThread(int priority, int64_t window_us, int64_t cpu_budget_us)
-    : priority_(priority),
-      budget_(window_us, cpu_budget_us),
-      origin_(std::chrono::steady_clock::now()) {}
+RealtimeThread::RealtimeThread(int priority, const Clock* clock, int64_t window_us,
+                               int64_t cpu_budget_us)
+    : priority_(priority), clock_(clock), budget_(window_us, cpu_budget_us) {}
 
 void RealtimeThread::Update() {
   if (priority_ <= 0) return;
-  const int64_t real_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                              std::chrono::steady_clock::now() - origin_)
-                              .count();
-  const bool want = budget_.Allowed(real_us, ThreadCpuMicros());
+  const int64_t cpu_us = TEST_cpu_us ? TEST_cpu_us() : ThreadCpuMicros();
+  const bool want = budget_.Allowed(clock_->NowMicros(), cpu_us);
   if (want == realtime_) return;
-  sched_param p{};
-  p.sched_priority = want ? priority_ : 0;
-  // SCHED_OTHER keeps the thread's nice value (service_nice).
-  const int rc = ::pthread_setschedparam(::pthread_self(), want ? SCHED_FIFO : SCHED_OTHER, &p);
+  int rc = 0;
+  if (TEST_set_policy) {
+    rc = TEST_set_policy(want);
+  } else {
+    sched_param p{};
+    p.sched_priority = want ? priority_ : 0;
+    // SCHED_OTHER keeps the thread's nice value (service_nice).
+    rc = ::pthread_setschedparam(::pthread_self(), want ? SCHED_FIFO : SCHED_OTHER, &p);
+  }
   if (rc == 0) {
     realtime_ = want;
     return;

@@ -19,10 +19,17 @@
 //
 // RealtimeBudget is pure logic on readings the caller passes (testable without threads or
 // privileges). Not thread-safe: one per thread.
+//
+// Time: the window is measured on the injected Clock (the TimerStore's), like every other
+// time in the store, so a ManualClock drives it in tests. The one reading that does not come
+// from the Clock is the thread's CPU time (CLOCK_THREAD_CPUTIME_ID): it measures CPU used, not
+// time, and no Clock can stand in for it.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+#include <functional>
+
+#include "common/clock.h"
 
 namespace tokimq {
 
@@ -31,8 +38,9 @@ class RealtimeBudget {
   RealtimeBudget(int64_t window_us, int64_t cpu_budget_us)
       : window_us_(window_us), cpu_budget_us_(cpu_budget_us) {}
 
-  // Whether the thread may be realtime now, given the real time (µs, monotonic, any origin)
-  // and the thread's CPU time (µs) read now. The first call opens the first window.
+  // Whether the thread may be realtime now, given the time (µs, any origin: the Clock's
+  // NowMicros) and the thread's CPU time (µs) read now. The first call opens the first window;
+  // so does a time before the window's start (the clock was set back).
   bool Allowed(int64_t real_us, int64_t cpu_us);
 
  private:
@@ -45,25 +53,31 @@ class RealtimeBudget {
 
 // Applies a RealtimeBudget to the calling thread: SCHED_FIFO at `priority` while allowed,
 // SCHED_OTHER (the thread's nice value is kept) otherwise. Construct and use on the thread it
-// governs. priority 0: never realtime (Update does nothing). When the first switch fails (no
-// CAP_SYS_NICE and RLIMIT_RTPRIO below `priority`) it logs one warning and gives up.
+// governs; `clock` (the window's time) must outlive it. priority 0: never realtime (Update
+// does nothing). When the first switch fails (no CAP_SYS_NICE and RLIMIT_RTPRIO below
+// `priority`) it logs one warning and gives up.
 class RealtimeThread {
  public:
   // Defaults: at most 20 ms of CPU per 100 ms as a realtime thread (20 % of one core).
   static constexpr int64_t kWindowUs = 100'000;
   static constexpr int64_t kCpuBudgetUs = 20'000;
 
-  explicit RealtimeThread(int priority, int64_t window_us = kWindowUs,
-                          int64_t cpu_budget_us = kCpuBudgetUs);
+  RealtimeThread(int priority, const Clock* clock, int64_t window_us = kWindowUs,
+                 int64_t cpu_budget_us = kCpuBudgetUs);
   // Call once per loop iteration, before the thread waits: switches the policy when the
   // budget's answer changed (one system call per change, none otherwise).
   void Update();
   bool realtime() const { return realtime_; }
 
+  // Tests: the thread's CPU time (µs) and the policy switch (true: SCHED_FIFO; returns 0 or an
+  // errno) go through these when set, instead of the kernel.
+  std::function<int64_t()> TEST_cpu_us;
+  std::function<int(bool realtime)> TEST_set_policy;
+
  private:
   int priority_;
+  const Clock* clock_;
   RealtimeBudget budget_;
-  std::chrono::steady_clock::time_point origin_;
   bool realtime_ = false;
 };
 

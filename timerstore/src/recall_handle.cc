@@ -28,7 +28,7 @@ uint32_t RecallHandle::IdCrcOf(const Message& m) {
 std::string RecallHandle::Encode() const {
   char raw[kHandleBytes];
   raw[0] = static_cast<char>(kHandleVersion);
-  EncodeFixed64(raw + 1, static_cast<uint64_t>(physical_offset));
+  EncodeFixed64(raw + 1, static_cast<uint64_t>(physical_offset.value()));
   EncodeFixed64(raw + 9, static_cast<uint64_t>(deliver_ms));
   EncodeFixed32(raw + 17, id_crc);
   EncodeFixed32(raw + 21, crc32c::Value(raw, 21));
@@ -58,7 +58,7 @@ absl::StatusOr<RecallHandle> RecallHandle::Decode(std::string_view text) {
     return absl::NotFoundError("recall handle: unknown handle (checksum mismatch)");
   }
   RecallHandle h;
-  h.physical_offset = static_cast<int64_t>(DecodeFixed64(raw + 1));
+  h.physical_offset = PhysicalOffset(static_cast<int64_t>(DecodeFixed64(raw + 1)));
   h.deliver_ms = static_cast<int64_t>(DecodeFixed64(raw + 9));
   h.id_crc = DecodeFixed32(raw + 17);
   return h;

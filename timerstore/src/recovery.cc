@@ -30,8 +30,7 @@ absl::Status TimerStoreImpl::RecoverMoves() {
                     [&](const AbandonedMove& a) { return a.epoch == moves_.started_epoch; });
     if (!listed) {
       // A move cut short by the crash: its copies (if any reached the CommitLog) never count.
-      moves_.abandoned.push_back(
-          {moves_.started_epoch, store_->commit_log()->MaxOffset().value()});
+      moves_.abandoned.push_back({moves_.started_epoch, store_->commit_log()->MaxOffset()});
       metrics_.move_aborts.Add(1);
       TOKIMQ_RETURN_IF_ERROR(StoreMoveState(fs_, options_.dir + "/moves", moves_));
       TOKIMQ_LOG_INFO("timerstore: retention move {} was interrupted; its copies are ignored",
@@ -59,10 +58,10 @@ absl::Status TimerStoreImpl::LoadCheckpointForRecovery(RecoveryScan* r) {
   if (!absl::IsNotFound(loaded.status())) return loaded.status();
   ckpt.precision_ms = options_.precision_ms;
   ckpt.read_tick = TickOf(clock_->NowMs());
-  ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0).value();
+  ckpt.enqueue_queue_offset = store_->MinQueueOffset(kTimerTopic, 0);
   // No checkpoint: whatever TimerLog/wheel exist are unaccounted for. Start them empty and
   // rebuild from the timer topic; the whole CommitLog is scanned for delivered copies.
-  ckpt.commitlog_scan_from = store_->commit_log()->MinOffset().value();
+  ckpt.commitlog_scan_from = store_->commit_log()->MinOffset();
   if (fs_->Exists(dir + "/timerwheel")) TOKIMQ_RETURN_IF_ERROR(fs_->Remove(dir + "/timerwheel"));
   if (fs_->Exists(dir + "/timerlog")) {
     TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir + "/timerlog"));
@@ -120,19 +119,20 @@ absl::Status TimerStoreImpl::ReplayTimerLogTail(RecoveryScan* r) {
     }
     if (pos < ckpt.timerlog_flush_pos) continue;  // already in the checkpointed counters
     if (u.flags == kUnitDelete) {
-      recalled_[u.ref] = u.deliver_ms;
+      recalled_[PhysicalOffset(u.ref)] = u.deliver_ms;
       --r->pending;
-      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.physical_offset);
+      last_enqueued_physical_offset_ = std::max(last_enqueued_physical_offset_, u.physical_offset);
     } else if (u.ref < 0) {
       if ((u.flags & kUnitMovedCopy) == 0) ++r->pending;  // a copy's message is counted already
-      if (u.physical_offset >= moves_.frontier) pins_[u.physical_offset >> kPinBucketShift]++;
-      last_enqueued_phys_ = std::max(last_enqueued_phys_, u.physical_offset);
+      if (u.physical_offset >= moves_.frontier) pins_[PinBucketOf(u.physical_offset)]++;
+      last_enqueued_physical_offset_ = std::max(last_enqueued_physical_offset_, u.physical_offset);
     }
   }
   return absl::OkStatus();
 }
 
-int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, int64_t phys, const RecoveryScan& r) {
+int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, PhysicalOffset phys,
+                                          const RecoveryScan& r) {
   // Needed until the read tick passes the slot its unit was walked in: the unit named by
   // TIMER_UNIT_POS when the TimerLog still has it; otherwise (lost with an unsynced
   // TimerLog tail) re-enqueue links it at max(its tick, read_tick) — two ticks of margin
@@ -155,24 +155,26 @@ int64_t TimerStoreImpl::DeliveredCopySlot(const Message& m, int64_t phys, const 
 void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
   // Delivered copies already in the CommitLog (moves done before the crash).
   CommitLog* log = store_->commit_log();
-  const int64_t cl_end = log->MaxOffset().value();
-  int64_t at = std::max(r->ckpt.commitlog_scan_from, log->MinOffset().value());
+  const PhysicalOffset cl_end = log->MaxOffset();
+  PhysicalOffset at = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
   while (at < cl_end) {
-    auto next = log->ReadNext(PhysicalOffset(at));
+    auto next = log->ReadNext(at);
     if (!next.ok()) {
-      TOKIMQ_LOG_WARN("timerstore: CommitLog scan stopped at {}: {}", at, next.status().ToString());
+      TOKIMQ_LOG_WARN("timerstore: CommitLog scan stopped at {}: {}", at,
+                      next.status().ToString());
       break;
     }
     const Message& m = next->first;
     auto it = m.properties.find(kTimerSourceOffset);
     int64_t phys = 0;
     if (m.topic != kTimerTopic && it != m.properties.end() && ParseInt64(it->second, &phys)) {
-      delivered_phys_.insert(phys);
-      r->max_tail_tick = std::max(r->max_tail_tick, DeliveredCopySlot(m, phys, *r));
+      delivered_phys_.insert(PhysicalOffset(phys));
+      r->max_tail_tick =
+          std::max(r->max_tail_tick, DeliveredCopySlot(m, PhysicalOffset(phys), *r));
     }
     ++r->scanned;
-    if (next->second.value() <= at) break;
-    at = next->second.value();
+    if (next->second <= at) break;
+    at = next->second;
   }
   if (!delivered_phys_.empty() || !rolled_from_.empty()) {
     // Every move or roll done before the crash was of a slot walked before it; once the read
@@ -180,11 +182,11 @@ void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
     dedup_until_tick_ = std::max(r->max_tail_tick, r->read_tick);
     // What the sets say was read from these ranges only: checkpoints keep them in scope until
     // the read tick passes dedup_until_tick_ (see Checkpoint()).
-    dedup_commitlog_from_ = std::max(r->ckpt.commitlog_scan_from, log->MinOffset().value());
+    dedup_commitlog_from_ = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
     dedup_timerlog_from_ = r->scan_from;
   }
   // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
-  if (last_enqueued_phys_ >= cl_end) last_enqueued_phys_ = cl_end - 1;
+  if (last_enqueued_physical_offset_ >= cl_end) last_enqueued_physical_offset_ = cl_end - 1;
 }
 
 void TimerStoreImpl::RegisterWithStore() {
@@ -196,10 +198,9 @@ void TimerStoreImpl::RegisterWithStore() {
     std::lock_guard<std::mutex> cl(cell->mu);
     if (cell->owner == nullptr) return PhysicalOffset(std::numeric_limits<int64_t>::max());
     std::lock_guard<std::mutex> l(cell->owner->mu_);
-    return PhysicalOffset(cell->owner->PinLocked());
+    return cell->owner->PinLocked();
   });
-  hook_id_ = store_->AddRetentionHook([cell = pin_cell_](PhysicalOffset expired) {
-    const int64_t expired_end = expired.value();
+  hook_id_ = store_->AddRetentionHook([cell = pin_cell_](PhysicalOffset expired_end) {
     std::lock_guard<std::mutex> cl(cell->mu);
     if (cell->owner == nullptr) return absl::OkStatus();
     absl::Status s = cell->owner->MoveSurvivors(expired_end);
@@ -217,11 +218,11 @@ absl::Status TimerStoreImpl::Recover() {
   for (const RecalledEntry& e : ckpt.recalled) recalled_[e.physical_offset] = e.deliver_ms;
   pins_ = ckpt.pins;
   r.pending = ckpt.pending;
-  last_enqueued_phys_ = ckpt.last_enqueued_phys;
+  last_enqueued_physical_offset_ = ckpt.last_enqueued_physical_offset;
   TOKIMQ_RETURN_IF_ERROR(ReplayTimerLogTail(&r));
   ScanDeliveredCopies(&r);
-  int64_t qmin = store_->MinQueueOffset(kTimerTopic, 0).value();
-  int64_t qmax = store_->MaxQueueOffset(kTimerTopic, 0).value();
+  const QueueOffset qmin = store_->MinQueueOffset(kTimerTopic, 0);
+  const QueueOffset qmax = store_->MaxQueueOffset(kTimerTopic, 0);
   enqueue_offset_ = std::clamp(ckpt.enqueue_queue_offset, qmin, std::max(qmin, qmax));
   enqueue_read_offset_ = enqueue_offset_;
   timer_max_queue_offset_ = qmax;

@@ -18,16 +18,16 @@ absl::Status TimerStoreImpl::AdoptReplicatedLog() {
   {
     std::lock_guard<std::mutex> l(mu_);
     CommitLog* log = store_->commit_log();
-    // The replicated timer topic grew without this store: nothing past last_enqueued_phys_
-    // is enqueued yet, so PinLocked counts it.
+    // The replicated timer topic grew without this store: nothing past
+    // last_enqueued_physical_offset_ is enqueued yet, so PinLocked counts it.
     timer_max_queue_offset_ =
-        std::max(timer_max_queue_offset_, store_->MaxQueueOffset(kTimerTopic, 0).value());
-    int64_t from = PinLocked();
-    if (from == std::numeric_limits<int64_t>::max()) from = log->MaxOffset().value();
+        std::max(timer_max_queue_offset_, store_->MaxQueueOffset(kTimerTopic, 0));
+    PhysicalOffset from = PinLocked();
+    if (from == PhysicalOffset(std::numeric_limits<int64_t>::max())) from = log->MaxOffset();
     // A delivered copy lies past its source record, and every unit still to deliver (linked,
     // or to be enqueued below) has its record at or past the pin.
     const int64_t open_until = dedup_until_tick_;
-    const int64_t open_cl_from = dedup_commitlog_from_;
+    const PhysicalOffset open_cl_from = dedup_commitlog_from_;
     const TimerLogPosition open_tl_from = dedup_timerlog_from_;
     RecoveryScan r;
     r.ckpt.commitlog_scan_from = from;

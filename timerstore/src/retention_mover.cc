@@ -37,10 +37,10 @@ constexpr int64_t kDueMarginTicks = 2;
 }  // namespace
 
 absl::StatusOr<std::vector<TimerStoreImpl::MoveCandidate>> TimerStoreImpl::FindCandidates(
-    const std::vector<std::pair<int64_t, TimerLogPosition>>& slots, int64_t end,
+    const std::vector<std::pair<int64_t, TimerLogPosition>>& slots, PhysicalOffset end,
     int64_t* read) const {
   std::vector<MoveCandidate> out;
-  int64_t frontier;
+  PhysicalOffset frontier;
   {
     std::lock_guard<std::mutex> l(mu_);
     frontier = moves_.frontier;
@@ -59,16 +59,17 @@ absl::StatusOr<std::vector<TimerStoreImpl::MoveCandidate>> TimerStoreImpl::FindC
   return out;
 }
 
-int64_t TimerStoreImpl::ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates, int64_t end,
-                                              int64_t timer_queue_end,
-                                              std::vector<MoveCandidate>* survivors,
-                                              std::vector<MoveCandidate>* seen) const {
+PhysicalOffset TimerStoreImpl::ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates,
+                                                     PhysicalOffset end,
+                                                     QueueOffset timer_queue_end,
+                                                     std::vector<MoveCandidate>* survivors,
+                                                     std::vector<MoveCandidate>* seen) const {
   // Units handed to the FineScheduler (in flight) stay where they are until delivered.
   for (const auto& [tick, t] : inflight_) end = std::min(end, t.min_phys);
   // Records not yet in the TimerLog are unknown here (records put after `timer_queue_end`
   // was read lie at the CommitLog head, above any expired end).
   if (enqueue_offset_ < timer_queue_end) {
-    end = std::min(end, last_enqueued_phys_ + 1);
+    end = std::min(end, last_enqueued_physical_offset_ + 1);
   }
   for (const MoveCandidate& c : candidates) {
     const bool normal = UnitKind(c.unit.flags) == kUnitNormal;
@@ -103,7 +104,7 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
     reqs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const TimerUnit& u = survivors[from + i].unit;
-      reqs.push_back({PhysicalOffset(u.physical_offset), u.msg_size});
+      reqs.push_back({u.physical_offset, u.msg_size});
     }
     std::vector<Message> copies;
     copies.reserve(n);
@@ -130,8 +131,8 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       m.queue_offset = QueueOffset::kNone();
       m.physical_offset = PhysicalOffset::kNone();
       m.store_ms = 0;
-      m.properties.try_emplace(kTimerOriginOffset, std::to_string(u.physical_offset));
-      m.properties.insert_or_assign(kTimerMovedFrom, std::to_string(u.physical_offset));
+      m.properties.try_emplace(kTimerOriginOffset, std::to_string(u.physical_offset.value()));
+      m.properties.insert_or_assign(kTimerMovedFrom, std::to_string(u.physical_offset.value()));
       m.properties.insert_or_assign(kTimerMoveEpoch, epoch_text);
       copies.push_back(std::move(m));
     });
@@ -143,13 +144,13 @@ absl::Status TimerStoreImpl::WriteCopies(const std::vector<MoveCandidate>& survi
       ++*copied;
       *copied_bytes += p.size;
     }
-    NoteTimerPuts(puts.back().queue_offset.value(), INT64_MIN);  // wakes the enqueue thread
+    NoteTimerPuts(puts.back().queue_offset, INT64_MIN);  // wakes the enqueue thread
   }
   return absl::OkStatus();
 }
 
 absl::Status TimerStoreImpl::AbandonMoveLocked(uint64_t epoch) {
-  moves_.abandoned.push_back({epoch, store_->commit_log()->MaxOffset().value()});
+  moves_.abandoned.push_back({epoch, store_->commit_log()->MaxOffset()});
   metrics_.move_aborts.Add(1);
   return StoreMoveState(fs_, options_.dir + "/moves", moves_);
 }
@@ -165,7 +166,7 @@ std::vector<std::pair<int64_t, TimerLogPosition>> TimerStoreImpl::LiveSlotsLocke
   return slots;
 }
 
-absl::StatusOr<bool> TimerStoreImpl::CommitMoveLocked(uint64_t epoch, int64_t end,
+absl::StatusOr<bool> TimerStoreImpl::CommitMoveLocked(uint64_t epoch, PhysicalOffset end,
                                                       const std::vector<MoveCandidate>& survivors,
                                                       const std::vector<MoveCandidate>& seen) {
   // A survivor whose slot was walked meanwhile may be delivered from where it is: then its
@@ -192,15 +193,15 @@ absl::StatusOr<bool> TimerStoreImpl::CommitMoveLocked(uint64_t epoch, int64_t en
   }
   moves_ = std::move(next);
   for (const MoveCandidate& c : seen) {
-    auto p = pins_.find(c.unit.physical_offset >> kPinBucketShift);
+    auto p = pins_.find(PinBucketOf(c.unit.physical_offset));
     if (p != pins_.end() && --p->second <= 0) pins_.erase(p);
   }
   return true;
 }
 
-absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
+absl::Status TimerStoreImpl::MoveSurvivors(PhysicalOffset expired_end) {
   std::lock_guard<std::mutex> ml(move_mu_);
-  last_expired_end_.store(expired_end, std::memory_order_release);
+  last_expired_end_.store(expired_end.value(), std::memory_order_release);
   const auto started = RealTimeNow();
   std::vector<std::pair<int64_t, TimerLogPosition>> slots;  // (tick, last_pos) of every live slot
   {
@@ -213,9 +214,8 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
                           FindCandidates(slots, expired_end, &units_read));
   const int64_t walk_us = RealTimeMicrosSince(started);
   std::vector<MoveCandidate> survivors, seen;
-  const int64_t timer_queue_end =
-      store_->MaxQueueOffset(kTimerTopic, 0).value();  // not under mu_
-  int64_t end;
+  const QueueOffset timer_queue_end = store_->MaxQueueOffset(kTimerTopic, 0);  // not under mu_
+  PhysicalOffset end;
   uint64_t epoch = 0;
   MoveState state;
   {
@@ -259,7 +259,7 @@ absl::Status TimerStoreImpl::MoveSurvivors(int64_t expired_end) {
     TOKIMQ_LOG_INFO(
         "timerstore: retention moved {} pending message(s) ({} bytes) from below {}; found them "
         "reading {} TimerLog units of {} slots in {} us; move {} us in all",
-        copied, copied_bytes, end, units_read, slots.size(), walk_us, us);
+        copied, copied_bytes, end.value(), units_read, slots.size(), walk_us, us);
   }
   return step(4);
 }
@@ -277,7 +277,7 @@ void TimerStoreImpl::DropUncommittedCopiesLocked(std::vector<LoadedCopy>* loaded
     // Recalled by its first handle. The recall could not check that handle's message id (the
     // origin record is gone), so its deliver time must match the copy's: a handle naming the
     // right offset with another time cancels nothing.
-    if (auto r = c.origin >= 0 ? recalled_.find(c.origin) : recalled_.end();
+    if (auto r = c.origin >= PhysicalOffset(0) ? recalled_.find(c.origin) : recalled_.end();
         r != recalled_.end() && r->second == c.su.unit.deliver_ms) {
       FinishUnitLocked(c.su, /*pending_decrement=*/false);
       continue;
@@ -288,21 +288,21 @@ void TimerStoreImpl::DropUncommittedCopiesLocked(std::vector<LoadedCopy>* loaded
   loaded->resize(kept);
 }
 
-void TimerStoreImpl::RefreshRetentionGauges(int64_t expired_end) {
-  int64_t pin;
+void TimerStoreImpl::RefreshRetentionGauges(PhysicalOffset expired_end) {
+  PhysicalOffset pin;
   {
     std::lock_guard<std::mutex> l(mu_);
     pin = PinLocked();
   }
   CommitLog* log = store_->commit_log();
-  const int64_t min = log->MinOffset().value();
-  const int64_t kept_from = std::max(pin, min);
-  if (expired_end >= 0) {
+  const PhysicalOffset min = log->MinOffset();
+  const PhysicalOffset kept_from = std::max(pin, min);
+  if (expired_end != PhysicalOffset::kNone()) {
     metrics_.pinned_bytes.Set(expired_end > kept_from ? expired_end - kept_from : 0);
   }
   int64_t age = 0;
-  if (pin != std::numeric_limits<int64_t>::max()) {
-    auto ms = log->SegmentStoreMs(PhysicalOffset(std::max(pin, min)));
+  if (pin != PhysicalOffset(std::numeric_limits<int64_t>::max())) {
+    auto ms = log->SegmentStoreMs(std::max(pin, min));
     if (ms.ok()) age = std::max<int64_t>(0, clock_->NowMs() - *ms);
   }
   metrics_.oldest_pending_segment_age_ms.Set(age);

@@ -55,7 +55,7 @@ bool TimerStoreImpl::RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_
   return false;
 }
 
-void TimerStoreImpl::NoteTimerPuts(int64_t max_queue_offset, int64_t earliest_deliver_ms) {
+void TimerStoreImpl::NoteTimerPuts(QueueOffset max_queue_offset, int64_t earliest_deliver_ms) {
   {
     std::lock_guard<std::mutex> l(mu_);
     timer_max_queue_offset_ = std::max(timer_max_queue_offset_, max_queue_offset + 1);
@@ -91,9 +91,9 @@ absl::StatusOr<ScheduleResult> TimerStoreImpl::Schedule(Message msg, int64_t del
   if (result.delivered_now) {
     metrics_.delivered.Add(1);
   } else {
-    NoteTimerPuts(result.put.queue_offset.value(), deliver_ms);
+    NoteTimerPuts(result.put.queue_offset, deliver_ms);
   }
-  result.recall_handle = RecallHandle{result.put.physical_offset.value(), deliver_ms, id_crc}.Encode();
+  result.recall_handle = RecallHandle{result.put.physical_offset, deliver_ms, id_crc}.Encode();
   return result;
 }
 
@@ -129,25 +129,25 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStoreImpl::ScheduleItems(
   if (puts.size() != items.size()) {
     return absl::InternalError("timerstore: PutBatch returned a wrong number of results");
   }
-  int64_t max_timer_offset = -1;
+  QueueOffset max_timer_offset = QueueOffset::kNone();
   int64_t earliest_deliver = INT64_MAX;
   for (size_t i = 0; i < items.size(); ++i) {
     out[i].put = puts[i];
     out[i].recall_handle =
-        RecallHandle{puts[i].physical_offset.value(), items[i].deliver_ms, id_crcs[i]}.Encode();
+        RecallHandle{puts[i].physical_offset, items[i].deliver_ms, id_crcs[i]}.Encode();
     if (!out[i].delivered_now) {
-      max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset.value());
+      max_timer_offset = std::max(max_timer_offset, puts[i].queue_offset);
       earliest_deliver = std::min(earliest_deliver, items[i].deliver_ms);
     }
   }
   if (due_now > 0) metrics_.delivered.Add(due_now);
-  if (max_timer_offset >= 0) NoteTimerPuts(max_timer_offset, earliest_deliver);
+  if (max_timer_offset != QueueOffset::kNone()) NoteTimerPuts(max_timer_offset, earliest_deliver);
   return out;
 }
 
 absl::Status TimerStoreImpl::Recall(std::string_view text) {
   TOKIMQ_ASSIGN_OR_RETURN(RecallHandle h, RecallHandle::Decode(text));
-  auto read = store_->Read(PhysicalOffset(h.physical_offset));
+  auto read = store_->Read(h.physical_offset);
   bool moved = false;
   if (!read.ok()) {
     // Below the move frontier the record was given up by retention: a message still pending
@@ -156,7 +156,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
     // clock still are): docs/timerstore.md "Retention moves".
     std::lock_guard<std::mutex> l(mu_);
     moved = absl::IsNotFound(read.status()) && h.physical_offset < moves_.frontier &&
-            h.physical_offset >= 0;
+            h.physical_offset >= PhysicalOffset(0);
     if (!moved) {
       return absl::NotFoundError(
           absl::StrCat("recall: no scheduled message for handle (", read.status().message(), ")"));
@@ -190,7 +190,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
   marker.queue_id = 0;
   marker.born_ms = clock_->NowMs();
   marker.properties[prop::kDeliverMs] = std::to_string(h.deliver_ms);
-  marker.properties[kTimerDeleteOf] = std::to_string(h.physical_offset);
+  marker.properties[kTimerDeleteOf] = std::to_string(h.physical_offset.value());
   auto put = store_->Put(std::move(marker));
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -198,7 +198,7 @@ absl::Status TimerStoreImpl::Recall(std::string_view text) {
       recalled_.erase(h.physical_offset);
       return put.status();
     }
-    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, (put->queue_offset + 1).value());
+    timer_max_queue_offset_ = std::max(timer_max_queue_offset_, put->queue_offset + 1);
     metrics_.recalled.Add(1);
   }
   WakeEnqueue();

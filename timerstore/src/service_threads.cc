@@ -203,7 +203,7 @@ absl::Status TimerStoreImpl::Start() {
       if (options_.service_nice != 0) SetThreadNice(options_.service_nice, i == 0);
       // Dequeue put (2) and read (3) release messages at their millisecond: realtime within a
       // CPU budget (realtime_budget.h).
-      RealtimeThread realtime(i >= 2 ? options_.service_realtime_priority : 0);
+      RealtimeThread realtime(i >= 2 ? options_.service_realtime_priority : 0, clock_);
       realtime.Update();
       ready.count_down();
       WorkerLoop(i, &realtime);

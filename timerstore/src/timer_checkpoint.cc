@@ -21,7 +21,8 @@ std::string TimerCheckpointData::Encode() const {
   PutFixed32(&out, kCheckpointVersion);
   std::string body;
   for (int64_t v : {precision_ms, read_tick, timerlog_flush_pos.value(), timerlog_scan_from.value(),
-                    enqueue_queue_offset, last_enqueued_phys, commitlog_scan_from, pending}) {
+                    enqueue_queue_offset.value(), last_enqueued_physical_offset.value(),
+                    commitlog_scan_from.value(), pending}) {
     PutFixed64(&body, static_cast<uint64_t>(v));
   }
   PutFixed32(&body, static_cast<uint32_t>(pins.size()));
@@ -31,7 +32,7 @@ std::string TimerCheckpointData::Encode() const {
   }
   PutFixed32(&body, static_cast<uint32_t>(recalled.size()));
   for (const RecalledEntry& r : recalled) {
-    PutFixed64(&body, static_cast<uint64_t>(r.physical_offset));
+    PutFixed64(&body, static_cast<uint64_t>(r.physical_offset.value()));
     PutFixed64(&body, static_cast<uint64_t>(r.deliver_ms));
   }
   PutFixed32(&out, static_cast<uint32_t>(body.size()));
@@ -63,9 +64,9 @@ absl::StatusOr<TimerCheckpointData> TimerCheckpointData::Decode(std::string_view
   c.read_tick = static_cast<int64_t>(v[1]);
   c.timerlog_flush_pos = TimerLogPosition(static_cast<int64_t>(v[2]));
   c.timerlog_scan_from = TimerLogPosition(static_cast<int64_t>(v[3]));
-  c.enqueue_queue_offset = static_cast<int64_t>(v[4]);
-  c.last_enqueued_phys = static_cast<int64_t>(v[5]);
-  c.commitlog_scan_from = static_cast<int64_t>(v[6]);
+  c.enqueue_queue_offset = QueueOffset(static_cast<int64_t>(v[4]));
+  c.last_enqueued_physical_offset = PhysicalOffset(static_cast<int64_t>(v[5]));
+  c.commitlog_scan_from = PhysicalOffset(static_cast<int64_t>(v[6]));
   c.pending = static_cast<int64_t>(v[7]);
   uint32_t n = 0;
   if (!d.GetFixed32(&n) || n > kMaxEntries || d.remaining() < static_cast<size_t>(n) * 16 + 8) {
@@ -85,7 +86,7 @@ absl::StatusOr<TimerCheckpointData> TimerCheckpointData::Decode(std::string_view
     uint64_t a = 0, b = 0;
     d.GetFixed64(&a);
     d.GetFixed64(&b);
-    r.physical_offset = static_cast<int64_t>(a);
+    r.physical_offset = PhysicalOffset(static_cast<int64_t>(a));
     r.deliver_ms = static_cast<int64_t>(b);
   }
   return c;

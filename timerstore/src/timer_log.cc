@@ -45,7 +45,7 @@ void EncodeTimerUnit(const TimerUnit& u, char* dst) {
   EncodeFixed64(dst + 16, static_cast<uint64_t>(u.write_ms));
   EncodeFixed64(dst + 24, static_cast<uint64_t>(u.deliver_ms));
   EncodeFixed64(dst + 32, static_cast<uint64_t>(u.slot_tick));
-  EncodeFixed64(dst + 40, static_cast<uint64_t>(u.physical_offset));
+  EncodeFixed64(dst + 40, static_cast<uint64_t>(u.physical_offset.value()));
   EncodeFixed64(dst + 48, static_cast<uint64_t>(u.ref));
   EncodeFixed32(dst + 56, u.msg_size);
   EncodeFixed32(dst + 60, u.topic_hash);
@@ -65,7 +65,7 @@ absl::Status DecodeTimerUnit(const char* src, TimerUnit* u) {
   u->write_ms = static_cast<int64_t>(DecodeFixed64(src + 16));
   u->deliver_ms = static_cast<int64_t>(DecodeFixed64(src + 24));
   u->slot_tick = static_cast<int64_t>(DecodeFixed64(src + 32));
-  u->physical_offset = static_cast<int64_t>(DecodeFixed64(src + 40));
+  u->physical_offset = PhysicalOffset(static_cast<int64_t>(DecodeFixed64(src + 40)));
   u->ref = static_cast<int64_t>(DecodeFixed64(src + 48));
   u->msg_size = DecodeFixed32(src + 56);
   u->topic_hash = DecodeFixed32(src + 60);

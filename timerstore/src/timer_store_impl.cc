@@ -57,7 +57,7 @@ TimerStoreImpl::InflightTick& TimerStoreImpl::InflightLocked(int64_t tick) {
   auto it = inflight_.find(tick);
   if (it != inflight_.end()) return it->second;
   InflightTick& t = inflight_[tick];
-  t.commitlog_start = store_->commit_log()->MaxOffset().value();
+  t.commitlog_start = store_->commit_log()->MaxOffset();
   t.timerlog_start = timerlog_->WritePos();
   return t;
 }
@@ -119,7 +119,7 @@ void TimerStoreImpl::FinishUnitLocked(const ScheduledUnit& su, bool pending_decr
     pending_by_delay_.Sub(TickOf(su.unit.deliver_ms));
     t.done_pending++;
   }
-  t.pin_release[su.unit.physical_offset >> kPinBucketShift]++;
+  t.pin_release[PinBucketOf(su.unit.physical_offset)]++;
   t.outstanding--;
 }
 
@@ -139,16 +139,18 @@ void TimerStoreImpl::MaybeCompleteTicksLocked() {
   }
 }
 
-int64_t TimerStoreImpl::PinLocked() const {
-  int64_t pin = std::numeric_limits<int64_t>::max();
+PhysicalOffset TimerStoreImpl::PinLocked() const {
+  PhysicalOffset pin(std::numeric_limits<int64_t>::max());
   // Everything below the move frontier is superseded (moved or gone): a bucket that holds the
   // frontier pins from the frontier only.
-  auto first = pins_.lower_bound(moves_.frontier >> kPinBucketShift);
-  if (first != pins_.end()) pin = std::max(first->first << kPinBucketShift, moves_.frontier);
+  auto first = pins_.lower_bound(PinBucketOf(moves_.frontier));
+  if (first != pins_.end()) {
+    pin = std::max(PhysicalOffset(first->first << kPinBucketShift), moves_.frontier);
+  }
   if (enqueue_offset_ < timer_max_queue_offset_) {
-    // Records not yet enqueued lie past last_enqueued_phys_, and never below the frontier (a
-    // move commits only with everything below it enqueued; its copies lie above it).
-    pin = std::min(pin, std::max(last_enqueued_phys_ + 1, moves_.frontier));
+    // Records not yet enqueued lie past last_enqueued_physical_offset_, and never below the
+    // frontier (a move commits only with everything below it enqueued; its copies lie above it).
+    pin = std::min(pin, std::max(last_enqueued_physical_offset_ + 1, moves_.frontier));
   }
   return pin;
 }
@@ -188,7 +190,7 @@ void TimerStoreImpl::RefreshGauges() {
     std::lock_guard<std::mutex> l(mu_);
     RefreshGaugesLocked(clock_->NowMs());
   }
-  RefreshRetentionGauges(/*expired_end=*/-1);
+  RefreshRetentionGauges(/*expired_end=*/PhysicalOffset::kNone());
 }
 
 DueCounts TimerStoreImpl::PendingByDueTime(int64_t bucket_ms, int buckets) const {

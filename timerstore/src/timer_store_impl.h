@@ -52,6 +52,8 @@ class TimerStoreImpl final : public TimerStore {
   static constexpr int64_t kEnqueuePollMs = 10;         // enqueue thread's idle poll, real time
   static constexpr size_t kMaxLoadedUnits = 2'000'000;  // FineScheduler back-pressure
   static constexpr int kPinBucketShift = 22;            // 4 MiB of CommitLog per pin bucket
+  // The pin bucket (pins_ key: an index, not an offset) of a CommitLog offset.
+  static int64_t PinBucketOf(PhysicalOffset o) { return o.value() >> kPinBucketShift; }
 
   TimerStoreImpl(FileSystem* fs, Clock* clock, MessageStore* store, TimerStoreOptions options);
   ~TimerStoreImpl() override;
@@ -89,23 +91,23 @@ class TimerStoreImpl final : public TimerStore {
   struct InflightTick {
     int64_t outstanding = 0;                 // units loaded but not yet delivered/skipped
     int64_t done_pending = 0;                // pending decrements already applied for this tick
-    int64_t commitlog_start = 0;             // CommitLog end before the first put of this tick
+    PhysicalOffset commitlog_start;          // CommitLog end before the first put of this tick
     TimerLogPosition timerlog_start;         // TimerLog end when the walk began
     std::map<int64_t, int64_t> pin_release;  // bucket -> units finished
     // Lowest CommitLog offset of any unit handed to the FineScheduler for this tick (never
     // raised while the tick is in flight): the retention mover moves nothing at or above it.
-    int64_t min_phys = std::numeric_limits<int64_t>::max();
+    PhysicalOffset min_phys = PhysicalOffset(std::numeric_limits<int64_t>::max());
   };
   // What enqueue put needs of one timer-topic record (read by enqueue get without building a
   // Message).
   struct EnqueueItem {
-    int64_t physical_offset = -1;
-    int64_t queue_offset = -1;
+    PhysicalOffset physical_offset = PhysicalOffset::kNone();
+    QueueOffset queue_offset = QueueOffset::kNone();
     uint32_t size = 0;         // record bytes
     bool has_deliver = false;  // TIMER_DELIVER_MS present and a valid integer
     bool is_delete = false;    // TIMER_DELETE_OF present and a valid integer (recall marker)
     int64_t deliver_ms = 0;
-    int64_t delete_of = -1;
+    PhysicalOffset delete_of = PhysicalOffset::kNone();
     uint32_t topic_hash = 0;  // crc32c of REAL_TOPIC, 0 when absent
     bool is_copy = false;     // TIMER_MOVED_FROM present: a retention copy (already pending)
   };
@@ -114,7 +116,8 @@ class TimerStoreImpl final : public TimerStore {
     Message msg;              // the delivered copy; when `poison` is set, the record to park
     std::string poison;       // non-empty: dequeue read found it undeliverable (the reason)
     uint64_t move_epoch = 0;  // a retention copy: the move that wrote it (0: not a copy)
-    int64_t origin = -1;      // a retention copy: TIMER_ORIGIN_OFFSET (what recalls name)
+    // A retention copy: TIMER_ORIGIN_OFFSET (what recalls name); kNone otherwise.
+    PhysicalOffset origin = PhysicalOffset::kNone();
   };
   // One pending unit the retention mover found below its end (retention_mover.cc).
   struct MoveCandidate {
@@ -175,7 +178,7 @@ class TimerStoreImpl final : public TimerStore {
   // After timer-topic puts up to `max_queue_offset`, the earliest of them due at
   // `earliest_deliver_ms`: enqueue lag; wakes the enqueue thread when that is within
   // options_.enqueue_wake_horizon_ms (INT64_MIN: always), else leaves the puts to its poll.
-  void NoteTimerPuts(int64_t max_queue_offset, int64_t earliest_deliver_ms);
+  void NoteTimerPuts(QueueOffset max_queue_offset, int64_t earliest_deliver_ms);
   // Asks the enqueue thread to run its steps now (counted in metrics_.enqueue_wakes); notifies
   // it only when it sleeps and no wake is pending (no futex call per put while it runs).
   void WakeEnqueue();
@@ -215,22 +218,23 @@ class TimerStoreImpl final : public TimerStore {
   // at a different slot tick goes. `stale_roll`: a roll unit whose continuation exists (crash
   // between the two): only the continuation counts.
   void SettleSeededLocked(const ScheduledUnit& su, bool recalled, bool stale_roll);
-  int64_t PinLocked() const;
+  PhysicalOffset PinLocked() const;  // PhysicalOffset(INT64_MAX): nothing pinned
   // Retention mover (retention_mover.cc). The retention hook: moves the pending messages whose
   // records lie below `expired_end` to the CommitLog head and raises the frontier, as far as it
   // can now (see docs/timerstore.md "Retention moves").
-  absl::Status MoveSurvivors(int64_t expired_end);
+  absl::Status MoveSurvivors(PhysicalOffset expired_end);
   // Reads the chains of every slot not yet walked; returns the units with a record in
   // [frontier, end) (outside mu_: units are immutable), and how many units it read.
   absl::StatusOr<std::vector<MoveCandidate>> FindCandidates(
-      const std::vector<std::pair<int64_t, TimerLogPosition>>& slots, int64_t end,
+      const std::vector<std::pair<int64_t, TimerLogPosition>>& slots, PhysicalOffset end,
       int64_t* read) const;
   // Under mu_: the end the move may reach (below every unit it cannot move now) and the
   // survivors to copy below it; *seen gets every candidate below that end (for the pins).
   // `timer_queue_end`: the timer topic's MaxQueueOffset, read before mu_ was taken.
-  int64_t ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates, int64_t end,
-                                int64_t timer_queue_end, std::vector<MoveCandidate>* survivors,
-                                std::vector<MoveCandidate>* seen) const;
+  PhysicalOffset ChooseSurvivorsLocked(std::vector<MoveCandidate> candidates, PhysicalOffset end,
+                                       QueueOffset timer_queue_end,
+                                       std::vector<MoveCandidate>* survivors,
+                                       std::vector<MoveCandidate>* seen) const;
   // Writes the copies of `survivors` (move `epoch`) to the timer topic; *copied_bytes,
   // *copied count what was written; orphans (copies of an uncommitted move) are not copied.
   absl::Status WriteCopies(const std::vector<MoveCandidate>& survivors, uint64_t epoch,
@@ -240,16 +244,18 @@ class TimerStoreImpl final : public TimerStore {
   // Under mu_, once move `epoch` (0: nothing copied) wrote its copies and a checkpoint: false
   // (abandoned) when a survivor's slot was walked meanwhile; else stores the committed state
   // with the frontier at `end` and releases the pins of `seen`, and returns true.
-  absl::StatusOr<bool> CommitMoveLocked(uint64_t epoch, int64_t end,
+  absl::StatusOr<bool> CommitMoveLocked(uint64_t epoch, PhysicalOffset end,
                                         const std::vector<MoveCandidate>& survivors,
                                         const std::vector<MoveCandidate>& seen);
   // Marks `epoch` abandoned (its copies are never delivered) and stores the state.
   absl::Status AbandonMoveLocked(uint64_t epoch);
   // Whether `u` points below the frontier: its message was moved (or its record is gone).
-  bool SupersededLocked(const TimerUnit& u) const { return u.physical_offset < moves_.frontier; }
-  // Sets pinned_bytes (unless expired_end < 0) and oldest_pending_segment_age_ms as of now
-  // (reads the CommitLog; call without mu_).
-  void RefreshRetentionGauges(int64_t expired_end);
+  bool SupersededLocked(const TimerUnit& u) const {
+    return u.physical_offset < moves_.frontier;
+  }
+  // Sets pinned_bytes (unless expired_end is kNone) and oldest_pending_segment_age_ms as of
+  // now (reads the CommitLog; call without mu_).
+  void RefreshRetentionGauges(PhysicalOffset expired_end);
   absl::Status RelinkForRecovery(TimerLogPosition pos, const TimerUnit& u, int64_t read_tick);
   // Recovery's steps (recovery.cc), in order: load the checkpoint (or start empty, removing an
   // unaccounted TimerLog and wheel); open the TimerLog and the wheel (rebuilding a torn wheel);
@@ -270,7 +276,7 @@ class TimerStoreImpl final : public TimerStore {
   absl::Status ReplayTimerLogTail(RecoveryScan* r);
   void ScanDeliveredCopies(RecoveryScan* r);
   // The slot tick the unit of delivered copy `m` (of the message at `phys`) was walked in.
-  int64_t DeliveredCopySlot(const Message& m, int64_t phys, const RecoveryScan& r);
+  int64_t DeliveredCopySlot(const Message& m, PhysicalOffset phys, const RecoveryScan& r);
   void RegisterWithStore();
   // 0: enqueue get + put; 1: dequeue get (slot walks); 2: dequeue put; 3: dequeue read.
   // A step failing with kResourceExhausted (disk full) is retried with backoff and is not a
@@ -296,7 +302,7 @@ class TimerStoreImpl final : public TimerStore {
   TimerLogPosition seed_end_pos_ = TimerLogPosition::kNone();  // TimerLog end when seeded
   int64_t seed_from_tick_ = 0;                  // first seeded slot tick
   int64_t seed_until_tick_ = -1;                // past the last seeded slot tick
-  absl::flat_hash_set<int64_t> seed_recalled_;  // recalled (phys) when seeded
+  absl::flat_hash_set<PhysicalOffset> seed_recalled_;  // recalled when seeded
 
   std::mutex checkpoint_mu_;  // serialises Checkpoint(); taken before mu_
   // The checkpoint file as last written by this process (guarded by checkpoint_mu_): Checkpoint
@@ -311,13 +317,13 @@ class TimerStoreImpl final : public TimerStore {
   FineScheduler fine_;
   std::map<int64_t, InflightTick> inflight_;
   int64_t next_walk_tick_ = 0;
-  int64_t enqueue_read_offset_ = 0;  // next queue offset enqueue get reads
-  int64_t enqueue_offset_ = 0;       // next queue offset not yet in the TimerLog
-  int64_t timer_max_queue_offset_ = 0;
-  int64_t last_enqueued_phys_ = -1;
+  QueueOffset enqueue_read_offset_;  // next queue offset enqueue get reads
+  QueueOffset enqueue_offset_;       // next queue offset not yet in the TimerLog
+  QueueOffset timer_max_queue_offset_;
+  PhysicalOffset last_enqueued_physical_offset_ = PhysicalOffset::kNone();
   std::map<int64_t, int64_t> pins_;
-  absl::flat_hash_map<int64_t, int64_t> recalled_;  // phys offset -> deliver ms
-  absl::flat_hash_set<int64_t> delivered_phys_;     // recovery dedup (CommitLog tail scan)
+  absl::flat_hash_map<PhysicalOffset, int64_t> recalled_;  // timer-topic record -> deliver ms
+  absl::flat_hash_set<PhysicalOffset> delivered_phys_;  // recovery dedup (CommitLog tail scan)
   absl::flat_hash_set<TimerLogPosition> rolled_from_;  // recovery dedup (roll continuations)
   absl::flat_hash_set<TimerLogPosition> handed_early_;  // in fine_ already: the walk skips them
   int64_t eager_walk_until_ = 0;  // recovery: slots below it are walked now, not one tick early
@@ -329,7 +335,7 @@ class TimerStoreImpl final : public TimerStore {
   // the recovered store used to move the scan start past the copies made before the first
   // crash, and the second recovery moved them again).
   int64_t dedup_until_tick_ = -1;
-  int64_t dedup_commitlog_from_ = 0;
+  PhysicalOffset dedup_commitlog_from_;
   TimerLogPosition dedup_timerlog_from_;
   std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;

@@ -352,7 +352,7 @@ void ConsumerLoop(int index, const Options& o, const tokimq::client::ClientOptio
       rec.message_id = m.message_id;
       rec.topic = m.topic;
       rec.queue_id = m.queue_id;
-      rec.queue_offset = m.queue_offset;
+      rec.queue_offset = m.queue_offset.value();
       rec.attempt = m.delivery_attempt;
       rec.local_ms = now;
       auto d = m.properties.find(tokimq::prop::kTimerDequeueMs);

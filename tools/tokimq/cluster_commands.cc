@@ -183,7 +183,7 @@ absl::Status ClusterConsume(const ClientOptions& o, const ConsumeArgs& a) {
     for (const auto& m : *msgs) {
       std::printf("%s attempt=%d queue=%d offset=%lld key=%s tag=%s deliver=%s handle=%s\t%s\n",
                   m.message_id.c_str(), m.delivery_attempt, m.queue_id,
-                  static_cast<long long>(m.queue_offset), m.key.c_str(), m.tag.c_str(),
+                  static_cast<long long>(m.queue_offset.value()), m.key.c_str(), m.tag.c_str(),
                   FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
                   m.body.c_str());
       if (a.ack) {

@@ -146,7 +146,7 @@ void PrintSendReceipt(const client::SendReceipt& r) {
   std::string where = "topic=" + r.topic;
   if (!r.broker.empty()) where += " broker=" + r.broker;
   where += " queue=" + std::to_string(r.queue_id);
-  if (!r.delayed) where += " offset=" + std::to_string(r.queue_offset);
+  if (!r.delayed) where += " offset=" + std::to_string(r.queue_offset.value());
   std::printf("sent %s %s deliver_at=%s%s%s\n", r.message_id.c_str(), where.c_str(),
               FormatTimestamp(r.deliver_at_ms).c_str(), r.recall_handle.empty() ? "" : " recall=",
               r.recall_handle.c_str());
@@ -362,7 +362,7 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
       std::printf(
           "%s attempt=%d queue=%d offset=%lld key=%s%s tag=%s deliver=%s handle=%s\t%s\n",
           m.message_id.c_str(), m.delivery_attempt, m.queue_id,
-          static_cast<long long>(m.queue_offset), m.key.c_str(), group_field.c_str(),
+          static_cast<long long>(m.queue_offset.value()), m.key.c_str(), group_field.c_str(),
           m.tag.c_str(), FormatTimestamp(m.deliver_ms).c_str(), m.receipt_handle.c_str(),
           m.body.c_str());
       if (a.props) {

@@ -273,9 +273,9 @@ class Broker {
   absl::Status HandleDescribeTopic(const std::string& name, proto::Response* resp);
   // Stores the send's messages and fills *resp. wait_durable: returns once they are durable per
   // the flush policy; else (kSync) *durable_end is the CommitLog end to wait for before the
-  // answer may go out (0: nothing to wait for).
+  // answer may go out (PhysicalOffset(0): nothing to wait for).
   absl::Status HandleSend(const proto::SendRequest& req, proto::SendResponse* resp,
-                          bool wait_durable = true, int64_t* durable_end = nullptr);
+                          bool wait_durable = true, PhysicalOffset* durable_end = nullptr);
   // The send of Handle (the gRPC SendMessage, and native sends not answered from the group
   // commit): HandleSend, then with replication = "sync" blocks the calling thread until a
   // follower acknowledged the send's records (ReplicationService::WhenReplicated), so both APIs

@@ -42,6 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "commitlog/message.h"
+#include "common/offsets.h"
 
 namespace rocksdb {
 class DB;
@@ -188,7 +189,8 @@ class ConsumerService {
   virtual int64_t ExpiryIndexEntries() const { return 0; }
 
   // The broker fans MessageStore dispatch notifications out to this (wakes long polls).
-  virtual void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) = 0;
+  virtual void OnDispatch(const std::string& topic, int32_t queue_id,
+                          QueueOffset queue_offset) = 0;
   // Processes due lease expiries / retries that are ready at the current clock time (tests on a
   // ManualClock call this after advancing the clock; Start() does it on a thread).
   virtual absl::Status RunUntilIdle() = 0;

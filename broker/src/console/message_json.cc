@@ -69,7 +69,8 @@ json ScheduledJson(const Message& m) {
   if (!o.empty()) ParseInt64(o, &origin);
   j["scheduled"] = true;
   j["deliver_ms"] = deliver;
-  j["recall_handle"] = RecallHandle{origin, deliver, RecallHandle::IdCrcOf(m)}.Encode();
+  j["recall_handle"] =
+      RecallHandle{PhysicalOffset(origin), deliver, RecallHandle::IdCrcOf(m)}.Encode();
   return j;
 }
 

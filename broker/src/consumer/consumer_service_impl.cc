@@ -366,7 +366,7 @@ void ConsumerServiceImpl::WakeReceivers(const std::string& topic) {
 }
 
 void ConsumerServiceImpl::OnDispatch(const std::string& topic, int32_t queue_id,
-                                     int64_t queue_offset) {
+                                     QueueOffset queue_offset) {
   // A long poller registers in waiters_ before it scans, so when waiters_ is 0 nobody can be
   // between a scan that missed this message and its wait.
   // No lock: this runs on the putting thread, e.g. the timer's realtime put (long_poll_wake.h).

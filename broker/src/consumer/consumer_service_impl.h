@@ -105,7 +105,7 @@ class ConsumerServiceImpl final : public ConsumerService {
   int64_t DlqDepth(const std::string& group) const override;
   int64_t Parked(const std::string& group) const override;
   GroupMetrics Metrics(const std::string& group) const override;  // group_metrics.cc
-  void OnDispatch(const std::string& topic, int32_t queue_id, int64_t queue_offset) override;
+  void OnDispatch(const std::string& topic, int32_t queue_id, QueueOffset queue_offset) override;
   absl::Status RunUntilIdle() override;
   int64_t ExpiryIndexEntries() const override;
   absl::Status Start() override;

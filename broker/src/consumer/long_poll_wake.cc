@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <functional>
 
@@ -37,20 +38,23 @@ LongPollWake::Seen LongPollWake::Observe(std::string_view topic, std::string_vie
 }
 
 bool LongPollWake::WaitAfter(Seen seen, std::string_view topic, std::string_view retry,
-                             std::chrono::steady_clock::time_point deadline,
+                             const Clock& clock, int64_t deadline_us,
                              const std::atomic<bool>& stop) const {
   while (true) {
     if (stop.load()) return true;
-    const auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero()) return false;
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    const int64_t left_us = deadline_us - clock.NowMicros();
+    if (left_us <= 0) return false;
+    timespec ts{static_cast<time_t>(left_us / 1'000'000),
+                static_cast<long>(left_us % 1'000'000 * 1000)};
     // Returns at once (EAGAIN) when the sequence moved since `seen.seq`; else sleeps until a
-    // wake, the timeout or a signal.
-    ::syscall(SYS_futex, Word(seq_), FUTEX_WAIT_PRIVATE, seen.seq, &ts, nullptr, 0);
+    // wake, the timeout (ETIMEDOUT) or a signal.
+    const long rc = ::syscall(SYS_futex, Word(seq_), FUTEX_WAIT_PRIVATE, seen.seq, &ts, nullptr, 0);
+    const bool slept_out = rc != 0 && errno == ETIMEDOUT;
     if (stop.load()) return true;
     const Seen now = Observe(topic, retry);
     if (now.topics != seen.topics) return true;
+    // The whole time left has passed in real time: over, even if `clock` did not move.
+    if (slept_out) return false;
     seen.seq = now.seq;  // other topics moved: sleep on
   }
 }

@@ -16,14 +16,21 @@
 // the counters, then scans; it sleeps only while the sequence still has the value it read, so
 // a notification after its read of the counters always ends its sleep.
 //
+// Time: a wait's deadline is on the Clock it is given (the consumer service's), like every
+// other time of the broker. A sleep that runs its whole timeout (the time left by that Clock)
+// ends the wait even when the Clock did not move, so on a ManualClock that stands still a long
+// poll still ends after its length of real time (longer only while other topics' notifications
+// keep waking it).
+//
 // Thread-safety: every member may be called from any thread at once.
 #pragma once
 
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string_view>
+
+#include "common/clock.h"
 
 namespace tokimq::consumer {
 
@@ -39,12 +46,13 @@ class LongPollWake {
   Seen Observe(std::string_view topic, std::string_view retry) const;
 
   // Sleeps until a notification for `topic` or `retry` after `seen`, `*stop` set (then
-  // WakeAll), or `deadline`. Returns true when woken by a notification for its topics or a
-  // stop, false at the deadline. May return true spuriously (a hash collision): the caller
-  // rescans.
-  bool WaitAfter(Seen seen, std::string_view topic, std::string_view retry,
-                 std::chrono::steady_clock::time_point deadline,
-                 const std::atomic<bool>& stop) const;
+  // WakeAll), or `deadline_us` (µs since the epoch on `clock`): each sleep lasts the time
+  // left by `clock`, and one that runs its whole length also ends the wait (class comment).
+  // Returns true when woken by a notification for its topics or a stop, false at the
+  // deadline. May return true spuriously (a hash collision): the caller rescans. A clock
+  // moved past the deadline during a sleep is seen at the next wake-up.
+  bool WaitAfter(Seen seen, std::string_view topic, std::string_view retry, const Clock& clock,
+                 int64_t deadline_us, const std::atomic<bool>& stop) const;
 
   // A message is readable in `topic` (or a FIFO group of it unblocked): wakes its waiters.
   // Lock-free; one futex wake system call.

@@ -231,8 +231,9 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
     }
   } guard{req.long_poll_ms > 0 ? &waiters_ : nullptr};
   if (guard.n) guard.n->fetch_add(1);
-  // Long polls are bounded in real time: on a ManualClock the clock may never move.
-  const auto deadline = RealTimeDeadline(std::chrono::milliseconds(req.long_poll_ms));
+  // On the service's Clock; LongPollWake also ends a wait after its length of real time, as a
+  // ManualClock may never move.
+  const int64_t deadline_us = clock_->NowMicros() + req.long_poll_ms * 1000;
 
   std::vector<ReceivedMessage> out;
   while (true) {
@@ -245,7 +246,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> ConsumerServiceImpl::Receive(
     }
     if (!out.empty() || req.long_poll_ms == 0) return out;
     if (stopping_.load()) return out;
-    if (!wake_.WaitAfter(seen, req.topic, retry, deadline, stopping_) || stopping_.load()) {
+    if (!wake_.WaitAfter(seen, req.topic, retry, *clock_, deadline_us, stopping_) ||
+        stopping_.load()) {
       return out;
     }
   }

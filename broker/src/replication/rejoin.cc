@@ -58,12 +58,15 @@ absl::StatusOr<replication::TermHistory> RejoinBeforeOpen(FileSystem* fs,
     return local;
   }
   std::vector<replication::TermStart> theirs;
-  for (const auto& e : r->history()) theirs.push_back({e.term(), e.start_offset()});
+  for (const auto& e : r->history()) {
+    theirs.push_back({e.term(), PhysicalOffset(e.start_offset())});
+  }
   const replication::TermHistory leader(std::move(theirs));
   // The local end is not known before recovery: with an unbounded end the answer is the end
   // of the last common term on the leader's side, and a shorter local log is not cut.
-  const int64_t keep = local.ConsistentEnd(std::numeric_limits<int64_t>::max(), leader,
-                                           r->leader_max_offset());
+  const PhysicalOffset keep =
+      local.ConsistentEnd(PhysicalOffset(std::numeric_limits<int64_t>::max()), leader,
+                          PhysicalOffset(r->leader_max_offset()));
   TOKIMQ_ASSIGN_OR_RETURN(int64_t removed,
                           CommitLog::TruncateFiles(fs, o.data_dir + "/store/commitlog",
                                                    o.segment_size, keep));

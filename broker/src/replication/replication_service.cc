@@ -93,9 +93,9 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
     return;
   }
   BeginTerm(view.term);
-  acks_.Reset(0);
+  acks_.Reset(PhysicalOffset(0));
   lag_.Reset();
-  lag_.OnLeaderEnd(store_->commit_log()->MaxOffset().value());
+  lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
   TOKIMQ_LOG_INFO("replication: leader of term {} at CommitLog offset {}", view.term,
                   store_->commit_log()->MaxOffset().value());
   std::lock_guard<std::mutex> l(serving_mu_);
@@ -108,8 +108,8 @@ void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
 
 void ReplicationService::BeginTerm(int64_t term) {
   std::lock_guard<std::mutex> l(append_mu_);
-  const int64_t end = store_->commit_log()->MaxOffset().value();
-  absl::Status s = history_.BeginTerm(term, history_.empty() ? 0 : end);
+  const PhysicalOffset end = store_->commit_log()->MaxOffset();
+  absl::Status s = history_.BeginTerm(term, history_.empty() ? PhysicalOffset(0) : end);
   if (s.ok() && options_.fs != nullptr && !options_.history_path.empty()) {
     s = StoreTermHistory(options_.fs, options_.history_path, history_);
   }
@@ -138,7 +138,7 @@ absl::Status ReplicationService::CheckWritable() const {
                   v.term, v.leader_address.empty() ? "unknown" : v.leader_address));
 }
 
-void ReplicationService::WhenReplicated(int64_t end, replication::AckTracker::Done done) {
+void ReplicationService::WhenReplicated(PhysicalOffset end, replication::AckTracker::Done done) {
   if (!options_.sync) return std::move(done)(absl::OkStatus());
   acks_.WhenReplicated(end, options_.ack_timeout_ms, std::move(done));
 }
@@ -168,21 +168,22 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
     for (const replication::TermStart& e : history_.entries()) {
       auto* h = resp->add_history();
       h->set_term(e.term);
-      h->set_start_offset(e.start_offset);
+      h->set_start_offset(e.start_offset.value());
     }
     resp->set_offset(req.from_offset());
     resp->set_leader_max_offset(max);
     return absl::OkStatus();
   }
-  absl::StatusOr<ReplicaChunk> chunk = log->ReadChunk(req.from_offset(), req.max_bytes());
+  absl::StatusOr<ReplicaChunk> chunk =
+      log->ReadChunk(PhysicalOffset(req.from_offset()), req.max_bytes());
   if (!chunk.ok()) return chunk.status();
   // The follower holds every byte below from_offset (a follower of this term, behind our end).
-  lag_.OnLeaderEnd(max);
+  lag_.OnLeaderEnd(PhysicalOffset(max));
   if (req.term() == v.term) {
-    acks_.OnFollowerAck(req.from_offset());
-    lag_.OnPull(req.follower(), req.from_offset());
+    acks_.OnFollowerAck(PhysicalOffset(req.from_offset()));
+    lag_.OnPull(req.follower(), PhysicalOffset(req.from_offset()));
   }
-  resp->set_offset(chunk->offset);
+  resp->set_offset(chunk->offset.value());
   resp->set_data(std::move(chunk->bytes));
   resp->set_leader_max_offset(max);
   return absl::OkStatus();
@@ -201,7 +202,7 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_term(v.term);
   resp->set_leader_address(v.leader_address);
   resp->set_max_offset(store_->commit_log()->MaxOffset().value());
-  resp->set_follower_acked_offset(acks_.acked_offset());
+  resp->set_follower_acked_offset(acks_.acked_offset().value());
   resp->set_replication(options_.sync ? "sync" : "async");
   resp->set_diverged(diverged_.load());
   return s;
@@ -247,7 +248,7 @@ void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
   for (const replication::FollowerLag::Entry& e : lag_.Snapshot()) {
     proto::FollowerLag* f = resp->add_followers();
     f->set_follower(e.follower);
-    f->set_acked_offset(e.acked_offset);
+    f->set_acked_offset(e.acked_offset.value());
     f->set_lag_bytes(e.lag_bytes);
     f->set_lag_ms(e.lag_ms);
     f->set_last_pull_ms(e.last_pull_ms);
@@ -323,8 +324,8 @@ bool ReplicationService::PullOnce(const std::string& leader) {
     return true;
   }
   if (r.data().empty()) return false;
-  ReplicaChunk chunk{r.offset(), r.data()};
-  absl::StatusOr<int64_t> end;
+  ReplicaChunk chunk{PhysicalOffset(r.offset()), r.data()};
+  absl::StatusOr<PhysicalOffset> end;
   {
     std::lock_guard<std::mutex> l(append_mu_);
     end = store_->AppendReplicated(chunk);
@@ -362,11 +363,14 @@ bool ReplicationService::CheckHistory() {
   }
   const proto::ReplicatePullResponse& r = resp->replicate_pull();
   std::vector<replication::TermStart> theirs;
-  for (const auto& e : r.history()) theirs.push_back({e.term(), e.start_offset()});
+  for (const auto& e : r.history()) {
+    theirs.push_back({e.term(), PhysicalOffset(e.start_offset())});
+  }
   const replication::TermHistory leader(std::move(theirs));
   std::lock_guard<std::mutex> l(append_mu_);
-  const int64_t end = store_->commit_log()->MaxOffset().value();
-  const int64_t consistent = history_.ConsistentEnd(end, leader, r.leader_max_offset());
+  const PhysicalOffset end = store_->commit_log()->MaxOffset();
+  const PhysicalOffset consistent =
+      history_.ConsistentEnd(end, leader, PhysicalOffset(r.leader_max_offset()));
   if (consistent < end) {
     if (!diverged_.exchange(true)) {
       TOKIMQ_LOG_ERROR(
@@ -397,7 +401,7 @@ void ReplicationService::ExpiryLoop() {
     }
     acks_.ExpireWaits();
     if (leadership_.Current().role == Role::kLeader) {
-      lag_.OnLeaderEnd(store_->commit_log()->MaxOffset().value());
+      lag_.OnLeaderEnd(store_->commit_log()->MaxOffset());
     }
     Pause(10);
   }

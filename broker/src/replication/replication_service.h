@@ -91,7 +91,7 @@ class ReplicationService {
 
   // The end of a sync send: done(OK) once a follower holds every byte below `end`, error per
   // AckTracker::WhenReplicated. Async: done(OK) at once.
-  void WhenReplicated(int64_t end, replication::AckTracker::Done done);
+  void WhenReplicated(PhysicalOffset end, replication::AckTracker::Done done);
 
   absl::Status HandlePull(const proto::ReplicatePullRequest& req,
                           proto::ReplicatePullResponse* resp);

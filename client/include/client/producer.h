@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "common/offsets.h"
 
 namespace tokimq::client {
 
@@ -46,7 +47,9 @@ struct SendReceipt {
   std::string message_id;
   std::string topic;
   int32_t queue_id = 0;
-  int64_t queue_offset = -1;
+  // In queue_id; a delayed send: its offset in the timer topic (the real queue gets one at
+  // release).
+  QueueOffset queue_offset = QueueOffset::kNone();
   std::string recall_handle;  // empty when delivered at once
   int64_t deliver_at_ms = 0;
   bool delayed = false;

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "common/offsets.h"
 
 namespace tokimq::client {
 
@@ -22,7 +23,7 @@ struct ReceivedMessage {
   std::string message_id;
   std::string topic;
   int32_t queue_id = 0;
-  int64_t queue_offset = -1;
+  QueueOffset queue_offset = QueueOffset::kNone();  // in (topic, queue_id)
   std::string body;
   std::string key;
   std::string tag;

@@ -75,7 +75,7 @@ struct CommitLogSyncStats {
 // [offset, offset + bytes.size()), inside one segment. A chunk that ends with a blank record
 // closes its segment: the next chunk starts at the next segment's base offset.
 struct ReplicaChunk {
-  int64_t offset = 0;
+  PhysicalOffset offset;  // of the chunk's first byte (a record boundary)
   std::string bytes;
 };
 
@@ -160,7 +160,7 @@ class CommitLog {
   // MinOffset (deleted by retention), kOutOfRange above MaxOffset (the follower holds bytes
   // this log does not: it diverged), kDataLoss / kInvalidArgument when no valid record starts
   // at `from`. Thread-safe; runs concurrently with appends.
-  virtual absl::StatusOr<ReplicaChunk> ReadChunk(int64_t from, size_t max_bytes) const;
+  virtual absl::StatusOr<ReplicaChunk> ReadChunk(PhysicalOffset from, size_t max_bytes) const;
   // Follower side: appends a chunk read from the leader's log, byte for byte, after checking
   // every record (CRC32C, the physical offset stored in each record equals its position, no
   // record crosses its segment, a blank record covers exactly the rest of its segment and ends
@@ -168,7 +168,7 @@ class CommitLog {
   // blank record of room is left. Nothing is written when a check fails: kDataLoss (bad record)
   // or kFailedPrecondition (wrong offset). Write errors as Append. Serialised with Append.
   // Returns the new MaxOffset (the next segment's base after a blank record).
-  virtual absl::StatusOr<int64_t> AppendChunk(const ReplicaChunk& chunk);
+  virtual absl::StatusOr<PhysicalOffset> AppendChunk(const ReplicaChunk& chunk);
   // Rejoin (issue 20, docs/replication.md "Rejoin"): offline, before Open, cuts the log whose
   // files are in `dir` at `end` (bytes; a record boundary the leader's log shares): removes
   // the segment files at or past it, truncates the one holding it, lowers the durability
@@ -176,7 +176,7 @@ class CommitLog {
   // `end` (and MessageStore recovery drops the ConsumeQueue entries past it). Returns the bytes
   // removed (0: the log already ended at or before `end`). Errors: file I/O.
   static absl::StatusOr<int64_t> TruncateFiles(FileSystem* fs, const std::string& dir,
-                                               int64_t segment_size, int64_t end);
+                                               int64_t segment_size, PhysicalOffset end);
 
   // Flushes, writes the clean-shutdown marker and stops the flusher. Idempotent.
   virtual absl::Status Close() = 0;

@@ -114,7 +114,7 @@ class MessageStore {
   // queue it extended. Serialised with Put. Errors as AppendChunk; kDataLoss when a record's
   // queue offset does not continue its ConsumeQueue. Returns the new CommitLog end.
   // The default implementation returns kUnimplemented.
-  virtual absl::StatusOr<int64_t> AppendReplicated(const ReplicaChunk& chunk) {
+  virtual absl::StatusOr<PhysicalOffset> AppendReplicated(const ReplicaChunk& chunk) {
     (void)chunk;
     return absl::UnimplementedError("this store does not replicate");
   }

@@ -21,6 +21,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "common/clock.h"
+#include "common/offsets.h"
 
 namespace tokimq::replication {
 
@@ -29,22 +30,22 @@ class AckTracker {
   explicit AckTracker(Clock* clock) : clock_(clock) {}
 
   using Done = absl::AnyInvocable<void(absl::Status) &&>;
-  // done(OK) once a follower acknowledged every byte below `end` (CommitLog offset, bytes);
+  // done(OK) once a follower acknowledged every byte below `end` (the CommitLog end to cover);
   // done(kUnavailable) when `timeout_ms` passes first (checked by ExpireWaits) or the tracker
   // was failed (this replica lost its term: the error given to Fail). Answered inline when
   // already known.
-  void WhenReplicated(int64_t end, int64_t timeout_ms, Done done);
+  void WhenReplicated(PhysicalOffset end, int64_t timeout_ms, Done done);
   // A follower's acknowledged end offset. Answers every wait with end <= offset. Offsets only
   // move forward (an older report is ignored).
-  void OnFollowerAck(int64_t offset);
+  void OnFollowerAck(PhysicalOffset offset);
   // Fails every wait with `error` and every later one until Reset (the leader was deposed).
   void Fail(absl::Status error);
   // Accepts waits again, with `acked` as the acknowledged offset (a new term as leader).
-  void Reset(int64_t acked);
+  void Reset(PhysicalOffset acked);
   // Fails the waits whose deadline has passed; returns how many.
   int ExpireWaits();
 
-  int64_t acked_offset() const;
+  PhysicalOffset acked_offset() const;
   size_t pending() const;
 
  private:
@@ -55,9 +56,9 @@ class AckTracker {
 
   Clock* clock_;
   mutable std::mutex mu_;
-  int64_t acked_ = 0;                  // guarded by mu_
-  absl::Status failed_;                // guarded by mu_
-  std::multimap<int64_t, Wait> waits_;  // by end offset; guarded by mu_
+  PhysicalOffset acked_;                       // guarded by mu_
+  absl::Status failed_;                        // guarded by mu_
+  std::multimap<PhysicalOffset, Wait> waits_;  // by end offset; guarded by mu_
 };
 
 }  // namespace tokimq::replication

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/offsets.h"
 
 namespace tokimq::replication {
 
@@ -28,16 +29,16 @@ class FollowerLag {
   explicit FollowerLag(Clock* clock) : clock_(clock) {}
 
   // The leader's CommitLog end now (bytes). Ends only grow; a smaller one is ignored.
-  void OnLeaderEnd(int64_t end);
+  void OnLeaderEnd(PhysicalOffset end);
   // A pull of this term from `follower` (its broker id) reported holding every byte below
   // `acked`.
-  void OnPull(const std::string& follower, int64_t acked);
+  void OnPull(const std::string& follower, PhysicalOffset acked);
   // Forgets every follower and sample (a new term).
   void Reset();
 
   struct Entry {
     std::string follower;
-    int64_t acked_offset = 0;
+    PhysicalOffset acked_offset;  // the end it reported
     int64_t lag_bytes = 0;
     int64_t lag_ms = 0;
     int64_t last_pull_ms = 0;  // ms since its last pull
@@ -52,11 +53,11 @@ class FollowerLag {
   static constexpr size_t kMaxSamples = 100'000;
   Clock* clock_;
   mutable std::mutex mu_;
-  int64_t end_ = 0;  // mu_: the largest end seen
+  PhysicalOffset end_;  // mu_: the largest end seen
   // mu_: (end, ms when first seen), ends strictly increasing.
-  std::deque<std::pair<int64_t, int64_t>> samples_;
+  std::deque<std::pair<PhysicalOffset, int64_t>> samples_;
   struct Follower {
-    int64_t acked = 0;
+    PhysicalOffset acked;
     int64_t last_pull_ms = 0;
   };
   std::map<std::string, Follower> followers_;  // mu_

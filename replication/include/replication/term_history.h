@@ -21,12 +21,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/file.h"
+#include "common/offsets.h"
 
 namespace tokimq::replication {
 
 struct TermStart {
   int64_t term = 0;
-  int64_t start_offset = 0;  // CommitLog offset, bytes
+  PhysicalOffset start_offset;  // where the term's first record was appended
   bool operator==(const TermStart& o) const {
     return term == o.term && start_offset == o.start_offset;
   }
@@ -46,14 +47,15 @@ class TermHistory {
   // leader whose bytes this replica never received) are dropped first. Nothing changes when the
   // last entry is already `term` (a leader restarted in its term). kFailedPrecondition when
   // `term` is older than the last entry's.
-  absl::Status BeginTerm(int64_t term, int64_t log_end);
+  absl::Status BeginTerm(int64_t term, PhysicalOffset log_end);
 
   // The end (bytes) of the prefix of a log with this history and end `local_end` that a leader
   // with history `leader` and end `leader_end` also holds: for the last entry both histories
   // hold (same term, same start), the earlier of the two ends of that term. With no common
   // entry: 0, or min(local_end, leader_end) when this history is empty (a log written before
   // histories existed: only the lengths can be compared).
-  int64_t ConsistentEnd(int64_t local_end, const TermHistory& leader, int64_t leader_end) const;
+  PhysicalOffset ConsistentEnd(PhysicalOffset local_end, const TermHistory& leader,
+                               PhysicalOffset leader_end) const;
 
   std::string Encode() const;
   // kDataLoss on bad magic, version, length, CRC, or entries not increasing in term and

@@ -45,7 +45,7 @@ class FineScheduler {
   // Moves every unit with deliver_ms <= now_ms (at most max_count) to `out`, earliest first.
   size_t PopDue(int64_t now_ms, size_t max_count, std::vector<ScheduledUnit>* out);
   // Removes the unit for `physical_offset` if loaded (recall); true if found.
-  bool Remove(int64_t physical_offset);
+  bool Remove(PhysicalOffset physical_offset);
   size_t size() const { return size_; }
 
  private:

@@ -9,11 +9,12 @@
 
 #include "absl/status/statusor.h"
 #include "commitlog/message.h"
+#include "common/offsets.h"
 
 namespace tokimq {
 
 struct RecallHandle {
-  int64_t physical_offset = -1;
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();  // of the timer-topic record
   int64_t deliver_ms = 0;
   uint32_t id_crc = 0;
 

@@ -16,7 +16,7 @@
 namespace tokimq {
 
 struct RecalledEntry {
-  int64_t physical_offset = 0;  // timer-topic record of the recalled message
+  PhysicalOffset physical_offset;  // timer-topic record of the recalled message
   int64_t deliver_ms = 0;
 };
 
@@ -25,11 +25,14 @@ struct TimerCheckpointData {
   int64_t read_tick = 0;             // every tick below this is fully delivered and durable
   TimerLogPosition timerlog_flush_pos;  // TimerLog prefix reflected in the counters below
   TimerLogPosition timerlog_scan_from;  // where read_tick's walk began
-  int64_t enqueue_queue_offset = 0;  // next timer-topic queue offset for enqueue
-  int64_t last_enqueued_phys = -1;   // highest timer-topic physical offset in the TimerLog
-  int64_t commitlog_scan_from = 0;   // CommitLog offset before the first put of read_tick
+  QueueOffset enqueue_queue_offset;  // next timer-topic queue offset for enqueue
+  // Highest timer-topic physical offset in the TimerLog (kNone: none yet).
+  PhysicalOffset last_enqueued_physical_offset = PhysicalOffset::kNone();
+  PhysicalOffset commitlog_scan_from;  // CommitLog offset before the first put of read_tick
   int64_t pending = 0;               // pending messages as of read_tick (counted before delivery)
-  std::map<int64_t, int64_t> pins;   // CommitLog bucket -> pending units pointing into it
+  // CommitLog bucket (physical offset / 4 MiB: an index, not an offset) -> pending units
+  // pointing into it.
+  std::map<int64_t, int64_t> pins;
   std::vector<RecalledEntry> recalled;
 
   std::string Encode() const;

@@ -49,7 +49,7 @@ struct TimerUnit {
   int64_t write_ms = 0;      // when this unit was appended (ms since epoch)
   int64_t deliver_ms = 0;    // real deliver time (ms since epoch)
   int64_t slot_tick = 0;     // wheel tick this unit is linked under (-1: not linked)
-  int64_t physical_offset = -1;  // CommitLog offset of the timer-topic record
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();  // of the timer-topic record
   // Roll continuation: the TimerLogPosition of the unit it continues; delete: the recalled
   // record's PhysicalOffset (a plain integer: which one depends on the flags).
   int64_t ref = -1;
