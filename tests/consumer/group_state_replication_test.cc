@@ -42,7 +42,7 @@ struct Replica {
       if (t == kGroupStateTopic) {
         EXPECT_TRUE(log->CatchUp().ok());
       } else if (svc) {
-        svc->OnDispatch(t, q, o.value());
+        svc->OnDispatch(t, q, o);
       }
     });
     ConsumerServiceDeps deps;
@@ -120,7 +120,7 @@ class GroupStateReplicationTest : public ::testing::Test {
     CommitLog* from = leader_.backend.store()->commit_log();
     CommitLog* to = follower_.backend.store()->commit_log();
     while (to->MaxOffset().value() < from->MaxOffset().value()) {
-      auto chunk = from->ReadChunk(to->MaxOffset().value(), 4096);
+      auto chunk = from->ReadChunk(to->MaxOffset(), 4096);
       ASSERT_TRUE(chunk.ok()) << chunk.status();
       ASSERT_TRUE(follower_.backend.store()->AppendReplicated(*chunk).ok());
     }

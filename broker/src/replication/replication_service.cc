@@ -225,7 +225,7 @@ void ReplicationService::OnGroupStateDispatch() {
 
 absl::Status ReplicationService::AwaitStateReplicated() {
   if (group_state_log_ == nullptr || !options_.sync) return absl::OkStatus();
-  const int64_t end = store_->commit_log()->MaxOffset().value();
+  const PhysicalOffset end = store_->commit_log()->MaxOffset();
   std::promise<absl::Status> replicated;
   std::future<absl::Status> done = replicated.get_future();
   acks_.WhenReplicated(end, options_.ack_timeout_ms,
