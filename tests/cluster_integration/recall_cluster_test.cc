@@ -24,6 +24,8 @@
 #include "client/producer.h"
 #include "cluster/etcd_process.h"
 #include "integration/broker_process.h"
+#include "support/await.h"
+#include "support/run_command.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -38,27 +40,6 @@ using testing::TempDir;
 
 constexpr char kRoot[] = "root";
 constexpr char kRootSecret[] = "root-secret-1";
-
-// Bounded await: polls `pred` every 10 ms for at most `timeout_ms` of real time.
-bool Await(const std::function<bool()>& pred, int64_t timeout_ms = 30'000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-// Runs a command; returns its stdout (stderr folded in) and sets *rc.
-std::string RunCommand(const std::string& cmd, int* rc) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (p && std::fgets(buf, sizeof(buf), p)) out += buf;
-  const int status = p ? ::pclose(p) : -1;
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 class RecallClusterTest : public ::testing::Test {
  protected:
@@ -78,13 +59,15 @@ class RecallClusterTest : public ::testing::Test {
                                    std::string(kRoot) + ":" + kRootSecret}));
       ASSERT_TRUE(brokers_.back()->Start()) << name;
     }
-    ASSERT_TRUE(Await([&] {
-      for (int i = 0; i < 3; ++i) {
-        auto st = AdminClient(Root(i)).ClusterStatus();
-        if (!st.ok() || st->members_size() != 3 || !st->registered()) return false;
-      }
-      return true;
-    }));
+    ASSERT_TRUE(testing::AwaitTrue(
+        [&] {
+          for (int i = 0; i < 3; ++i) {
+            auto st = AdminClient(Root(i)).ClusterStatus();
+            if (!st.ok() || st->members_size() != 3 || !st->registered()) return false;
+          }
+          return true;
+        },
+        std::chrono::seconds(30), "3 registered members on every broker"));
     CreateTopic("rc_delay");
     CreateTopic("rc_other");
   }
@@ -108,7 +91,9 @@ class RecallClusterTest : public ::testing::Test {
     auto created = AdminClient(Root(0)).CreateTopic(t);
     ASSERT_TRUE(created.ok()) << created.status();
     for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(Await([&] { return AdminClient(Root(i)).DescribeTopic(name).ok(); })) << i;
+      ASSERT_TRUE(testing::AwaitTrue([&] { return AdminClient(Root(i)).DescribeTopic(name).ok(); },
+                                     std::chrono::seconds(30), "topic " + name + " applied"))
+          << i;
     }
   }
   int64_t Recalled(int i) {
@@ -146,17 +131,15 @@ TEST_F(RecallClusterTest, NativeRecallGoesToTheIssuingBrokerAndAnotherBrokerName
   // At b1 with its own name in front: served.
   ASSERT_TRUE(client::Producer(Root(1)).Recall(b1_handle).ok());
   // The routing clients: the CLI through b2 and the ClusterProducer send each to its owner.
-  int rc = 0;
   const std::string cli = std::string(TOKIMQ_CLI_BIN) + " --broker " + Root(2).broker +
                           " --access-key " + kRoot + " --secret-key " + kRootSecret + " recall ";
-  const std::string out = RunCommand(cli + "'" + by_broker["b0"][0] + "'", &rc);
-  EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("recalled"), std::string::npos) << out;
+  const testing::CommandResult cli_recall = testing::RunShell(cli + "'" + by_broker["b0"][0] + "' 2>&1");
+  EXPECT_EQ(cli_recall.exit_code, 0) << cli_recall.out;
+  EXPECT_NE(cli_recall.out.find("recalled"), std::string::npos) << cli_recall.out;
   EXPECT_TRUE(producer.Recall(by_broker["b2"][0]).ok());
   EXPECT_TRUE(producer.Recall(by_broker["b0"][1]).ok());
   // Again: the owner says so.
-  RunCommand(cli + "'" + b1_handle + "'", &rc);
-  EXPECT_NE(rc, 0);
+  EXPECT_NE(testing::RunShell(cli + "'" + b1_handle + "' 2>&1").exit_code, 0);
   EXPECT_TRUE(absl::IsFailedPrecondition(producer.Recall(b1_handle)));
   EXPECT_EQ(Recalled(0), 2);
   EXPECT_EQ(Recalled(1), 1);
@@ -187,7 +170,9 @@ TEST_F(RecallClusterTest, OfficialNodeClientRecallsThroughItsAccessPointOnEveryB
     ClientOptions app = brokers_[i]->Options();
     app.access_key = "app";
     app.secret_key = "app-secret-1";
-    ASSERT_TRUE(Await([&] { return AdminClient(app).DescribeTopic("rc_delay").ok(); })) << i;
+    ASSERT_TRUE(testing::AwaitTrue([&] { return AdminClient(app).DescribeTopic("rc_delay").ok(); },
+                                   std::chrono::seconds(30), "rc_delay visible to app"))
+        << i;
   }
 
   std::string json = "[";
@@ -206,13 +191,11 @@ TEST_F(RecallClusterTest, OfficialNodeClientRecallsThroughItsAccessPointOnEveryB
   ::setenv("TOKIMQ_RECALL_CREDENTIALS",
            R"({"accessKey":"app","accessSecret":"app-secret-1"})", 1);
   ::setenv("NODE_PATH", (std::string(TOKIMQ_ROCKETMQ_NPM_DIR) + "/node_modules").c_str(), 1);
-  int rc = 0;
-  const std::string out =
-      RunCommand(std::string(TOKIMQ_NODE_BIN) + " --test --test-reporter=spec " + TOKIMQ_SOURCE_DIR +
-              "/tests/rocketmq/rocketmq_cluster_recall.test.js",
-          &rc);
-  std::printf("%s", out.c_str());
-  ASSERT_EQ(rc, 0) << "node test failed (output above)";
+  const testing::CommandResult node =
+      testing::RunShell(std::string(TOKIMQ_NODE_BIN) + " --test --test-reporter=spec " +
+                        TOKIMQ_SOURCE_DIR + "/tests/rocketmq/rocketmq_cluster_recall.test.js 2>&1");
+  std::printf("%s", node.out.c_str());
+  ASSERT_EQ(node.exit_code, 0) << "node test failed (output above)";
   // Seen from the brokers: each recalled some of its own messages (6 in all).
   int64_t total = 0;
   for (int i = 0; i < 3; ++i) {
