@@ -27,6 +27,7 @@
 #include "consumer/consumer_service_impl.h"
 #include "replication/group_state_log.h"
 #include "replication/group_state_record.h"
+#include "replication/group_state_serving.h"
 #include "replication/rejoin.h"
 #include "replication/replication_service.h"
 #include "retention_task.h"
@@ -64,34 +65,6 @@ bool IsLockHeld(const rocksdb::Status& s) {
   if (!s.IsIOError()) return false;
   const std::string text = s.ToString();
   return absl::StrContains(text, "While lock file") || absl::StrContains(text, "lock hold by");
-}
-
-// Whether this broker belongs to a replicated group, so its consumer-group state goes into the
-// CommitLog as system records (docs/replication.md "Consumer-group state"): a follower id, a
-// leader to follow, sync replication, or the etcd election. A lone broker id 0 in async mode
-// is taken for a single node: it writes no records (their cost is an extra CommitLog append
-// per receive and ack, for nobody).
-bool ReplicatesGroupState(const BrokerOptions& o) {
-  return o.broker_id != 0 || !o.replicate_from.empty() || o.replication_sync ||
-         o.replication_elected;
-}
-
-// StartServing's first step. A promoted follower replays what is left of its leader's
-// group-state records and reloads the consumer service from them; then every leader stops
-// replaying and logs its whole group state once (what was written before logging started,
-// e.g. the receipt-handle secret created at the first open).
-absl::Status ServeGroupState(GroupStateLog* log, ConsumerService* consumers, bool promoted) {
-  if (log == nullptr) return absl::OkStatus();
-  if (promoted) {
-    TOKIMQ_RETURN_IF_ERROR(log->CatchUp());
-    auto* impl = dynamic_cast<consumer::ConsumerServiceImpl*>(consumers);
-    if (impl == nullptr) return absl::InternalError("consumer service cannot reload its state");
-    TOKIMQ_RETURN_IF_ERROR(impl->ReloadState());
-    TOKIMQ_LOG_INFO("replication: consumer-group state reloaded after {} group-state records",
-                    log->replay_next());
-  }
-  log->SetLeading(true);
-  return log->AppendSnapshot();
 }
 
 }  // namespace
