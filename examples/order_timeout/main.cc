@@ -312,6 +312,20 @@ bool Report(const Flags& f, const ot::RunConfig& config, const RunState& st, con
               send_s > 0 ? m.sent.load() / send_s : 0.0, m.paid_now.load(), m.cancelled_now.load(),
               m.timeout_after_paid.load(), m.duplicates.load(), m.already_cancelled.load(),
               m.foreign.load());
+  {
+    // The summary's "cancelled" counts orders [0, orders) in SQLite; this process's count also
+    // holds the killed creator's range and lacks the killed worker's commits: say so, so the
+    // two figures can be checked against each other.
+    const uint64_t worker_applied = o.worker.has_value() ? o.worker->applied : 0;
+    const uint64_t creator_cancelled = o.creator.has_value() ? o.creator_range.cancelled : 0;
+    const int64_t expected = static_cast<int64_t>(a.cancelled) -
+                             static_cast<int64_t>(worker_applied) +
+                             static_cast<int64_t>(creator_cancelled);
+    std::printf("cancels accounted   this process %" PRIu64 " = cancelled %" PRIu64
+                " - killed worker's %" PRIu64 " + killed creator's range %" PRIu64 ": %s\n",
+                m.cancelled_now.load(), a.cancelled, worker_applied, creator_cancelled,
+                expected == static_cast<int64_t>(m.cancelled_now.load()) ? "yes" : "NO (see log)");
+  }
   std::printf("errors              send %" PRIu64 ", end-transaction %" PRIu64 ", receive %" PRIu64
               ", ack %" PRIu64 ", sqlite %" PRIu64 ", payments refused %" PRIu64 "; %.1f s total\n",
               m.send_errors.load(), m.tx_end_errors.load(), m.receive_errors.load(),
