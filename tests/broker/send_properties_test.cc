@@ -171,6 +171,7 @@ TEST_F(StoredSendRecordTest, DelayedAndImmediateSendsStoreTheRecordsOfTheMapPath
     m.queue_id = r.queue_id();
     m.born_ms = e.born_ms();
     m.store_ms = kStartMs;
+    m.flags = kFlagIndexed;  // set by the MessageStore's put, as on main
     m.queue_offset = QueueOffset(r.queue_offset());
     m.properties = MapOf(e, i == 1 ? &group : nullptr, r.message_id());
     m.body = e.body();
