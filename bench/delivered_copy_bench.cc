@@ -45,7 +45,7 @@ Corpus MakeCorpus(bool keys_and_tag) {
   c.units.resize(kRecords);
   for (size_t i = 0; i < kRecords; ++i) {
     const int64_t deliver = kNow - static_cast<int64_t>(i % 50);
-    Message m;  // as TimerStoreImpl::RewriteForSchedule leaves it
+    Message m;  // as RewriteForSchedule (timerstore/src/schedule_rewrite.h) leaves it
     m.topic = kTimerTopic;
     m.queue_id = 0;
     m.queue_offset = QueueOffset(static_cast<int64_t>(i));

@@ -1,6 +1,7 @@
 #include "connection.h"
 
 #include "broker/broker.h"
+#include "common/hand_off_batch.h"
 #include "common/logging.h"
 #include "common/namespace.h"
 #include "proto/status.h"
@@ -19,8 +20,9 @@ struct Call {
   proto::Request* request = google::protobuf::Arena::CreateMessage<proto::Request>(&arena);
 };
 
-Connection::Connection(const ConnectionContext* context, tcp::socket socket)
+Connection::Connection(const ConnectionContext* context, asio::io_context* io, tcp::socket socket)
     : context_(context),
+      io_(io),
       stream_(std::move(socket)),
       auth_(context->broker->auth_enabled() ? context->broker->auth_store() : nullptr) {}
 
@@ -205,15 +207,29 @@ void Connection::SendNoWait(std::shared_ptr<Call> call) {
 }
 
 void Connection::Complete(std::string frame) {
-  asio::post(executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
-    --self->in_flight_;
-    self->EnqueueFrame(std::move(frame));
-    self->CloseIfDrained();
-    if (self->paused_) {
-      self->paused_ = false;
-      self->ReadHeader();
-    }
+  HandOffBatch::Task task = [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    self->Completed(std::move(frame));
+  };
+  // On the group commit's sync thread (a batch is open for the round): one post per I/O
+  // thread carries every answer of the round for its connections (HandOffBatch).
+  if (HandOffBatch::Add(io_, &PostCompletions, task)) return;
+  asio::post(*io_, [task = std::move(task)]() mutable { std::move(task)(); });
+}
+
+void Connection::PostCompletions(void* io, std::vector<HandOffBatch::Task> tasks) {
+  asio::post(*static_cast<asio::io_context*>(io), [tasks = std::move(tasks)]() mutable {
+    for (HandOffBatch::Task& t : tasks) std::move(t)();
   });
+}
+
+void Connection::Completed(std::string frame) {
+  --in_flight_;
+  EnqueueFrame(std::move(frame));
+  CloseIfDrained();
+  if (paused_) {
+    paused_ = false;
+    ReadHeader();
+  }
 }
 
 bool Connection::TryInline(Call* call, std::string* frame) {

@@ -21,9 +21,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "broker/auth/connection_auth.h"
 #include "broker/server.h"
+#include "common/hand_off_batch.h"
 #include "connection_stream.h"
 #include "proto/framing.h"
 #include "proto/tokimq.pb.h"
@@ -49,8 +51,10 @@ struct Call;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  // `context` must outlive the connection.
-  Connection(const ConnectionContext* context, boost::asio::ip::tcp::socket socket);
+  // `context` must outlive the connection; `io` is the io_context of `socket` (the one I/O
+  // thread that runs every handler of this connection).
+  Connection(const ConnectionContext* context, boost::asio::io_context* io,
+             boost::asio::ip::tcp::socket socket);
 
   // Reads requests once the stream carries the protocol (plaintext, or TLS by the server's
   // mode: connection_stream.h). I/O thread.
@@ -84,8 +88,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // commit's fsyncs instead of one per worker. The work guard keeps the pool's join
   // (Server::Stop) waiting until the answer was handed to the I/O thread. Any thread.
   void SendNoWait(std::shared_ptr<Call> call);
-  // Hands a worker's answer to the connection's I/O thread. Any thread.
+  // Hands a worker's answer to the connection's I/O thread. Any thread. On a thread with a
+  // HandOffBatch open (the group commit's sync thread during a round) the answer joins the
+  // batch's one task for this I/O thread (common/hand_off_batch.h): the answers of one round
+  // reach each I/O thread in one post, each connection's in the order Complete was called.
   void Complete(std::string frame);
+  // HandOffBatch::PostFn: posts `tasks` to the io_context `io` as one handler.
+  static void PostCompletions(void* io, std::vector<HandOffBatch::Task> tasks);
+  // The answer `frame` arrived on the I/O thread: write it, resume reading if paused.
+  void Completed(std::string frame);
   // Requests that never block run here on the connection's I/O thread: the hand-off to a
   // worker and back costs two thread switches, more than an ack or a ready receive itself
   // (perf on `tokimq-bench --mode lease`: a quarter of broker CPU was scheduler time). Acks,
@@ -111,6 +122,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer() const { return stream_.Peer(); }
 
   const ConnectionContext* context_;
+  boost::asio::io_context* io_;  // the socket's; outlives the connection (server.cc)
   ConnectionStream stream_;
   // Written on this I/O thread by the handshake and Authenticate, before any request that
   // reads it is handed to a worker (the post orders the two).

@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "proto/status.h"
 #include "replication/replication_service.h"
+#include "send_properties.h"
 #include "send_validation.h"
 #include "timerstore/timer_store.h"
 #include "transaction/transaction_send.h"
@@ -26,7 +27,8 @@ namespace {
 uint64_t RecordBytesOf(const std::vector<PreparedSend>& prepared) {
   uint64_t bytes = 0;
   for (const PreparedSend& p : prepared) {
-    bytes += p.msg.body.size() + p.msg.topic.size() + record::kMinMessageSize;
+    bytes += p.msg.body.size() + p.msg.topic.size() + record::kMinMessageSize +
+             p.msg.encoded_properties.size();
     for (const auto& [k, v] : p.msg.properties) bytes += k.size() + v.size() + 8;
   }
   return bytes;
@@ -72,13 +74,23 @@ absl::Status Broker::PrepareSend(const proto::SendRequest& req, int64_t now,
     m.topic = topic->name;
     m.queue_id = SelectQueue(*topic, topic->type == TopicType::kFifo ? group : e.key());
     m.born_ms = e.born_ms() > 0 ? e.born_ms() : now;
-    for (const auto& [k, v] : e.properties()) m.properties[k] = v;
-    if (!e.key().empty()) m.properties[prop::kKeys] = e.key();
-    if (!e.tag().empty()) m.properties[prop::kTag] = e.tag();
-    if (topic->type == TopicType::kFifo) m.properties[prop::kMessageGroup] = group;
-    m.properties[prop::kMessageId] = NextMessageId();
+    std::string id = NextMessageId();
+    const bool fifo = topic->type == TopicType::kFifo;
+    if (e.transactional()) {
+      // Halves go through the map: the transaction service adds its properties to it.
+      for (const auto& [k, v] : e.properties()) m.properties[k] = v;
+      if (!e.key().empty()) m.properties[prop::kKeys] = e.key();
+      if (!e.tag().empty()) m.properties[prop::kTag] = e.tag();
+      if (fifo) m.properties[prop::kMessageGroup] = group;
+      m.properties[prop::kMessageId] = id;
+    } else {
+      // The same pairs, encoded in one pass (send_properties.h); the timer store's rewrite
+      // edits the encoded section.
+      EncodeSendProperties(e, fifo ? &group : nullptr, id, &m.encoded_properties);
+    }
     m.body = e.body();
     prepared->push_back({std::move(m), deliver_ms});
+    prepared->back().message_id = std::move(id);
     if (e.transactional()) {
       absl::StatusOr<int64_t> immunity = CheckImmunityMsOf(e, options_.transaction_immunity_ms);
       if (!immunity.ok()) return where(immunity.status());
@@ -183,7 +195,7 @@ absl::Status Broker::HandleSend(const proto::SendRequest& req, proto::SendRespon
   for (size_t i = 0; i < prepared.size(); ++i) {
     proto::SendResult* r = resp->add_results();
     const Message& m = prepared[i].msg;
-    r->set_message_id(m.properties.at(prop::kMessageId));
+    r->set_message_id(std::move(prepared[i].message_id));
     r->set_topic(m.topic);
     r->set_queue_id(m.queue_id);
     r->set_deliver_at_ms(prepared[i].deliver_ms);

@@ -18,8 +18,11 @@ namespace tokimq::broker {
 // One validated entry of a Send request: the message to store and its deliver time (ms since
 // the epoch; <= the request's time: store now).
 struct PreparedSend {
+  // Properties: msg.encoded_properties (send_properties.h), or msg.properties for a
+  // transactional entry (the transaction service edits the map).
   Message msg;
   int64_t deliver_ms;
+  std::string message_id;      // the UNIQ_KEY given at send (also in msg's properties)
   bool transactional = false;  // store as a half message (broker/src/transaction/)
   int64_t immunity_ms = 0;     // transactional: check immunity, ms
 };

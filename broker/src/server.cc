@@ -113,7 +113,7 @@ absl::Status Server::Impl::Start() {
 
 void Server::Impl::Accept() {
   asio::io_context& io = *ios_[next_io_++ % ios_.size()];
-  acceptor_->async_accept(io, [this](boost::system::error_code ec, tcp::socket socket) {
+  acceptor_->async_accept(io, [this, io = &io](boost::system::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
       if (ec == asio::error::no_descriptors || ec == asio::error::no_memory ||
@@ -139,7 +139,7 @@ void Server::Impl::Accept() {
     }
     boost::system::error_code opt_ec;
     socket.set_option(tcp::no_delay(true), opt_ec);
-    auto conn = std::make_shared<Connection>(&context_, std::move(socket));
+    auto conn = std::make_shared<Connection>(&context_, io, std::move(socket));
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return;

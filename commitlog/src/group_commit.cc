@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/hand_off_batch.h"
+
 namespace tokimq {
 
 GroupCommit::GroupCommit(int64_t durable, EndFn end, SyncFn sync, bool start_thread)
@@ -99,11 +101,19 @@ size_t GroupCommit::RunRound() {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (s.ok()) {
-      durable_.store(to, std::memory_order_release);
-      auto covered = std::partition(waiters_.begin(), waiters_.end(),
-                                    [to](const Waiter& w) { return w.end > to; });
-      answer.assign(std::make_move_iterator(covered), std::make_move_iterator(waiters_.end()));
-      waiters_.erase(covered, waiters_.end());
+      // Covered waiters are answered in the order they queued (a connection's sends queue in
+      // its request order, and its answers keep it); the rest stay queued, in order too.
+      answer.reserve(waiters_.size());
+      size_t kept = 0;
+      for (Waiter& w : waiters_) {
+        if (w.end <= to) {
+          answer.push_back(std::move(w));
+        } else {
+          if (&waiters_[kept] != &w) waiters_[kept] = std::move(w);
+          ++kept;
+        }
+      }
+      waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(kept), waiters_.end());
     } else {
       if (failed_.ok()) failed_ = s;
       answer.swap(waiters_);
@@ -111,7 +121,18 @@ size_t GroupCommit::RunRound() {
   }
   if (s.ok())
     acknowledged_.fetch_add(static_cast<int64_t>(answer.size()), std::memory_order_relaxed);
-  for (Waiter& w : answer) std::move(w.done)(s);
+  {
+    // What the answers hand to other threads (a send's response to its connection's I/O
+    // thread) goes as one task per target thread when the round's answers are done.
+    HandOffBatch batch;
+    for (Waiter& w : answer) std::move(w.done)(s);
+  }
+  // Published only now that the round's answers are on their way: a send stored before this
+  // round read the log's end but submitted after it took its waiters would otherwise be
+  // answered inline at Submit (on its connection's I/O thread) ahead of the same connection's
+  // earlier sends still in this round's batch. Until now it queues, and the next round answers
+  // it (without an fsync when nothing new was appended).
+  if (s.ok()) durable_.store(to, std::memory_order_release);
   return answer.size();
 }
 

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "common/hand_off_batch.h"
 
 namespace tokimq {
 namespace {
@@ -259,6 +262,182 @@ TEST_F(GroupCommitTest, StopAnswersQueuedWaitersFirst) {
   EXPECT_TRUE(answers_[0].ok());
   EXPECT_TRUE(answers_[1].ok());
   EXPECT_EQ(calls_.size(), 1u);
+}
+
+// The broker's connections hand a send's answer to their I/O thread through HandOffBatch::Add
+// (broker/src/connection.cc); these fakes stand for two I/O threads and the answers they get.
+struct FakeIoThread {
+  std::vector<std::vector<HandOffBatch::Task>> posts;  // one entry per post, its tasks
+  static void Post(void* io, std::vector<HandOffBatch::Task> tasks) {
+    static_cast<FakeIoThread*>(io)->posts.push_back(std::move(tasks));
+  }
+  // Runs every posted task, as the I/O thread would, in post order.
+  void RunAll() {
+    for (auto& post : posts) {
+      for (auto& t : post) std::move(t)();
+    }
+  }
+};
+
+struct Answer {
+  std::string connection;
+  int send;
+  absl::Status status;
+};
+
+// A send of `connection` (served by `io`): its answer is handed to the I/O thread as
+// Connection::Complete does (in the open batch, else posted alone), and recorded in `log`
+// when the I/O thread runs it.
+GroupCommit::Done SendAnswer(FakeIoThread* io, std::string connection, int send,
+                             std::vector<Answer>* log) {
+  return [io, connection = std::move(connection), send, log](absl::Status s) {
+    HandOffBatch::Task task = [log, connection, send, s] { log->push_back({connection, send, s}); };
+    if (!HandOffBatch::Add(io, &FakeIoThread::Post, task)) {
+      std::vector<HandOffBatch::Task> one;
+      one.push_back(std::move(task));
+      FakeIoThread::Post(io, std::move(one));
+    }
+  };
+}
+
+TEST_F(GroupCommitTest, RoundHandsItsAnswersToEachIoThreadInOnePost) {
+  auto gc = Make();
+  FakeIoThread io1, io2;
+  std::vector<Answer> log1, log2;
+  // Connections a and b on io1, c on io2; 12 sends interleaved as they would arrive.
+  for (int i = 0; i < 4; ++i) {
+    log_end_ += 100;
+    gc->Submit(log_end_, SendAnswer(&io1, "a", i, &log1));
+    log_end_ += 100;
+    gc->Submit(log_end_, SendAnswer(&io2, "c", i, &log2));
+    log_end_ += 100;
+    gc->Submit(log_end_, SendAnswer(&io1, "b", i, &log1));
+  }
+  EXPECT_EQ(gc->RunRound(), 12u);
+  ASSERT_EQ(calls_.size(), 1u);
+  ASSERT_EQ(io1.posts.size(), 1u);  // not 8
+  ASSERT_EQ(io2.posts.size(), 1u);  // not 4
+  EXPECT_EQ(io1.posts[0].size(), 8u);
+  EXPECT_EQ(io2.posts[0].size(), 4u);
+  io1.RunAll();
+  io2.RunAll();
+  // Each connection's answers in its send order (and here: in the order submitted).
+  ASSERT_EQ(log1.size(), 8u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(log1[2 * i].connection, "a");
+    EXPECT_EQ(log1[2 * i].send, i);
+    EXPECT_EQ(log1[2 * i + 1].connection, "b");
+    EXPECT_EQ(log1[2 * i + 1].send, i);
+    EXPECT_TRUE(log1[2 * i].status.ok());
+  }
+  ASSERT_EQ(log2.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(log2[i].send, i);
+  // A second round posts again (the batch is per round, nothing held back).
+  log_end_ += 100;
+  gc->Submit(log_end_, SendAnswer(&io1, "a", 4, &log1));
+  EXPECT_EQ(gc->RunRound(), 1u);
+  EXPECT_EQ(io1.posts.size(), 2u);
+  EXPECT_EQ(io2.posts.size(), 1u);
+}
+
+TEST_F(GroupCommitTest, RoundKeepsEachConnectionsOrderWhenLaterWaitersStayQueued) {
+  auto gc = Make();
+  FakeIoThread io;
+  std::vector<Answer> log;
+  // Connection a's sends are covered by the first round; b's were appended after the round
+  // read the log's end (here: queued above it) and wait for the next. Interleaved in the
+  // queue, a's answers must still come out in a's order.
+  log_end_ = 1000;
+  for (int i = 0; i < 5; ++i) {
+    gc->Submit(100 * (i + 1), SendAnswer(&io, "a", i, &log));
+    gc->Submit(2000 + 100 * i, SendAnswer(&io, "b", i, &log));
+  }
+  EXPECT_EQ(gc->RunRound(), 5u);
+  io.RunAll();
+  ASSERT_EQ(log.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(log[i].connection, "a");
+    EXPECT_EQ(log[i].send, i) << "answer " << i;
+  }
+  log_end_ = 3000;
+  EXPECT_EQ(gc->RunRound(), 5u);
+  io.posts.erase(io.posts.begin());  // already run
+  io.RunAll();
+  ASSERT_EQ(log.size(), 10u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(log[5 + i].connection, "b");
+    EXPECT_EQ(log[5 + i].send, i) << "answer " << 5 + i;
+  }
+}
+
+TEST_F(GroupCommitTest, FailedRoundFansTheErrorOutToEverySendInOnePostPerIoThread) {
+  auto gc = Make();
+  FakeIoThread io1, io2;
+  std::vector<Answer> log1, log2;
+  for (int i = 0; i < 6; ++i) {
+    log_end_ += 100;
+    gc->Submit(log_end_, SendAnswer(i % 2 == 0 ? &io1 : &io2, i % 2 == 0 ? "a" : "c", i,
+                                    i % 2 == 0 ? &log1 : &log2));
+  }
+  // One more queued above the log's end: not covered by the round, failed by it all the same.
+  gc->Submit(log_end_ + 500, SendAnswer(&io1, "a", 6, &log1));
+  sync_status_ = absl::InternalError("injected fsync failure");
+  EXPECT_EQ(gc->RunRound(), 7u);
+  ASSERT_EQ(io1.posts.size(), 1u);
+  ASSERT_EQ(io2.posts.size(), 1u);
+  io1.RunAll();
+  io2.RunAll();
+  ASSERT_EQ(log1.size(), 4u);
+  ASSERT_EQ(log2.size(), 3u);
+  for (const auto* log : {&log1, &log2}) {
+    for (size_t i = 0; i < log->size(); ++i) {
+      EXPECT_EQ((*log)[i].status.code(), absl::StatusCode::kInternal) << i;
+      if (i > 0) {
+        EXPECT_LT((*log)[i - 1].send, (*log)[i].send);
+      }
+    }
+  }
+  EXPECT_EQ(gc->acknowledged(), 0);
+  EXPECT_EQ(gc->durable(), 0);
+}
+
+TEST_F(GroupCommitTest, SendSubmittedWhileARoundAnswersComesAfterThatRoundsAnswers) {
+  auto gc = Make();
+  FakeIoThread io;
+  std::vector<Answer> log;
+  // Connection x stored send 0 and send 1; the round reads the log's end after both appends
+  // but only send 0 was queued. Send 1 is submitted from x's I/O thread (another thread, no
+  // batch open there) while the round is answering send 0.
+  log_end_ = 200;
+  GroupCommit::Done first = SendAnswer(&io, "x", 0, &log);
+  gc->Submit(100, [&](absl::Status s) {
+    std::move(first)(s);  // into the round's batch, not posted yet
+    std::thread io_thread([&] { gc->Submit(200, SendAnswer(&io, "x", 1, &log)); });
+    io_thread.join();
+  });
+  EXPECT_EQ(gc->RunRound(), 1u);
+  // Send 1 was not answered inline ahead of send 0's post: it waits for the next round.
+  ASSERT_EQ(io.posts.size(), 1u);
+  EXPECT_EQ(gc->TEST_queued(), 1u);
+  EXPECT_EQ(gc->durable(), 200);
+  EXPECT_EQ(gc->RunRound(), 1u);
+  EXPECT_EQ(calls_.size(), 1u);  // nothing new to sync: answered without another fsync
+  io.RunAll();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].send, 0);
+  EXPECT_EQ(log[1].send, 1);
+  EXPECT_TRUE(log[1].status.ok());
+}
+
+TEST_F(GroupCommitTest, AnswerKnownAtSubmitIsPostedAloneOnTheCaller) {
+  auto gc = Make(/*durable=*/500);
+  FakeIoThread io;
+  std::vector<Answer> log;
+  gc->Submit(400, SendAnswer(&io, "a", 0, &log));  // already durable: answered inline
+  ASSERT_EQ(io.posts.size(), 1u);
+  io.RunAll();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_TRUE(log[0].status.ok());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "timerstore/recall_handle.h"
 
+#include "commitlog/record.h"
 #include "common/coding.h"
 #include "common/crc32c.h"
 
@@ -20,6 +21,13 @@ int HexValue(char c) {
 }  // namespace
 
 uint32_t RecallHandle::IdCrcOf(const Message& m) {
+  if (!m.encoded_properties.empty()) {
+    std::string_view id;
+    if (record::FindProperty(m.encoded_properties, prop::kMessageId, &id) && !id.empty()) {
+      return crc32c::Value(id);
+    }
+    return crc32c::Value(m.body);
+  }
   auto it = m.properties.find(prop::kMessageId);
   if (it != m.properties.end() && !it->second.empty()) return crc32c::Value(it->second);
   return crc32c::Value(m.body);

@@ -8,6 +8,7 @@
 #include "common/parse_int.h"
 #include "common/status.h"
 #include "prop_keys.h"
+#include "schedule_rewrite.h"
 #include "timer_store_impl.h"
 #include "timerstore/recall_handle.h"
 
@@ -40,19 +41,6 @@ absl::StatusOr<std::vector<ScheduleResult>> TimerStore::ScheduleBatch(
     out.push_back(std::move(r));
   }
   return out;
-}
-
-bool TimerStoreImpl::RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now) {
-  msg->properties.insert_or_assign(timer_keys::DeliverMs(), std::to_string(deliver_ms));
-  if (deliver_ms <= now) return true;
-  // Only Recall writes delete markers (straight to the store): a scheduled message carrying
-  // TIMER_DELETE_OF would be taken for one by enqueue and cancel another message.
-  msg->properties.erase(kTimerDeleteOf);
-  msg->properties.insert_or_assign(timer_keys::RealTopic(), std::move(msg->topic));
-  msg->properties.insert_or_assign(timer_keys::RealQueueId(), std::to_string(msg->queue_id));
-  msg->topic = kTimerTopic;
-  msg->queue_id = 0;
-  return false;
 }
 
 void TimerStoreImpl::NoteTimerPuts(QueueOffset max_queue_offset, int64_t earliest_deliver_ms) {

@@ -172,9 +172,6 @@ class TimerStoreImpl final : public TimerStore {
   // step without error): the backoff resets.
   void BackOffLocked(const absl::Status& transient, const std::vector<ScheduledUnit>& retry,
                      int64_t now, bool ok_resets);
-  // Adds the timer properties; for deliver_ms > now rewrites the destination to the timer
-  // topic. Returns true when the message goes straight to its real topic (deliver_ms <= now).
-  static bool RewriteForSchedule(Message* msg, int64_t deliver_ms, int64_t now);
   // After timer-topic puts up to `max_queue_offset`, the earliest of them due at
   // `earliest_deliver_ms`: enqueue lag; wakes the enqueue thread when that is within
   // options_.enqueue_wake_horizon_ms (INT64_MIN: always), else leaves the puts to its poll.

@@ -20,6 +20,10 @@
 // may be called from any thread. `done` callbacks run on the thread that runs the round (or on
 // the caller, inline, when the answer is known at Submit), outside every lock of this class:
 // they must be short (post the answer elsewhere) and must not Wait() on this GroupCommit.
+// A round answers its waiters in the order they were submitted, inside one HandOffBatch
+// (common/hand_off_batch.h): a callback that hands its answer to another thread through
+// HandOffBatch::Add has it delivered, with the round's other answers for that thread, in one
+// task once the round's callbacks are done (one post per I/O thread per round, not per send).
 // Lifetime: Stop() (also run by the destructor) lets the sync thread answer every queued waiter
 // first, then joins it; after Stop, Submit/Wait run their round on the caller.
 #pragma once
