@@ -85,7 +85,9 @@ if [[ -z "$bin" ]]; then
   bin="$root/build/release/bin"
 fi
 bench="$bin/tokimq-bench"
-for f in "$bench" "$bin/tokimq-broker"; do
+need=("$bench")
+[[ " $systems " == *" tokimq "* ]] && need+=("$bin/tokimq-broker")  # peers alone: bench only
+for f in "${need[@]}"; do
   [[ -x "$f" ]] || { echo "compare.sh: missing $f" >&2; exit 2; }
 done
 
