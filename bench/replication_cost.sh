@@ -72,9 +72,9 @@ free_port() {  # a port below the ephemeral range that nothing listens on
   return 1
 }
 
-metric() {  # metric <http port> <name>: the first sample's value (empty when absent)
-  curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m || index($1, m "{") == 1 {
-    printf "%d", $2; exit }'
+metric() {  # metric <http port> <name>: the first sample's value (empty when absent or down)
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } | awk -v m="$2" '
+    !done && ($1 == m || index($1, m "{") == 1) { printf "%d", $2; done = 1 }'
 }
 
 # start_variant <variant> <dir>: sets addr and lhttp; leaves the pids in pids.
