@@ -33,7 +33,8 @@
 #      second (sent 3 s ahead), alone (label g) and again while a second tokimq-bench sends
 #      G_BG_RATE msg/s (full 100k, smoke 5k) of 1 h-delayed messages to another queue (label gb):
 #      release lateness (tokimq) and consumer-side lateness; targets p99 <= 1 ms / <= 3 ms.
-# Sizes can be overridden: A_N B_N C_N E_N environment variables.
+# Sizes can be overridden: A_N B_N C_N E_N environment variables. START_TIMEOUT (120s): how long
+# a start (and d's restart) waits for the system to serve before the run fails.
 # --workloads "abcde f" picks workloads (default all); f alone: --workloads f.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --bin) bin="$2"; shift ;;
     --systems) systems="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,6 +74,8 @@ else
   G_BG_RATE=${G_BG_RATE:-100000}
 fi
 F_STRACE_DIV=${F_STRACE_DIV:-4}
+# How long start waits for a system to serve (d at 50M: Redis reloads its AOF for minutes).
+START_TIMEOUT=${START_TIMEOUT:-120s}
 wants() { [[ "$workloads" == *"$1"* ]]; }
 
 scripts/install-deps.sh --peers
@@ -82,7 +85,9 @@ if [[ -z "$bin" ]]; then
   bin="$root/build/release/bin"
 fi
 bench="$bin/tokimq-bench"
-for f in "$bench" "$bin/tokimq-broker"; do
+need=("$bench")
+[[ " $systems " == *" tokimq "* ]] && need+=("$bin/tokimq-broker")  # peers alone: bench only
+for f in "${need[@]}"; do
   [[ -x "$f" ]] || { echo "compare.sh: missing $f" >&2; exit 2; }
 done
 
@@ -165,7 +170,7 @@ start() {
       addr="127.0.0.1:$port"
       ;;
   esac
-  "$bench" --system "$sys" --addr "$addr" --mode ping --max-run 120s >/dev/null
+  "$bench" --system "$sys" --addr "$addr" --mode ping --max-run "$START_TIMEOUT" >/dev/null
 }
 
 stop() {
