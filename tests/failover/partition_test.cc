@@ -148,8 +148,9 @@ class PartitionTest : public testing::BrokerGroupsTest {
     const int64_t elected_ms = NowMs();
     const bool majority_acks = next >= 0 && static_cast<bool>(load->AwaitSends(100, 30s));
     // The old leader steps down within its lease (TTL - margin after its last keepalive).
-    const bool stepped_down = AwaitTrue([&] { return not_leader_ms.load() >= 0; }, 10s,
-                                        "the cut-off leader to stop calling itself leader");
+    const bool stepped_down = static_cast<bool>(
+        AwaitTrue([&] { return not_leader_ms.load() >= 0; }, 10s,
+                  "the cut-off leader to stop calling itself leader"));
     std::this_thread::sleep_for(500ms);  // more pinned attempts while both sides run
     ASSERT_TRUE(net_->Heal(old).ok());
     const int64_t healed_ms = NowMs();
