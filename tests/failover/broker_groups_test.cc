@@ -49,7 +49,9 @@ class TwoGroupsTest : public testing::BrokerGroupsTest {
   int64_t KillAndRestartFollower(int f, int64_t sends, testing::CheckedLoad* load) {
     const int64_t killed_at = NowMs();
     brokers_[f]->Kill();
-    if (sends > 0) EXPECT_TRUE(load->AwaitSends(sends)) << "the load stopped with a follower down";
+    if (sends > 0) {
+      EXPECT_TRUE(load->AwaitSends(sends)) << "the load stopped with a follower down";
+    }
     brokers_[f]->set_fixed_port(brokers_[f]->port());
     EXPECT_TRUE(brokers_[f]->Start()) << "restart on port " << brokers_[f]->port();
     return NowMs() - killed_at;
