@@ -27,6 +27,8 @@ pkgs=(
   nlohmann-json3-dev chromium
   etcd-server golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev
+  # `ip` (netns, veth, bridge): tests/failover/partition_test.cc isolates a leader with them.
+  iproute2
 )
 for arg in "$@"; do
   case "$arg" in

@@ -32,12 +32,17 @@ class EtcdProcess {
   bool Start() {
     const char* bin = std::getenv("TOKIMQ_ETCD_BIN");
     const std::string client_url = "http://127.0.0.1:" + std::to_string(client_port_);
+    // Also on the extra host (listened to and advertised): clients in other network namespaces.
+    const std::string listen_urls =
+        extra_host_.empty()
+            ? client_url
+            : client_url + ",http://" + extra_host_ + ":" + std::to_string(client_port_);
     const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer_port_);
     std::vector<std::string> args = {bin ? bin : "etcd",
                                      "--name", "tokimq-test",
                                      "--data-dir", data_dir_,
-                                     "--listen-client-urls", client_url,
-                                     "--advertise-client-urls", client_url,
+                                     "--listen-client-urls", listen_urls,
+                                     "--advertise-client-urls", "http://" + endpoint(),
                                      "--listen-peer-urls", peer_url,
                                      "--initial-advertise-peer-urls", peer_url,
                                      "--initial-cluster", "tokimq-test=" + peer_url,
@@ -84,7 +89,13 @@ class EtcdProcess {
   }
   void Stop() { SignalAndWait(SIGTERM); }
   void Kill() { SignalAndWait(SIGKILL); }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
+  // host:port for clients: the extra host when one is set, else loopback.
+  std::string endpoint() const {
+    return (extra_host_.empty() ? "127.0.0.1" : extra_host_) + ":" + std::to_string(client_port_);
+  }
+  // From the next Start, listen on `host` too (an address of this namespace, e.g. a bridge that
+  // brokers in their own network namespaces reach) and make endpoint() name it.
+  void set_extra_host(std::string host) { extra_host_ = std::move(host); }
   bool running() const { return pid_ > 0; }
 
  private:
@@ -104,6 +115,7 @@ class EtcdProcess {
   std::string data_dir_;
   int client_port_;
   int peer_port_;
+  std::string extra_host_;
   pid_t pid_ = -1;
 };
 

@@ -27,6 +27,7 @@
 #include "client/producer.h"
 #include "client/route_cache.h"
 #include "failover/history.h"
+#include "failover/load.h"
 #include "support/await.h"
 #include "support/cluster_processes.h"
 
@@ -39,12 +40,9 @@ using client::ClientOptions;
 using testing::AwaitTrue;
 using testing::History;
 
-int64_t NowMs() { return SystemClock::Default()->NowMs(); }
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
+using testing::EnvInt;
+using testing::NowMs;
+using testing::Percentile;
 
 constexpr int kReplicas = 3;
 constexpr int kLeaseTtlS = 2;
@@ -202,69 +200,6 @@ class FailoverAsyncTest : public FailoverTest {
   }
 };
 
-// Sends batches of delayed messages (0.5-2.5 s) until stopped; records every attempt and ack,
-// counts acknowledged sends in *acked and the time of the last in *last_ok_ms.
-void ProduceLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop,
-                 std::atomic<int64_t>* last_ok_ms, std::atomic<int64_t>* acked) {
-  client::ClusterProducer producer(bootstrap);  // waits out a failover (failover_wait_ms)
-  std::mt19937 rng(7);
-  int64_t seq = 0;
-  while (!stop->load()) {
-    std::vector<client::OutgoingMessage> batch;
-    const int64_t now = NowMs();
-    for (int k = 0; k < 10; ++k) {
-      client::OutgoingMessage m;
-      m.topic = "orders";
-      m.body = "m" + std::to_string(seq++);
-      const int64_t delay = 500 + static_cast<int64_t>(rng() % 2000);
-      m.delay_ms = delay;
-      h->Attempt(m.body, now + delay);
-      batch.push_back(std::move(m));
-    }
-    auto r = producer.SendBatch(batch);
-    if (r.ok()) {
-      for (size_t k = 0; k < r->size(); ++k) h->SendOk(batch[k].body, (*r)[k].deliver_at_ms);
-      last_ok_ms->store(NowMs());
-      acked->fetch_add(static_cast<int64_t>(r->size()));
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the client's retry pause
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(15));
-  }
-}
-
-// Receives and acks with group "checker" until stopped; records every receipt and counts the
-// receive calls made in *rounds.
-void ConsumeLoop(const ClientOptions& bootstrap, History* h, std::atomic<bool>* stop,
-                 std::atomic<int64_t>* rounds) {
-  client::ClusterConsumer consumer(bootstrap, "checker");
-  client::ReceiveOptions ro;
-  ro.max_messages = 64;
-  ro.invisible_ms = 30'000;
-  ro.long_poll_ms = 200;
-  while (!stop->load()) {
-    auto msgs = consumer.Receive("orders", ro);
-    rounds->fetch_add(1);
-    if (!msgs.ok()) continue;
-    const int64_t now = NowMs();
-    std::vector<std::string> handles;
-    for (const client::ReceivedMessage& m : *msgs) {
-      std::string group, handle;
-      (void)client::SplitBrokerHandle(m.receipt_handle, &group, &handle);
-      h->Received(m.body, group, m.queue_id, m.queue_offset.value(), now);
-      handles.push_back(m.receipt_handle);
-    }
-    if (!handles.empty()) (void)consumer.AckBatch(handles);  // old-leader handles may fail
-  }
-}
-
-int64_t Percentile(std::vector<int64_t> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
 TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged) {
   int64_t term = 0;
   int leader = WaitLeader(0, &term);
@@ -284,8 +219,10 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   std::atomic<bool> stop_producer{false}, stop_consumer{false};
   std::atomic<int64_t> last_ok_ms{0}, acked{0}, receive_rounds{0};
   const ClientOptions bootstrap = AllBrokers();
-  std::thread producer(ProduceLoop, bootstrap, &history, &stop_producer, &last_ok_ms, &acked);
-  std::thread consumer(ConsumeLoop, bootstrap, &history, &stop_consumer, &receive_rounds);
+  std::thread producer(testing::ProduceLoop, bootstrap, &history, &stop_producer, &last_ok_ms,
+                       &acked, std::string("orders"), std::string("m"));
+  std::thread consumer(testing::ConsumeLoop, bootstrap, &history, &stop_consumer,
+                       &receive_rounds, std::string("orders"));
   // Waits until `n` more sends were acknowledged (the load reached the current leader).
   auto await_sends = [&](int64_t n) {
     const int64_t target = acked.load() + n;

@@ -41,6 +41,17 @@ int64_t History::Outstanding() const {
   return outstanding_;
 }
 
+int64_t History::ReceiptsFrom(const std::string& group) const {
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t n = 0;
+  for (const auto& [id, m] : messages_) {
+    for (const auto& [pos, count] : m.copies) {
+      if (std::get<0>(pos) == group) n += count;
+    }
+  }
+  return n;
+}
+
 History::Report History::Check() const {
   std::lock_guard<std::mutex> l(mu_);
   Report r;

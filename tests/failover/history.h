@@ -63,6 +63,8 @@ class History {
 
   // Ids acknowledged but not (yet) received: what a consumer still waits for.
   int64_t Outstanding() const;
+  // Receipts of copies held by broker group `group` (the broker name of the receipt handle).
+  int64_t ReceiptsFrom(const std::string& group) const;
 
  private:
   struct Message {

@@ -73,5 +73,17 @@ TEST(HistoryTest, AnotherCopyIsATimerDuplicateTheSameCopyAgainIsARedelivery) {
   EXPECT_EQ(r.receipts, 4);
 }
 
+TEST(HistoryTest, ReceiptsFromCountsEveryReceiptOfOneGroupsCopies) {
+  History h;
+  h.Attempt("a", 0);
+  h.Attempt("b", 0);
+  h.Received("a", "g1", 0, 1, 1);
+  h.Received("a", "g1", 0, 1, 2);  // a redelivery counts too
+  h.Received("b", "g2", 0, 1, 3);
+  EXPECT_EQ(h.ReceiptsFrom("g1"), 2);
+  EXPECT_EQ(h.ReceiptsFrom("g2"), 1);
+  EXPECT_EQ(h.ReceiptsFrom("g3"), 0);
+}
+
 }  // namespace
 }  // namespace tokimq::testing

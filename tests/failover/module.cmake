@@ -1,7 +1,9 @@
-# Failover tests (issue 20 items 4 and 7): the history checker (failover/history.h) and a real
-# etcd with one broker group of three replicas (tokimq-broker processes) on loopback, whose
-# leader is killed with SIGKILL under a delayed-message load. scripts/jepsen.sh runs the long
-# version (TOKIMQ_FAILOVER_KILLS).
+# Failover tests (issue 20 items 4 and 7): the history checker (failover/history.h) and real
+# etcd + tokimq-broker processes under a checked delayed-message load (failover/load.h): leader
+# kill and pause (failover_test.cc), leader isolation by network namespaces (partition_test.cc,
+# failover/netns.h), two groups with follower kills and an etcd restart
+# (broker_groups_test.cc), disk full on a follower (disk_full_follower_test.cc).
+# scripts/jepsen.sh runs the long versions.
 tokimq_test_module(failover DEPS tokimq::client tokimq::cluster fmt::fmt)
 if(TARGET failover_test)
   target_compile_definitions(failover_test PRIVATE

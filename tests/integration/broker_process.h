@@ -5,6 +5,8 @@
 // several brokers: support/cluster_processes.h.
 #pragma once
 
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -50,6 +52,10 @@ class BrokerProcess {
         rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(nofile_limit_);
         if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::_exit(126);
       }
+      if (!netns_.empty()) {  // as `ip netns exec`: the broker's sockets live in that namespace
+        const int ns = ::open(netns_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) ::_exit(125);
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -81,7 +87,7 @@ class BrokerProcess {
 
   client::ClientOptions Options() const {
     client::ClientOptions o;
-    o.broker = "127.0.0.1:" + std::to_string(port_);
+    o.broker = host_ + ":" + std::to_string(port_);
     o.request_timeout_ms = 15'000;
     return o;
   }
@@ -89,6 +95,13 @@ class BrokerProcess {
   // Listen on this port from the next Start (0: a free one, the default): a restart on the
   // address clients and peers already know.
   void set_fixed_port(int port) { fixed_port_ = port; }
+  // Run the broker in the network namespace at `path` (/var/run/netns/<name>) from the next
+  // Start; "" = the test's own. Clients then reach it at `host` (Options()), the address it
+  // binds (pass --bind host in the args). Needs CAP_SYS_ADMIN (failover/netns.h makes them).
+  void set_netns(std::string path, std::string host) {
+    netns_ = std::move(path);
+    host_ = std::move(host);
+  }
   // RLIMIT_NOFILE (soft and hard) of the broker from the next Start; 0 = inherited.
   void set_nofile_limit(uint64_t n) { nofile_limit_ = n; }
   pid_t pid() const { return pid_; }
@@ -111,6 +124,8 @@ class BrokerProcess {
   int port_ = 0;
   int fixed_port_ = 0;
   uint64_t nofile_limit_ = 0;
+  std::string netns_;
+  std::string host_ = "127.0.0.1";
 };
 
 // Creates topic `name` of `type` with `queues` queues on `broker` (AdminClient::CreateTopic, no

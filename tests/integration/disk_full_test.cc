@@ -32,6 +32,7 @@
 #include "client/producer.h"
 #include "client/simple_consumer.h"
 #include "support/await.h"
+#include "support/fill_disk.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -102,31 +103,10 @@ class DiskFullTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status();
   }
 
-  uint64_t FreeBytes() {
-    struct statvfs s;
-    EXPECT_EQ(::statvfs(mnt_.c_str(), &s), 0);
-    return static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
-  }
   // Grows the filler file until only `leave` bytes are free (0: until the disk is full).
   void Fill(uint64_t leave) {
-    int fd = ::open((mnt_ + "/filler").c_str(), O_RDWR | O_CREAT, 0644);
-    ASSERT_GE(fd, 0) << std::strerror(errno);
-    struct stat st;
-    ASSERT_EQ(::fstat(fd, &st), 0);
-    uint64_t size = static_cast<uint64_t>(st.st_size);
-    for (uint64_t chunk = 64 * kMiB; chunk >= 4096;) {
-      const uint64_t free = FreeBytes();
-      if (free <= leave) break;
-      const uint64_t want = std::min(chunk, free - leave);
-      if (want < 4096) break;
-      if (::fallocate(fd, 0, static_cast<off_t>(size), static_cast<off_t>(want)) == 0) {
-        size += want;
-      } else {
-        ASSERT_EQ(errno, ENOSPC) << std::strerror(errno);
-        chunk /= 2;
-      }
-    }
-    ::close(fd);
+    absl::Status s = testing::FillDisk(mnt_, leave);
+    ASSERT_TRUE(s.ok()) << s;
   }
   void FreeFiller() { ASSERT_EQ(::unlink((mnt_ + "/filler").c_str()), 0); }
 
