@@ -58,7 +58,7 @@ struct Replica {
     deps.timers = backend.timers();
     deps.db = db.get();
     deps.queue_count = [](const std::string& topic) -> absl::StatusOr<int> {
-      if (topic == "t" || topic == "u" || topic.rfind("%", 0) == 0) return 1;
+      if (topic == "t" || topic.rfind("%", 0) == 0) return 1;
       return absl::NotFoundError(topic);
     };
     auto s = consumer::ConsumerServiceImpl::Create(std::move(deps));

@@ -42,7 +42,7 @@ absl::Status DataLoss(const absl::Status& d, PhysicalOffset at) {
 // One group-state record read back from the queue.
 struct GroupStateLog::Replayed {
   int64_t queue_offset = 0;
-  PhysicalOffset physical_offset;
+  PhysicalOffset physical_offset = PhysicalOffset::kNone();
   std::string body;
 };
 
