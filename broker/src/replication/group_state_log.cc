@@ -155,8 +155,8 @@ absl::Status GroupStateLog::CheckAfterOpen(int64_t end) {
   b.Delete(kLedFromKey);
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b);
   if (!s.ok()) return absl::UnavailableError("group state replay: " + s.ToString());
-  TOKIMQ_LOG_WARN("replication: group state marked stale: {} (a rejoin cut its CommitLog); "
-                  "replaying from queue offset {}, the next snapshot replaces it",
+  TOKIMQ_LOG_WARN("replication: group state marked stale: {}; replaying from queue offset {}, "
+                  "the next snapshot replayed replaces it",
                   why, std::min(next, end));
   return absl::OkStatus();
 }
