@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,7 @@ namespace tokimq::testing {
 struct Replica {
   Replica(ManualClock* clock, std::string dir, bool leader)
       : clock(clock), dir(std::move(dir)), backend(clock, this->dir) {
+    std::filesystem::create_directories(this->dir);
     rocksdb::Options opts;
     opts.create_if_missing = true;
     rocksdb::DB* raw = nullptr;
