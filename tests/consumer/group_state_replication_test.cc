@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "consumer/consumer_env.h"
 #include "consumer/consumer_service_impl.h"
+#include "consumer/group_state_replica.h"
 #include "replication/group_state_log.h"
 #include "replication/group_state_record.h"
 #include "rocksdb/db.h"
@@ -25,80 +26,6 @@ namespace {
 
 using broker::GroupStateLog;
 using broker::kGroupStateTopic;
-
-// One replica: stores, RocksDB, GroupStateLog, ConsumerService.
-struct Replica {
-  Replica(ManualClock* clock, std::string dir, bool leader)
-      : clock(clock), dir(std::move(dir)), backend(clock, this->dir) {
-    EXPECT_TRUE(backend.Open().ok());
-    rocksdb::Options opts;
-    opts.create_if_missing = true;
-    rocksdb::DB* raw = nullptr;
-    EXPECT_TRUE(rocksdb::DB::Open(opts, this->dir + "/meta", &raw).ok());
-    db.reset(raw);
-    log = std::make_unique<GroupStateLog>(backend.store(), db.get(), clock);
-    if (leader) log->SetLeading(true);
-    backend.store()->SetDispatchListener([this](const std::string& t, int32_t q, QueueOffset o) {
-      if (t == kGroupStateTopic) {
-        EXPECT_TRUE(log->CatchUp().ok());
-      } else if (svc) {
-        svc->OnDispatch(t, q, o);
-      }
-    });
-    ConsumerServiceDeps deps;
-    deps.clock = clock;
-    deps.store = backend.store();
-    deps.timers = backend.timers();
-    deps.db = db.get();
-    deps.queue_count = [](const std::string& topic) -> absl::StatusOr<int> {
-      if (topic == "t" || topic.rfind("%", 0) == 0) return 1;
-      return absl::NotFoundError(topic);
-    };
-    auto s = consumer::ConsumerServiceImpl::Create(std::move(deps));
-    EXPECT_TRUE(s.ok()) << s.status();
-    if (!s.ok()) return;
-    svc = std::move(*s);
-    impl = dynamic_cast<consumer::ConsumerServiceImpl*>(svc.get());
-    // The broker's hook on a leader; a follower writes no records (it does not lead).
-    if (leader) {
-      impl->SetStateWriteLog([this](const rocksdb::WriteBatch& b) { return log->Append(b); });
-    }
-  }
-  ~Replica() {
-    svc.reset();
-    log.reset();
-    db.reset();
-  }
-
-  // Every "group/" key and value.
-  std::map<std::string, std::string> GroupKeys() const {
-    std::map<std::string, std::string> out;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek("group/"); it->Valid() && it->key().starts_with("group/"); it->Next()) {
-      out[it->key().ToString()] = it->value().ToString();
-    }
-    return out;
-  }
-
-  std::vector<ReceivedMessage> Recv(int max, int64_t invisible_ms) {
-    ReceiveRequest req;
-    req.group = "g";
-    req.topic = "t";
-    req.max_messages = max;
-    req.invisible_ms = invisible_ms;
-    auto r = svc->Receive(req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? std::move(*r) : std::vector<ReceivedMessage>{};
-  }
-
-  ManualClock* clock;
-  std::string dir;
-  RealBackend backend;
-  std::unique_ptr<rocksdb::DB> db;
-  std::unique_ptr<GroupStateLog> log;
-  std::unique_ptr<ConsumerService> svc;
-  consumer::ConsumerServiceImpl* impl = nullptr;
-};
 
 class GroupStateReplicationTest : public ::testing::Test {
  protected:

@@ -83,11 +83,12 @@ class GroupStateFailoverTest : public ::testing::Test {
   // A broker of the group in sync mode; the group's redelivery backoff is 200 ms, so an
   // expired lease comes back quickly (the policy reaches the follower in the group state).
   std::unique_ptr<BrokerProcess> StartBroker(const std::string& name, int id,
-                                             const std::string& leader) {
+                                             const std::string& leader,
+                                             const std::string& replication = "sync") {
     const std::string cfg = dir_.Join(name + ".toml");
     std::ofstream(cfg) << "[group.g]\nbackoff = [\"200ms\"]\n";
     std::vector<std::string> args = {"-c", cfg, "--broker-id", std::to_string(id),
-                                     "--replication", "sync", "--grpc-port", "0"};
+                                     "--replication", replication, "--grpc-port", "0"};
     if (!leader.empty()) args.insert(args.end(), {"--replicate-from", leader});
     auto b = std::make_unique<BrokerProcess>(dir_.Join(name), args);
     EXPECT_TRUE(b->Start()) << name;
@@ -189,6 +190,99 @@ TEST_F(GroupStateFailoverTest, AcksLeasesAndReceiptHandlesSurviveAKilledLeader) 
   EXPECT_EQ(later, (std::set<std::string>{"m4", "m5"}));
   EXPECT_EQ(third->Stop(), 0);
   EXPECT_EQ(follower->Stop(), 0);
+}
+
+// A rejoined old leader does not keep the consumer state of its cut tail (docs/replication.md
+// "Group state at a rejoin"). Async pair A -> B. A's diverged tail: 4 sends (n0..n3, queue
+// offsets 6..9) that group g2 receives and acks with everything before them (its progress moves
+// to 10). A is killed; B is promoted and takes p0..p3 (reusing queue offsets 6..9) and two
+// delayed messages; A rejoins B (--broker-id 2: its tail is cut) and copies B's log; B is
+// killed and A promoted. g2 on A gets every message the serving leaders acknowledged (m0..m5,
+// p0..p3, d0, d1), none of the cut n0..n3, none before its deliver time. Without the fix, A
+// kept g2's progress 10 from its cut tail and skipped p0..p3.
+TEST_F(GroupStateFailoverTest, RejoinedOldLeaderPromotedLaterSkipsNothingForItsCutTailsState) {
+  // Broker id 0 with a --replicate-from (never used while it leads) logs its group state, as
+  // every member of a replicated group does (group_state_serving.h ReplicatesGroupState).
+  auto a = StartBroker("a", 0, "127.0.0.1:1", "async");
+  auto b = StartBroker("b", 1, Address(*a), "async");
+  CreateTopic(*a);
+  CreateTopic(*b);
+  std::map<std::string, int64_t> earliest;  // body -> deliver time (ms) of every acked send
+  auto send = [&](const BrokerProcess& to, const std::string& prefix, int n, int64_t delay_ms,
+                  bool keep) {
+    Producer producer(to.Options());
+    for (int i = 0; i < n; ++i) {
+      OutgoingMessage m;
+      m.topic = "orders";
+      m.body = prefix + std::to_string(i);
+      m.delay_ms = delay_ms;
+      const int64_t at = NowMs() + delay_ms;
+      ASSERT_TRUE(producer.Send(m).ok()) << m.body;
+      if (keep) earliest[m.body] = at;
+    }
+  };
+  send(*a, "m", 6, 0, true);
+  ASSERT_TRUE(AwaitCopy(*a, *b));
+  EXPECT_EQ(b->Stop(), 0);
+  // A's tail, never copied: acknowledged by A (async), lost with it (the async bound).
+  send(*a, "n", 4, 0, false);
+  {
+    SimpleConsumer g2(a->Options(), "g2");
+    client::ReceiveOptions ro;
+    ro.max_messages = 16;
+    ro.invisible_ms = 60'000;
+    ro.long_poll_ms = 0;
+    auto got = g2.Receive("orders", ro);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 10u);
+    for (const auto& m : *got) ASSERT_TRUE(g2.Ack(m.receipt_handle).ok()) << m.body;
+  }
+  a->Kill();
+
+  b = StartBroker("b", 1, Address(*a), "async");
+  proto::ReplicationRoleRequest promote;
+  promote.set_promote(true);
+  promote.set_term(1);
+  auto promoted = CallRole(*b, promote);
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  ASSERT_EQ(promoted->role(), "leader");
+  send(*b, "p", 4, 0, true);
+  send(*b, "d", 2, 6000, true);
+
+  a = StartBroker("a", 2, Address(*b), "async");
+  ASSERT_TRUE(AwaitCopy(*b, *a));
+  std::ifstream a_log(a->log_path());
+  const std::string a_text((std::istreambuf_iterator<char>(a_log)), {});
+  EXPECT_NE(a_text.find("rejoin: cut"), std::string::npos);
+  b->Kill();
+  promote.set_term(2);
+  promoted = CallRole(*a, promote);
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  ASSERT_EQ(promoted->role(), "leader");
+
+  SimpleConsumer g2(a->Options(), "g2");
+  client::ReceiveOptions ro;
+  ro.max_messages = 16;
+  ro.invisible_ms = 60'000;
+  ro.long_poll_ms = 200;
+  std::set<std::string> seen;
+  int early = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (seen.size() < earliest.size() && std::chrono::steady_clock::now() < deadline) {
+    auto got = g2.Receive("orders", ro);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (const auto& m : *got) {
+      EXPECT_EQ(earliest.count(m.body), 1u) << m.body << " was never acknowledged by a leader";
+      if (earliest.count(m.body) != 0 && NowMs() < earliest[m.body]) ++early;
+      seen.insert(m.body);
+      EXPECT_TRUE(g2.Ack(m.receipt_handle).ok());
+    }
+  }
+  std::set<std::string> want;
+  for (const auto& [body, at] : earliest) want.insert(body);
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(early, 0);
+  EXPECT_EQ(a->Stop(), 0);
 }
 
 }  // namespace

@@ -9,8 +9,19 @@
 // Follower: every record copied into its CommitLog is replayed into its own RocksDB (CatchUp,
 // called from the dispatch of each replicated chunk), each record in one write batch together
 // with the queue offset of the next record to replay (key kReplayNextKey), so a crash between
-// two records neither loses nor repeats a partial record. Promotion: a last CatchUp, then the
-// ConsumerService reloads its in-memory state from the replayed keys (ReloadState).
+// two records neither loses nor repeats a partial record. A snapshot REPLACES the replica's
+// group state: its parts are replayed together, in one batch that first deletes every "group/"
+// key. Promotion: a last CatchUp, then the ConsumerService reloads its in-memory state from the
+// replayed keys (ReloadState).
+//
+// Rejoin (docs/replication.md "Group state at a rejoin"): a leader's snapshot sets the replay
+// position to its own first part (kLedFromKey too), so a replica that led and rejoins replays
+// from its own snapshot, which drops whatever its cut tail wrote. At the first CatchUp after
+// the open, a replay position past the group-state queue's end, or an own snapshot that is no
+// longer in the log, marks the state stale (kStaleKey, a warning) and moves the position to the
+// queue's end: the next snapshot replayed (the new leader's, which its term starts with)
+// replaces the stale state and clears the mark; records at the reused queue offsets are
+// replayed, none skipped.
 //
 // Not durable by itself: the record is appended without waiting for fsync (group-state writes
 // are not fsynced either, consumer_service_impl.h "Durability"); in sync replication the broker
@@ -40,39 +51,73 @@ namespace tokimq::broker {
 // replay (a group-state offset value, docs/formats/group-state.md). Outside "group/", so no
 // record can write it.
 inline constexpr char kReplayNextKey[] = "replication/group_state_next";
+// Written by a leader's AppendSnapshot: the queue offset of its snapshot's first part (offset
+// value). Deleted when a snapshot is replayed.
+inline constexpr char kLedFromKey[] = "replication/group_state_led_from";
+// Present (offset value: the queue end when it was set) while this replica's "group/" keys may
+// hold writes of a CommitLog tail that was cut: set at the first CatchUp after the open,
+// deleted when a snapshot is replayed.
+inline constexpr char kStaleKey[] = "replication/group_state_stale";
 
 // Group-state records hold at most this many bytes of operations (AppendSnapshot splits).
 inline constexpr size_t kSnapshotRecordBytes = 256u << 10;
 
 class GroupStateLog {
  public:
+  // `store` is open: its group-state queue end is read now (see end_at_open_).
   GroupStateLog(MessageStore* store, rocksdb::DB* db, Clock* clock);
 
   // Leader: appends `batch` (puts and deletes of "group/..." keys) as one record. Errors: the
   // encoder's kInvalidArgument (a batch with other operations), the store's Put errors.
   absl::Status Append(const rocksdb::WriteBatch& batch);
-  // Leader, before serving: appends every "group/" key of `db` as puts, in records of at most
-  // kSnapshotRecordBytes. Errors as Append; RocksDB read errors as kUnavailable.
+  // Leader, before serving (no other group-state write may run meanwhile: Append waits): appends
+  // every "group/" key of `db` as puts, in snapshot parts (SnapshotPart) of at most
+  // kSnapshotRecordBytes each (one part, with no put, for an empty state), consecutive in the
+  // queue; then sets the replay position and kLedFromKey to the first part's queue offset and
+  // deletes kStaleKey (logged as an error when it was set: this leader serves a state that may
+  // hold writes of a cut tail). Errors as Append; RocksDB errors as kUnavailable.
   absl::Status AppendSnapshot();
 
   // Follower: replays every record from the replay position to the end of the group-state
-  // queue. No-op once SetLeading(true). Errors: kDataLoss (a record that does not decode; the
-  // position stays before it), kUnavailable (RocksDB).
+  // queue. A snapshot is replayed when all its parts are in the queue (the position waits at
+  // its first part until then); a snapshot whose parts are not all there, consecutive, is
+  // abandoned (its writer stopped): skipped, as is a part met without its first. The first call
+  // also checks the position against the queue (stale state, see the class comment). No-op
+  // once SetLeading(true). Errors: kDataLoss (a record that does not decode; the position
+  // stays before it), kUnavailable (RocksDB).
   absl::Status CatchUp();
   // true: this replica leads and writes group state itself; CatchUp stops replaying (the
   // leader's own records are already in its RocksDB).
   void SetLeading(bool leading) { leading_.store(leading); }
   // The queue offset of the next record CatchUp replays (0 before any).
   int64_t replay_next() const;
+  // Whether kStaleKey is set (see the class comment).
+  bool stale() const;
 
  private:
+  struct Replayed;
   absl::Status CatchUpLocked();
+  // Once per open, before the first replay: the stale-state check of the class comment, against
+  // the queue's end when the store opened (records copied since must not hide the cut).
+  absl::Status CheckAfterOpen(int64_t end);
+  // Replays the snapshot whose first part is recs[0]; `end` is the queue end. Sets *next.
+  absl::Status ReplaySnapshot(const Replayed& first, int64_t end, int64_t* next);
+  // One write: `batch` plus the replay position `next` (and the snapshot keys cleared).
+  absl::Status WriteReplayed(rocksdb::WriteBatch* batch, int64_t next, bool snapshot);
+  absl::StatusOr<PutResult> AppendRecord(std::string body);
 
   MessageStore* const store_;
   rocksdb::DB* const db_;
   Clock* const clock_;
+  // The group-state queue's end at construction: right after the stores opened, before any
+  // replicated chunk (the broker creates this object before the follower pulls).
+  const int64_t end_at_open_;
   std::atomic<bool> leading_{false};
   mutable std::mutex replay_mu_;  // serialises CatchUp
+  bool checked_ = false;          // CheckAfterOpen ran; guarded by replay_mu_
+  // Held around each record's append, and around a whole snapshot: a snapshot's parts are
+  // consecutive in the queue. Lock order: replay_mu_ is never held with it.
+  std::mutex append_mu_;
 };
 
 }  // namespace tokimq::broker

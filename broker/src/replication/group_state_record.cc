@@ -11,6 +11,7 @@ namespace {
 constexpr char kGroupKeyPrefix[] = "group/";
 constexpr uint8_t kOpPut = 1;
 constexpr uint8_t kOpDelete = 2;
+constexpr uint8_t kOpSnapshot = 3;  // first operation only: u32 part, u32 parts
 
 bool IsGroupKey(std::string_view key) {
   return key.substr(0, sizeof(kGroupKeyPrefix) - 1) == kGroupKeyPrefix;
@@ -38,9 +39,14 @@ class Encoder : public rocksdb::WriteBatch::Handler {
   // Anything else (merge, single delete, range delete, other column families): the handler's
   // defaults refuse it.
 
-  std::string Finish() {
+  std::string Finish(const std::optional<SnapshotPart>& snapshot) {
     std::string out(1, static_cast<char>(kGroupStateRecordVersion));
-    PutFixed32(&out, count_);
+    PutFixed32(&out, count_ + (snapshot.has_value() ? 1 : 0));
+    if (snapshot.has_value()) {
+      out.push_back(static_cast<char>(kOpSnapshot));
+      PutFixed32(&out, snapshot->part);
+      PutFixed32(&out, snapshot->parts);
+    }
     out.append(body_);
     return out;
   }
@@ -61,15 +67,22 @@ class Encoder : public rocksdb::WriteBatch::Handler {
 
 }  // namespace
 
-absl::StatusOr<std::string> EncodeGroupStateRecord(const rocksdb::WriteBatch& batch) {
+absl::StatusOr<std::string> EncodeGroupStateRecord(const rocksdb::WriteBatch& batch,
+                                                   std::optional<SnapshotPart> snapshot) {
   Encoder e;
   rocksdb::Status s = batch.Iterate(&e);
   if (!s.ok()) return absl::InvalidArgumentError(s.ToString());
-  if (e.count() == 0) return absl::InvalidArgumentError("group state: empty batch");
-  return e.Finish();
+  if (snapshot.has_value() && snapshot->part >= snapshot->parts) {
+    return absl::InvalidArgumentError("group state: snapshot part past its parts");
+  }
+  if (e.count() == 0 && !snapshot.has_value()) {
+    return absl::InvalidArgumentError("group state: empty batch");
+  }
+  return e.Finish(snapshot);
 }
 
-absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* out) {
+absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* out,
+                                    std::optional<SnapshotPart>* snapshot) {
   auto bad = [](const char* what) {
     return absl::DataLossError(std::string("group-state record: ") + what);
   };
@@ -83,12 +96,23 @@ absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* 
     bool put;
     std::string_view key, value;
   };
+  std::optional<SnapshotPart> part;
   std::vector<Op> ops;
-  ops.reserve(count);
+  // No reservation from `count` (not checked yet against the body's length): each operation
+  // takes at least 5 bytes, so the body bounds the vector.
   for (uint32_t i = 0; i < count; ++i) {
     std::string_view op;
+    if (!d.GetBytes(1, &op)) return bad("truncated operation");
+    if (static_cast<uint8_t>(op[0]) == kOpSnapshot) {
+      SnapshotPart p;
+      if (i != 0) return bad("snapshot header not first");
+      if (!d.GetFixed32(&p.part) || !d.GetFixed32(&p.parts)) return bad("truncated snapshot");
+      if (p.part >= p.parts) return bad("snapshot part past its parts");
+      part = p;
+      continue;
+    }
     Op o{};
-    if (!d.GetBytes(1, &op) || !d.GetLengthPrefixed(&o.key)) return bad("truncated operation");
+    if (!d.GetLengthPrefixed(&o.key)) return bad("truncated operation");
     if (!IsGroupKey(o.key)) return bad("key outside group/");
     if (static_cast<uint8_t>(op[0]) == kOpPut) {
       o.put = true;
@@ -105,6 +129,7 @@ absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* 
                               : out->Delete(rocksdb::Slice(o.key.data(), o.key.size()));
     if (!s.ok()) return absl::InternalError("group-state record: " + s.ToString());
   }
+  if (snapshot != nullptr) *snapshot = part;
   return absl::OkStatus();
 }
 

@@ -13,6 +13,8 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,14 +35,30 @@ inline constexpr char kGroupStateTopic[] = "tokimq_sys_group_state";
 // Body format version written today (the first byte).
 inline constexpr uint8_t kGroupStateRecordVersion = 1;
 
-// The body of `batch`: u8 version, u32 count, then per operation u8 op (1 put, 2 delete), u32
-// key length, key, and for a put u32 value length, value (little-endian). kInvalidArgument
-// when the batch holds anything but puts and deletes of the default column family, a key
-// outside "group/", or no operation.
-absl::StatusOr<std::string> EncodeGroupStateRecord(const rocksdb::WriteBatch& batch);
+// A record of a snapshot (GroupStateLog::AppendSnapshot): record `part` (0-based) of the
+// `parts` consecutive group-state records that together hold a leader's whole group state.
+// Part 0 is the snapshot begin: the replay deletes every "group/" key and applies the
+// snapshot's parts, all in one RocksDB batch, so a snapshot REPLACES a replica's group state.
+struct SnapshotPart {
+  uint32_t part = 0;
+  uint32_t parts = 1;  // >= 1, part < parts
+  bool operator==(const SnapshotPart& o) const { return part == o.part && parts == o.parts; }
+};
 
-// Adds the operations of `body` to `out`, in order. kDataLoss: bad version, truncated or
-// trailing bytes, unknown op, zero count, a key outside "group/". Nothing is added on error.
-absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* out);
+// The body of `batch`: u8 version, u32 count, then per operation u8 op (1 put, 2 delete), u32
+// key length, key, and for a put u32 value length, value (little-endian). With `snapshot`,
+// the first operation is op 3 (u32 part, u32 parts) and count includes it; a snapshot part may
+// hold no other operation (an empty group state). kInvalidArgument when the batch holds
+// anything but puts and deletes of the default column family, a key outside "group/", no
+// operation at all, or a snapshot part with part >= parts.
+absl::StatusOr<std::string> EncodeGroupStateRecord(
+    const rocksdb::WriteBatch& batch, std::optional<SnapshotPart> snapshot = std::nullopt);
+
+// Adds the operations of `body` to `out`, in order; `snapshot` (when not null) receives the
+// record's snapshot part, std::nullopt for an ordinary record. kDataLoss: bad version,
+// truncated or trailing bytes, unknown op, zero count, a key outside "group/", op 3 anywhere
+// but first or with part >= parts. Nothing is added (and `snapshot` not set) on error.
+absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* out,
+                                    std::optional<SnapshotPart>* snapshot = nullptr);
 
 }  // namespace tokimq::broker

@@ -3,7 +3,10 @@
 // diverge (TermHistory::ConsistentEnd), so a deposed leader restarted as follower never keeps,
 // pulls after or serves bytes the new leader does not have. What is derived from the cut bytes
 // goes too: the ConsumeQueues are trimmed by the MessageStore's recovery, the timer store's
-// files are removed (rebuilt from the timer topic when this replica next leads).
+// files are removed (rebuilt from the timer topic when this replica next leads), and the
+// consumer-group state in RocksDB is rebuilt by the GroupStateLog's replay (from this
+// replica's own snapshot, or marked stale until the new leader's snapshot replaces it:
+// group_state_log.h, docs/replication.md "Group state at a rejoin").
 //
 // Runs once, on the opening thread, before MessageStore::Open. Network: one connection to the
 // leader (connect and request timeouts of a few seconds). Not a class: one function.
