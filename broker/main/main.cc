@@ -5,13 +5,19 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <mutex>
+#include <vector>
 
 #include "broker/broker.h"
 #include "broker/cluster_node.h"
@@ -37,6 +43,59 @@ int Fail(const std::string& msg) {
 // Set when the cluster refuses this broker's name after it started (etcd was down at start):
 // the broker then stops (SIGTERM to itself) and exits with status 1.
 std::atomic<bool> g_cluster_conflict{false};
+
+// The restart of a deposed leader (docs/replication.md "Deposed leaders"): requested by the
+// Broker's on_restart (a replication thread), which then stops the broker with SIGTERM to
+// itself; after the clean shutdown main re-executes the binary (same pid, fresh memory).
+std::mutex g_restart_mu;
+bool g_restart = false;       // g_restart_mu
+std::string g_restart_leader;  // g_restart_mu; "" when unknown
+
+// The command line of the restart: the original one without --port, --deposed and (when a
+// leader is known) --replicate-from / --rejoin-from, plus --deposed, the port the broker was
+// listening on (a --port 0 broker keeps its address) and the leader: --replicate-from in
+// static mode (it follows it), --rejoin-from in cluster mode (only the rejoin check uses it;
+// the election names the leader to follow).
+std::vector<std::string> RestartArgs(int argc, char** argv, bool cluster, int port,
+                                     const std::string& leader) {
+  std::vector<std::string> drop = {"--port", "--deposed"};
+  if (!leader.empty()) drop.insert(drop.end(), {"--replicate-from", "--rejoin-from"});
+  std::vector<std::string> out = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    bool dropped = false;
+    for (const std::string& d : drop) {
+      if (a == d) {
+        if (d != "--deposed") ++i;  // its value
+        dropped = true;
+      } else if (a.rfind(d + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  out.insert(out.end(), {"--deposed", "--port", std::to_string(port)});
+  if (!leader.empty()) out.insert(out.end(), {cluster ? "--rejoin-from" : "--replicate-from", leader});
+  return out;
+}
+
+// Replaces this process by a fresh tokimq-broker with `args`; returns only on failure. Every
+// descriptor but stdin/out/err is closed at the exec (the servers and stores closed theirs;
+// this catches any left by a library).
+void ReExec(const std::vector<std::string>& args) {
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(d);
+    while (dirent* e = ::readdir(d)) {
+      const int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != own) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    ::closedir(d);
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+}
 
 // host:port others reach `bind`:`port` at when nothing is advertised explicitly.
 std::string DefaultAdvertise(const std::string& bind, int port) {
@@ -119,6 +178,14 @@ int main(int argc, char** argv) {
                  "--replicate-from (docs/replication.md)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--replicate-from", replicate_from, "HOST:PORT of the group's leader (followers)");
+  bool deposed = false;
+  std::string rejoin_from;
+  app.add_flag("--deposed", deposed,
+               "start as a follower whatever the broker id (a deposed leader restarts itself "
+               "with it; docs/replication.md \"Deposed leaders\")");
+  app.add_option("--rejoin-from", rejoin_from,
+                 "HOST:PORT whose term history the CommitLog is checked against (and cut to) at "
+                 "start when --replicate-from is not given (cluster mode)");
   app.add_option("--replication", replication,
                  "async (default): sends answered after the leader's write; sync: after a "
                  "follower has them too")
@@ -186,7 +253,12 @@ int main(int argc, char** argv) {
   if (manual_start_ms > 0) config.broker.manual_clock_start_ms = manual_start_ms;
   if (broker_id >= 0) config.broker.broker_id = broker_id;
   if (!replicate_from.empty()) config.broker.replicate_from = replicate_from;
-  if (!replication.empty()) config.broker.replication_sync = replication == "sync";
+  if (!replication.empty()) {
+    config.broker.replication_sync = replication == "sync";
+    config.broker.replication_explicit = true;  // a group member, even a lone async leader
+  }
+  if (deposed) config.broker.replication_deposed = true;
+  if (!rejoin_from.empty()) config.broker.rejoin_from = rejoin_from;
   if (flush == "sync") config.broker.flush_mode = tokimq::FlushMode::kSync;
   if (flush == "async") config.broker.flush_mode = tokimq::FlushMode::kAsync;
   if (!precision.empty()) {
@@ -302,6 +374,16 @@ int main(int argc, char** argv) {
                    http->port());
     }
   }
+  config.broker.on_restart = [](const std::string& leader, const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> l(g_restart_mu);
+      if (g_restart) return;
+      g_restart = true;
+      g_restart_leader = leader;
+    }
+    spdlog::warn("restart requested ({}): stopping, then starting again as a follower", reason);
+    ::kill(::getpid(), SIGTERM);
+  };
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   if (http) {
@@ -405,6 +487,23 @@ int main(int argc, char** argv) {
   server.Stop();
   if (http) http->Stop();  // its handlers call the Broker
   absl::Status closed = (*broker)->Close();
+  bool restart = false;
+  std::string leader;
+  {
+    std::lock_guard<std::mutex> l(g_restart_mu);
+    restart = g_restart;
+    leader = g_restart_leader;
+  }
+  if (restart) {
+    // The stores are closed (or closed as far as they could be: the start recovers the rest).
+    if (!closed.ok()) spdlog::error("shutdown before the restart: {}", closed.ToString());
+    const std::vector<std::string> args =
+        RestartArgs(argc, argv, config.cluster.enabled(), server.port(), leader);
+    spdlog::warn("restarting as a follower{}{}", leader.empty() ? "" : " of ", leader);
+    spdlog::default_logger()->flush();
+    ReExec(args);
+    return Fail(std::string("restart: exec failed: ") + std::strerror(errno));
+  }
   if (!closed.ok()) return Fail("shutdown: " + closed.ToString());
   spdlog::info("bye");
   if (g_cluster_conflict.load()) return Fail("broker name taken in the cluster (see the log)");
