@@ -233,7 +233,12 @@ void ReplicationService::OnGroupStateDispatch() {
 }
 
 absl::Status ReplicationService::AwaitStateReplicated() {
-  if (group_state_log_ == nullptr || !options_.sync) return absl::OkStatus();
+  if (group_state_log_ == nullptr) return absl::OkStatus();
+  return AwaitReplicated();
+}
+
+absl::Status ReplicationService::AwaitReplicated() {
+  if (!options_.sync) return absl::OkStatus();
   const PhysicalOffset end = store_->commit_log()->MaxOffset();
   std::promise<absl::Status> replicated;
   std::future<absl::Status> done = replicated.get_future();

@@ -128,6 +128,11 @@ class ReplicationService {
   // ack_timeout_ms, or this broker lost its term): the change stands on this broker but is
   // not acknowledged (a receive's leases expire; a retried ack finds its handle stale).
   absl::Status AwaitStateReplicated();
+  // replication = "sync": blocks until a follower holds every CommitLog byte written so far
+  // (a recall's delete marker among them), up to ack_timeout_ms. OK at once in async mode.
+  // Errors: kUnavailable (no follower in time, or this broker lost its term); what was written
+  // stands on this broker but is not acknowledged.
+  absl::Status AwaitReplicated();
   // Whether AwaitStateReplicated blocks (sync with a group-state log): the network server then
   // runs receive, ack, renew and nack on a worker thread, never on an I/O thread (which the
   // follower's pull that ends the wait may need).
