@@ -49,6 +49,7 @@ std::atomic<bool> g_cluster_conflict{false};
 // itself; after the clean shutdown main re-executes the binary (same pid, fresh memory).
 std::mutex g_restart_mu;
 bool g_restart = false;       // g_restart_mu
+bool g_stopping = false;      // g_restart_mu: a stop signal came first; no restart from then on
 std::string g_restart_leader;  // g_restart_mu; "" when unknown
 
 // The command line of the restart: the original one without --port, --deposed and (when a
@@ -377,7 +378,8 @@ int main(int argc, char** argv) {
   config.broker.on_restart = [](const std::string& leader, const std::string& reason) {
     {
       std::lock_guard<std::mutex> l(g_restart_mu);
-      if (g_restart) return;
+      // A shutdown deposes a cluster leader too (it resigns): that is no reason to restart.
+      if (g_restart || g_stopping) return;
       g_restart = true;
       g_restart_leader = leader;
     }
@@ -477,7 +479,15 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  spdlog::info("signal {}: shutting down", sig);
+  bool restart = false;
+  std::string leader;
+  {
+    std::lock_guard<std::mutex> l(g_restart_mu);
+    g_stopping = true;
+    restart = g_restart;
+    leader = g_restart_leader;
+  }
+  spdlog::info("signal {}: shutting down{}", sig, restart ? " to restart" : "");
   if (cluster_node) cluster_node->Stop();  // leaves every route at once (lease revoked)
   if (http) http->SetReady(false);
   (*broker)->StopLongPolls();  // else the servers wait for open long polls (up to 20 s)
@@ -487,14 +497,7 @@ int main(int argc, char** argv) {
   server.Stop();
   if (http) http->Stop();  // its handlers call the Broker
   absl::Status closed = (*broker)->Close();
-  bool restart = false;
-  std::string leader;
-  {
-    std::lock_guard<std::mutex> l(g_restart_mu);
-    restart = g_restart;
-    leader = g_restart_leader;
-  }
-  if (restart) {
+  if (restart && !g_cluster_conflict.load()) {
     // The stores are closed (or closed as far as they could be: the start recovers the rest).
     if (!closed.ok()) spdlog::error("shutdown before the restart: {}", closed.ToString());
     const std::vector<std::string> args =
