@@ -5,25 +5,22 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <vector>
 
 #include "broker/broker.h"
 #include "broker/cluster_node.h"
 #include "broker/config.h"
 #include "broker/fd_budget.h"
 #include "broker/server.h"
+#include "restart.h"
 #include "cluster/etcd_client.h"
 #include "common/duration.h"
 #include "common/json_log_formatter.h"
@@ -51,52 +48,6 @@ std::mutex g_restart_mu;
 bool g_restart = false;       // g_restart_mu
 bool g_stopping = false;      // g_restart_mu: a stop signal came first; no restart from then on
 std::string g_restart_leader;  // g_restart_mu; "" when unknown
-
-// The command line of the restart: the original one without --port, --deposed and (when a
-// leader is known) --replicate-from / --rejoin-from, plus --deposed, the port the broker was
-// listening on (a --port 0 broker keeps its address) and the leader: --replicate-from in
-// static mode (it follows it), --rejoin-from in cluster mode (only the rejoin check uses it;
-// the election names the leader to follow).
-std::vector<std::string> RestartArgs(int argc, char** argv, bool cluster, int port,
-                                     const std::string& leader) {
-  std::vector<std::string> drop = {"--port", "--deposed"};
-  if (!leader.empty()) drop.insert(drop.end(), {"--replicate-from", "--rejoin-from"});
-  std::vector<std::string> out = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    bool dropped = false;
-    for (const std::string& d : drop) {
-      if (a == d) {
-        if (d != "--deposed") ++i;  // its value
-        dropped = true;
-      } else if (a.rfind(d + "=", 0) == 0) {
-        dropped = true;
-      }
-    }
-    if (!dropped) out.push_back(a);
-  }
-  out.insert(out.end(), {"--deposed", "--port", std::to_string(port)});
-  if (!leader.empty()) out.insert(out.end(), {cluster ? "--rejoin-from" : "--replicate-from", leader});
-  return out;
-}
-
-// Replaces this process by a fresh tokimq-broker with `args`; returns only on failure. Every
-// descriptor but stdin/out/err is closed at the exec (the servers and stores closed theirs;
-// this catches any left by a library).
-void ReExec(const std::vector<std::string>& args) {
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    const int own = ::dirfd(d);
-    while (dirent* e = ::readdir(d)) {
-      const int fd = std::atoi(e->d_name);
-      if (fd > 2 && fd != own) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    ::closedir(d);
-  }
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  ::execv("/proc/self/exe", argv.data());
-}
 
 // host:port others reach `bind`:`port` at when nothing is advertised explicitly.
 std::string DefaultAdvertise(const std::string& bind, int port) {
@@ -501,10 +452,10 @@ int main(int argc, char** argv) {
     // The stores are closed (or closed as far as they could be: the start recovers the rest).
     if (!closed.ok()) spdlog::error("shutdown before the restart: {}", closed.ToString());
     const std::vector<std::string> args =
-        RestartArgs(argc, argv, config.cluster.enabled(), server.port(), leader);
+        tokimq::broker::RestartArgs(argc, argv, config.cluster.enabled(), server.port(), leader);
     spdlog::warn("restarting as a follower{}{}", leader.empty() ? "" : " of ", leader);
     spdlog::default_logger()->flush();
-    ReExec(args);
+    tokimq::broker::ReExec(args);
     return Fail(std::string("restart: exec failed: ") + std::strerror(errno));
   }
   if (!closed.ok()) return Fail("shutdown: " + closed.ToString());

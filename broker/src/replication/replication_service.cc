@@ -274,7 +274,7 @@ bool ReplicationService::RequestRestart(const std::string& leader, const std::st
   if (restart_requested_.exchange(true)) return true;
   TOKIMQ_LOG_WARN(
       "replication: restarting this broker ({}): it comes back as a follower of {} (rejoin "
-      "check, group state replay, timer store from disk)",
+      "check, group state replay, timer store from disk) unless it is stopping",
       reason, leader.empty() ? "the leader it is told to follow" : leader);
   options_.on_restart(leader, reason);
   return true;
