@@ -79,6 +79,11 @@ absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* 
   if (!d.GetBytes(1, &version) || !d.GetFixed32(&count)) return bad("truncated header");
   if (static_cast<uint8_t>(version[0]) != kGroupStateRecordVersion) return bad("unknown version");
   if (count == 0) return bad("no operation");
+  // The count is not trusted before it is checked against the body: every operation takes at
+  // least an op byte, a key length and the "group/" prefix (found by the group_state_record
+  // fuzzer: a 5-byte body asking for 4 G operations).
+  constexpr size_t kMinOpBytes = 1 + 4 + (sizeof(kGroupKeyPrefix) - 1);
+  if (count > d.remaining() / kMinOpBytes) return bad("more operations than the body holds");
   struct Op {
     bool put;
     std::string_view key, value;
