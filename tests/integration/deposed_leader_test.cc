@@ -7,8 +7,10 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "broker_process.h"
 #include "client/producer.h"
