@@ -11,13 +11,16 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <mutex>
 
 #include "broker/broker.h"
 #include "broker/cluster_node.h"
 #include "broker/config.h"
 #include "broker/fd_budget.h"
 #include "broker/server.h"
+#include "restart.h"
 #include "cluster/etcd_client.h"
 #include "common/duration.h"
 #include "common/json_log_formatter.h"
@@ -37,6 +40,14 @@ int Fail(const std::string& msg) {
 // Set when the cluster refuses this broker's name after it started (etcd was down at start):
 // the broker then stops (SIGTERM to itself) and exits with status 1.
 std::atomic<bool> g_cluster_conflict{false};
+
+// The restart of a deposed leader (docs/replication.md "Deposed leaders"): requested by the
+// Broker's on_restart (a replication thread), which then stops the broker with SIGTERM to
+// itself; after the clean shutdown main re-executes the binary (same pid, fresh memory).
+std::mutex g_restart_mu;
+bool g_restart = false;       // g_restart_mu
+bool g_stopping = false;      // g_restart_mu: a stop signal came first; no restart from then on
+std::string g_restart_leader;  // g_restart_mu; "" when unknown
 
 // host:port others reach `bind`:`port` at when nothing is advertised explicitly.
 std::string DefaultAdvertise(const std::string& bind, int port) {
@@ -119,6 +130,14 @@ int main(int argc, char** argv) {
                  "--replicate-from (docs/replication.md)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--replicate-from", replicate_from, "HOST:PORT of the group's leader (followers)");
+  bool deposed = false;
+  std::string rejoin_from;
+  app.add_flag("--deposed", deposed,
+               "start as a follower whatever the broker id (a deposed leader restarts itself "
+               "with it; docs/replication.md \"Deposed leaders\")");
+  app.add_option("--rejoin-from", rejoin_from,
+                 "HOST:PORT whose term history the CommitLog is checked against (and cut to) at "
+                 "start when --replicate-from is not given (cluster mode)");
   app.add_option("--replication", replication,
                  "async (default): sends answered after the leader's write; sync: after a "
                  "follower has them too")
@@ -186,7 +205,12 @@ int main(int argc, char** argv) {
   if (manual_start_ms > 0) config.broker.manual_clock_start_ms = manual_start_ms;
   if (broker_id >= 0) config.broker.broker_id = broker_id;
   if (!replicate_from.empty()) config.broker.replicate_from = replicate_from;
-  if (!replication.empty()) config.broker.replication_sync = replication == "sync";
+  if (!replication.empty()) {
+    config.broker.replication_sync = replication == "sync";
+    config.broker.replication_explicit = true;  // a group member, even a lone async leader
+  }
+  if (deposed) config.broker.replication_deposed = true;
+  if (!rejoin_from.empty()) config.broker.rejoin_from = rejoin_from;
   if (flush == "sync") config.broker.flush_mode = tokimq::FlushMode::kSync;
   if (flush == "async") config.broker.flush_mode = tokimq::FlushMode::kAsync;
   if (!precision.empty()) {
@@ -302,6 +326,17 @@ int main(int argc, char** argv) {
                    http->port());
     }
   }
+  config.broker.on_restart = [](const std::string& leader, const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> l(g_restart_mu);
+      // A shutdown deposes a cluster leader too (it resigns): that is no reason to restart.
+      if (g_restart || g_stopping) return;
+      g_restart = true;
+      g_restart_leader = leader;
+    }
+    spdlog::warn("restart requested ({}): stopping, then starting again as a follower", reason);
+    ::kill(::getpid(), SIGTERM);
+  };
   auto broker = tokimq::broker::Broker::Open(config.broker);
   if (!broker.ok()) return Fail(broker.status().ToString());
   if (http) {
@@ -395,7 +430,15 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  spdlog::info("signal {}: shutting down", sig);
+  bool restart = false;
+  std::string leader;
+  {
+    std::lock_guard<std::mutex> l(g_restart_mu);
+    g_stopping = true;
+    restart = g_restart;
+    leader = g_restart_leader;
+  }
+  spdlog::info("signal {}: shutting down{}", sig, restart ? " to restart" : "");
   if (cluster_node) cluster_node->Stop();  // leaves every route at once (lease revoked)
   if (http) http->SetReady(false);
   (*broker)->StopLongPolls();  // else the servers wait for open long polls (up to 20 s)
@@ -405,6 +448,16 @@ int main(int argc, char** argv) {
   server.Stop();
   if (http) http->Stop();  // its handlers call the Broker
   absl::Status closed = (*broker)->Close();
+  if (restart && !g_cluster_conflict.load()) {
+    // The stores are closed (or closed as far as they could be: the start recovers the rest).
+    if (!closed.ok()) spdlog::error("shutdown before the restart: {}", closed.ToString());
+    const std::vector<std::string> args =
+        tokimq::broker::RestartArgs(argc, argv, config.cluster.enabled(), server.port(), leader);
+    spdlog::warn("restarting as a follower{}{}", leader.empty() ? "" : " of ", leader);
+    spdlog::default_logger()->flush();
+    tokimq::broker::ReExec(args);
+    return Fail(std::string("restart: exec failed: ") + std::strerror(errno));
+  }
   if (!closed.ok()) return Fail("shutdown: " + closed.ToString());
   spdlog::info("bye");
   if (g_cluster_conflict.load()) return Fail("broker name taken in the cluster (see the log)");

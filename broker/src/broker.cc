@@ -97,8 +97,9 @@ absl::Status Broker::OpenStores() {
   TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir + "/replication"));
   TOKIMQ_ASSIGN_OR_RETURN(replication::TermHistory history,
                           replication::LoadTermHistory(fs_, rejoin.history_path));
-  if (options_.broker_id != 0 || history.LastTerm() > 0) {
-    rejoin.leader = options_.replicate_from;
+  if (options_.broker_id != 0 || history.LastTerm() > 0 || options_.replication_deposed) {
+    rejoin.leader =
+        options_.replicate_from.empty() ? options_.rejoin_from : options_.replicate_from;
     TOKIMQ_ASSIGN_OR_RETURN(history, RejoinBeforeOpen(fs_, rejoin));
   }
   TOKIMQ_RETURN_IF_ERROR(OpenMessageStore());
@@ -115,6 +116,8 @@ absl::Status Broker::OpenStores() {
   repl.ack_timeout_ms = options_.replication_ack_timeout_ms;
   repl.segment_size = options_.commitlog_segment_size;
   repl.elected = options_.replication_elected;
+  repl.deposed = options_.replication_deposed;
+  repl.on_restart = options_.on_restart;
   repl.history = std::move(history);
   repl.history_path = rejoin.history_path;
   repl.fs = fs_;

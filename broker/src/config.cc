@@ -162,6 +162,7 @@ KeyResult ApplyReplicationKey(const std::string& key, const toml::node& node, Br
     TOKIMQ_RETURN_IF_ERROR(GetString(node, key, &mode));
     if (mode != "sync" && mode != "async") return Bad(key, "expected \"sync\" or \"async\"");
     b->replication_sync = mode == "sync";
+    b->replication_explicit = true;  // a group member (docs/replication.md)
     return absl::OkStatus();
   }
   if (key == "replication_access_key") return GetString(node, key, &b->replication_access_key);

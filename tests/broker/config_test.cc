@@ -86,6 +86,27 @@ TEST(ConfigTest, TransactionKeys) {
   EXPECT_FALSE(LoadConfigText("transaction_immunity = \"2h\"\n", &bad).ok());
 }
 
+// `replication` given explicitly, async included, makes a broker group member that logs its
+// consumer-group state (docs/replication.md "Consumer-group state"); left unset, a broker id
+// 0 is a single node.
+TEST(ConfigTest, ExplicitReplicationModeMakesAGroupMember) {
+  for (const char* mode : {"async", "sync"}) {
+    BrokerConfig c;
+    absl::Status s = LoadConfigText(std::string("replication = \"") + mode + "\"\n", &c);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(c.broker.replication_explicit) << mode;
+    EXPECT_EQ(c.broker.replication_sync, std::string(mode) == "sync");
+  }
+  BrokerConfig unset;
+  ASSERT_TRUE(LoadConfigText("broker_id = 0\n", &unset).ok());
+  EXPECT_FALSE(unset.broker.replication_explicit);
+  EXPECT_FALSE(unset.broker.replication_sync);
+  BrokerConfig bad;
+  EXPECT_EQ(LoadConfigText("replication = \"semi\"\n", &bad).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(bad.broker.replication_explicit);
+}
+
 TEST(ConfigTest, UnknownKeysAndBadValuesNameTheKey) {
   BrokerConfig c;
   absl::Status s = LoadConfigText("prot = 1\n", &c);

@@ -98,10 +98,32 @@ struct BrokerOptions {
   int broker_id = 0;
   std::string replicate_from;
   bool replication_sync = false;
+  // The replication mode was given explicitly (--replication, TOML `replication`): the broker
+  // is a member of a broker group and logs its consumer-group state into the CommitLog even as
+  // a lone broker id 0 in async mode (docs/replication.md "Consumer-group state"). Unset (the
+  // default): a broker id 0 without --replicate-from in async mode is a single node.
+  bool replication_explicit = false;
   int64_t replication_ack_timeout_ms = 3000;
   // Cluster mode (main sets it with --cluster): the etcd election decides the role; the broker
   // serves nothing until elected or told whom to follow (docs/cluster.md "Broker groups").
   bool replication_elected = false;
+  // A deposed leader's restart (docs/replication.md "Deposed leaders"; tokimq-broker --deposed):
+  // start as a follower whatever the broker id and the term history say (a broker id 0 never
+  // leads term 0 again); the follower path then rejoins, replays and, on a later promotion,
+  // adopts the log as any follower does.
+  bool replication_deposed = false;
+  // host:port of the leader whose term history the CommitLog is checked against (and cut to)
+  // before the stores open, when replicate_from is empty (cluster mode, where the election
+  // names the leader to follow; --rejoin-from). Static mode uses replicate_from.
+  std::string rejoin_from;
+  // Called (at most once per Broker, from a replication thread) when this broker must restart
+  // to serve correctly: it served as leader and was deposed (its services hold stale
+  // in-memory state), or its CommitLog diverged from its leader's (only a restart cuts it).
+  // `leader` is the leader to follow / rejoin ("" when unknown); `reason` is for the log. The
+  // handler must return at once and arrange Close() and a fresh Open (tokimq-broker re-executes
+  // itself with --deposed). nullptr: nothing restarts (a deposed leader refuses writes, a
+  // diverged follower stops pulling).
+  std::function<void(const std::string& leader, const std::string& reason)> on_restart;
   // Credentials a follower authenticates its pulls with (docs/replication.md "Access"): with
   // auth on, the leader answers replicate_pull only for a user with the cluster admin ACL
   // (in a cluster users are in etcd, docs/security.md "Clusters"; replicas started without

@@ -1,5 +1,6 @@
 #include "replication/group_state_record.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "common/coding.h"
@@ -92,6 +93,18 @@ absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* 
   if (!d.GetBytes(1, &version) || !d.GetFixed32(&count)) return bad("truncated header");
   if (static_cast<uint8_t>(version[0]) != kGroupStateRecordVersion) return bad("unknown version");
   if (count == 0) return bad("no operation");
+  // The count is not trusted before it is checked against the body: every put or delete takes
+  // at least an op byte, a key length and the "group/" prefix; only the first operation may be
+  // the 9-byte snapshot header (found by the group_state_record fuzzer: a 5-byte body asking
+  // for 4 G operations).
+  constexpr size_t kMinOpBytes = 1 + 4 + (sizeof(kGroupKeyPrefix) - 1);
+  constexpr size_t kSnapshotOpBytes = 1 + 4 + 4;
+  const size_t rest = d.remaining();
+  const size_t max_ops = std::max(rest / kMinOpBytes,
+                                  rest >= kSnapshotOpBytes
+                                      ? 1 + (rest - kSnapshotOpBytes) / kMinOpBytes
+                                      : size_t{0});
+  if (count > max_ops) return bad("more operations than the body holds");
   struct Op {
     bool put;
     std::string_view key, value;

@@ -8,7 +8,7 @@ namespace tokimq::broker {
 
 bool ReplicatesGroupState(const BrokerOptions& o) {
   return o.broker_id != 0 || !o.replicate_from.empty() || o.replication_sync ||
-         o.replication_elected;
+         o.replication_explicit || o.replication_elected || o.replication_deposed;
 }
 
 absl::Status ServeGroupState(GroupStateLog* log, ConsumerService* consumers, bool promoted) {

@@ -12,9 +12,11 @@
 namespace tokimq::broker {
 
 // Whether the broker belongs to a replicated group, so its consumer-group state goes into the
-// CommitLog as system records: a follower id, a leader to follow, sync replication, or the etcd
-// election. A lone broker id 0 in async mode is taken for a single node and writes no records
-// (they cost an extra CommitLog append per receive and ack, for nobody).
+// CommitLog as system records: a follower id, a leader to follow, sync replication, a
+// replication mode given explicitly (`--replication async` / TOML `replication = "async"`),
+// the etcd election, or the restart of a deposed leader. A broker id 0 with the replication
+// mode left unset is a single node and writes no records (they cost an extra CommitLog append
+// per receive and ack, for nobody).
 bool ReplicatesGroupState(const BrokerOptions& o);
 
 // StartServing's first step. A promoted follower replays what is left of its leader's

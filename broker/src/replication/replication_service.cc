@@ -17,7 +17,7 @@ namespace {
 // Cluster mode (`elected`): every replica starts as a follower with no leader; the election
 // decides (docs/cluster.md "Broker groups").
 bool StartsAsLeader(const ReplicationOptions& o) {
-  return o.broker_id == 0 && !o.elected && o.history.LastTerm() <= 0;
+  return o.broker_id == 0 && !o.elected && !o.deposed && o.history.LastTerm() <= 0;
 }
 
 }  // namespace
@@ -60,7 +60,9 @@ absl::Status ReplicationService::Start() {
   }
   {
     std::lock_guard<std::mutex> l(serving_mu_);
-    followed_ = options_.broker_id != 0;
+    // A replica that does not lead from the start (any id but a first-time broker id 0) was
+    // written by another leader: its promotion adopts the log and reloads group state.
+    followed_ = !StartsAsLeader(options_);
   }
   leadership_.Subscribe([this](const replication::LeadershipView& v) { OnViewChange(v); });
   if (leadership_.Current().role == Role::kLeader) OnViewChange(leadership_.Current());
@@ -83,13 +85,20 @@ void ReplicationService::Stop() {
 
 void ReplicationService::OnViewChange(const replication::LeadershipView& view) {
   if (view.role != Role::kLeader) {
+    bool served = false;
     {
       std::lock_guard<std::mutex> l(serving_mu_);
       followed_ = true;
+      served = serving_;
     }
     acks_.Fail(absl::UnavailableError(
         fmt::format("this broker no longer leads its group (term {})", view.term)));
-    TOKIMQ_LOG_WARN("replication: follower of {} in term {}", view.leader_address, view.term);
+    TOKIMQ_LOG_WARN("replication: follower of {} in term {}",
+                    view.leader_address.empty() ? "(leader unknown)" : view.leader_address,
+                    view.term);
+    // Its consumer service and timer store hold the state of its own term: the new leader's
+    // acks and releases would not reach them. Only a restart brings them back from disk.
+    if (served) RequestRestart(view.leader_address, fmt::format("deposed in term {}", view.term));
     return;
   }
   BeginTerm(view.term);
@@ -224,7 +233,12 @@ void ReplicationService::OnGroupStateDispatch() {
 }
 
 absl::Status ReplicationService::AwaitStateReplicated() {
-  if (group_state_log_ == nullptr || !options_.sync) return absl::OkStatus();
+  if (group_state_log_ == nullptr) return absl::OkStatus();
+  return AwaitReplicated();
+}
+
+absl::Status ReplicationService::AwaitReplicated() {
+  if (!options_.sync) return absl::OkStatus();
   const PhysicalOffset end = store_->commit_log()->MaxOffset();
   std::promise<absl::Status> replicated;
   std::future<absl::Status> done = replicated.get_future();
@@ -253,6 +267,17 @@ void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
     f->set_lag_ms(e.lag_ms);
     f->set_last_pull_ms(e.last_pull_ms);
   }
+}
+
+bool ReplicationService::RequestRestart(const std::string& leader, const std::string& reason) {
+  if (!options_.on_restart) return false;
+  if (restart_requested_.exchange(true)) return true;
+  TOKIMQ_LOG_WARN(
+      "replication: restarting this broker ({}): it comes back as a follower of {} (rejoin "
+      "check, group state replay, timer store from disk) unless it is stopping",
+      reason, leader.empty() ? "the leader it is told to follow" : leader);
+  options_.on_restart(leader, reason);
+  return true;
 }
 
 void ReplicationService::Pause(int64_t ms) {
@@ -375,8 +400,10 @@ bool ReplicationService::CheckHistory() {
     if (!diverged_.exchange(true)) {
       TOKIMQ_LOG_ERROR(
           "replication: this CommitLog diverged from the leader {} (term {}) at offset {} (its "
-          "end is {}): not pulling; restart this broker to truncate the {} diverged bytes",
+          "end is {}): not pulling; a restart truncates the {} diverged bytes",
           p.leader, r.term(), consistent, end, end - consistent);
+      RequestRestart(p.leader, fmt::format("its CommitLog diverged from {} at offset {}",
+                                           p.leader, consistent));
     }
     Pause(1000);
     return false;

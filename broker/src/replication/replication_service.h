@@ -9,6 +9,10 @@
 // chunk from an older term than it has seen. A follower does not serve clients' writes and does
 // not run the timer, consumer, transaction or retention services (they write to the CommitLog);
 // promotion starts them (start_serving).
+// Deposed leader: its services, started once per process, hold in-memory state the next
+// leader makes stale; so a replica that served and is deposed (Demote, StepDown, a newer term
+// seen) asks for a restart (options.on_restart) and comes back through the follower path, as
+// does a follower whose log diverged from its leader's (the restart cuts the tail).
 //
 // Owned by the Broker; Start after the stores opened, Stop before they close. Thread-safety:
 // every public method may be called from any thread.
@@ -48,6 +52,12 @@ struct ReplicationOptions {
   // follower with no leader (serving nothing) until it is elected or told whom to follow;
   // broker_id and replicate_from then do not decide the role.
   bool elected = false;
+  // A deposed leader's restart (BrokerOptions::replication_deposed): starts as a follower of
+  // replicate_from (none: until told whom to follow) whatever broker_id and history say.
+  bool deposed = false;
+  // BrokerOptions::on_restart: called at most once, when this replica served as leader and is
+  // deposed, or when its log diverged from its leader's. nullptr: no restart.
+  std::function<void(const std::string& leader, const std::string& reason)> on_restart;
   // Term history (replication/term_history.h): as loaded, and cut, by RejoinBeforeOpen; kept
   // in `history_path` (empty: not persisted, tests) through `fs`.
   replication::TermHistory history;
@@ -118,6 +128,11 @@ class ReplicationService {
   // ack_timeout_ms, or this broker lost its term): the change stands on this broker but is
   // not acknowledged (a receive's leases expire; a retried ack finds its handle stale).
   absl::Status AwaitStateReplicated();
+  // replication = "sync": blocks until a follower holds every CommitLog byte written so far
+  // (a recall's delete marker among them), up to ack_timeout_ms. OK at once in async mode.
+  // Errors: kUnavailable (no follower in time, or this broker lost its term); what was written
+  // stands on this broker but is not acknowledged.
+  absl::Status AwaitReplicated();
   // Whether AwaitStateReplicated blocks (sync with a group-state log): the network server then
   // runs receive, ack, renew and nack on a worker thread, never on an I/O thread (which the
   // follower's pull that ends the wait may need).
@@ -142,6 +157,9 @@ class ReplicationService {
   void ExpiryLoop();
   // Waits up to ms (real time) or until Stop.
   void Pause(int64_t ms);
+  // Logs and calls options_.on_restart once (docs/replication.md "Deposed leaders"); false
+  // when there is no handler.
+  bool RequestRestart(const std::string& leader, const std::string& reason);
 
   ReplicationOptions options_;
   MessageStore* store_;
@@ -157,6 +175,7 @@ class ReplicationService {
   std::mutex append_mu_;
   replication::TermHistory history_;  // guarded by append_mu_
   std::atomic<bool> diverged_{false};
+  std::atomic<bool> restart_requested_{false};
 
   std::mutex serving_mu_;
   bool serving_ = false;   // guarded by serving_mu_
