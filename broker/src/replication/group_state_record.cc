@@ -57,8 +57,7 @@ class Encoder : public rocksdb::WriteBatch::Handler {
   static rocksdb::Status Check(uint32_t cf, const rocksdb::Slice& key) {
     if (cf != 0) return rocksdb::Status::InvalidArgument("group state: not the default family");
     if (!IsGroupKey(std::string_view(key.data(), key.size()))) {
-      return rocksdb::Status::InvalidArgument("group state: key outside group/: " +
-                                              key.ToString());
+      return rocksdb::Status::InvalidArgument("group state: key outside group/: " + key.ToString());
     }
     return rocksdb::Status::OK();
   }
@@ -100,10 +99,9 @@ absl::Status DecodeGroupStateRecord(std::string_view body, rocksdb::WriteBatch* 
   constexpr size_t kMinOpBytes = 1 + 4 + (sizeof(kGroupKeyPrefix) - 1);
   constexpr size_t kSnapshotOpBytes = 1 + 4 + 4;
   const size_t rest = d.remaining();
-  const size_t max_ops = std::max(rest / kMinOpBytes,
-                                  rest >= kSnapshotOpBytes
-                                      ? 1 + (rest - kSnapshotOpBytes) / kMinOpBytes
-                                      : size_t{0});
+  const size_t max_ops =
+      std::max(rest / kMinOpBytes,
+               rest >= kSnapshotOpBytes ? 1 + (rest - kSnapshotOpBytes) / kMinOpBytes : size_t{0});
   if (count > max_ops) return bad("more operations than the body holds");
   struct Op {
     bool put;
