@@ -123,14 +123,17 @@ class BrokerGroupsTest : public ClusterProcessTest {
         },
         timeout, "the followers of " + groups_[g].name + " caught up",
         std::chrono::milliseconds(5));
-    if (!ok) {
-      for (int i : groups_[g].members) {
-        auto gs = client::AdminClient(Quick(i)).GroupStatus();
-        std::printf("%s replica %d: %s\n", groups_[g].name.c_str(), i,
-                    gs.ok() ? gs->ShortDebugString().c_str() : gs.status().ToString().c_str());
-      }
-    }
+    if (!ok) PrintStatus(g);
     return ok;
+  }
+
+  // Every replica's group status of group `g`, one line each (a failed wait's evidence).
+  void PrintStatus(int g) {
+    for (int i : groups_[g].members) {
+      auto gs = client::AdminClient(Quick(i)).GroupStatus();
+      std::printf("%s replica %d: %s\n", groups_[g].name.c_str(), i,
+                  gs.ok() ? gs->ShortDebugString().c_str() : gs.status().ToString().c_str());
+    }
   }
 
   // Under a load that keeps writing, ends are never equal at one probe: every replica of group
@@ -161,13 +164,7 @@ class BrokerGroupsTest : public ClusterProcessTest {
         },
         timeout, "the replicas of " + groups_[g].name + " holding the leader's end",
         std::chrono::milliseconds(5));
-    if (!ok) {
-      for (int i : groups_[g].members) {
-        auto gs = client::AdminClient(Quick(i)).GroupStatus();
-        std::printf("%s replica %d: %s\n", groups_[g].name.c_str(), i,
-                    gs.ok() ? gs->ShortDebugString().c_str() : gs.status().ToString().c_str());
-      }
-    }
+    if (!ok) PrintStatus(g);
     return ok;
   }
 
