@@ -27,6 +27,7 @@
 #include "proto/tokimq.pb.h"
 #include "schedule_rewrite.h"
 #include "send_properties.h"
+#include "ratio_reporter.h"
 
 namespace tokimq {
 namespace {
@@ -110,22 +111,6 @@ void BM_Send(benchmark::State& state, bool keys_and_tag) {
   state.SetItemsProcessed(n);
 }
 
-// Console output as usual, and each run's CPU time per iteration kept for the ratios.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      if (r.run_type == Run::RT_Iteration && !r.error_occurred) {
-        cpu_[r.benchmark_name()] = r.GetAdjustedCPUTime();
-      }
-    }
-  }
-  const std::map<std::string, double>& cpu() const { return cpu_; }
-
- private:
-  std::map<std::string, double> cpu_;
-};
 
 }  // namespace
 }  // namespace tokimq
@@ -144,7 +129,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  tokimq::RatioReporter reporter;
+  tokimq::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\nbytes/map CPU time per message (lower is better; same process, same corpus):\n");
   for (const char* set : sets) {
