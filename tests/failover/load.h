@@ -81,6 +81,11 @@ inline void ProduceLoop(const client::ClientOptions& bootstrap, History* h,
   }
 }
 
+// The checker consumer's invisible duration. A receive whose answer failed (sync mode with no
+// follower: UNAVAILABLE after the ack timeout) leaves its messages leased on the leader; they
+// come back after this long, so Drain waits longer than it without progress.
+constexpr int64_t kCheckerInvisibleMs = 30'000;
+
 // Receives and acks `topic` with group "checker" until stopped; records every receipt and counts
 // the receive calls made in *rounds.
 inline void ConsumeLoop(const client::ClientOptions& bootstrap, History* h,
@@ -89,7 +94,7 @@ inline void ConsumeLoop(const client::ClientOptions& bootstrap, History* h,
   client::ClusterConsumer consumer(bootstrap, "checker");
   client::ReceiveOptions ro;
   ro.max_messages = 64;
-  ro.invisible_ms = 30'000;
+  ro.invisible_ms = kCheckerInvisibleMs;
   ro.long_poll_ms = 200;
   while (!stop->load()) {
     auto msgs = consumer.Receive(topic, ro);
@@ -147,7 +152,8 @@ class CheckedLoad {
     if (producer_.joinable()) producer_.join();
   }
   // Stops the producer, then waits while the consumer makes progress until every acknowledged
-  // send was received (no progress for 30 s ends the wait; Check then counts the rest as lost),
+  // send was received (no progress for the invisible duration + 10 s ends the wait; Check then
+  // counts the rest as lost),
   // lets three more receive calls see late duplicates, and stops the consumer.
   void Drain() {
     StopProducer();
@@ -159,7 +165,8 @@ class CheckedLoad {
           if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
           outstanding = now_outstanding;
           return outstanding == 0 ||
-                 std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(30);
+                 std::chrono::steady_clock::now() - last_progress >
+                     std::chrono::milliseconds(kCheckerInvisibleMs + 10'000);
         },
         std::chrono::minutes(30), "every acknowledged message received",
         std::chrono::milliseconds(100));

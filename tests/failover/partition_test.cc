@@ -239,5 +239,71 @@ TEST_F(PartitionTest, IsolatedLeaderAcknowledgesNothingAndLosesNothingAfterTheHe
   testing::ExpectSyncGuarantees(history);
 }
 
+
+// Isolated followers (issue 20 item 7; docs/operations.md "Fault tests"). One follower cut off:
+// the leader keeps acknowledging through the other (sync needs one follower), no election
+// happens, and the cut-off follower catches up after the heal. Both followers cut off: the
+// leader, still holding its etcd lease, acknowledges nothing (no follower can hold a write);
+// after the heal sends are acknowledged again under the same term and both followers level.
+TEST_F(PartitionTest, IsolatedFollowersLoseNothingAndBothCutStopAcks) {
+  int64_t term = 0;
+  const int leader = WaitLeader(group_, 0, &term);
+  ASSERT_GE(leader, 0);
+  ASSERT_NO_FATAL_FAILURE(CreateDelayTopic("orders", 2, {group_}));
+  ASSERT_TRUE(CaughtUp(group_));
+  const int f1 = (leader + 1) % kReplicas;
+  const int f2 = (leader + 2) % kReplicas;
+  auto same_leader = [&] {
+    auto gs = AdminClient(Quick(leader)).GroupStatus();
+    return gs.ok() && gs->role() == "leader" && gs->term() == term;
+  };
+
+  History history;
+  testing::CheckedLoad load(AllBrokers(), &history);
+  load.Start();
+  ASSERT_TRUE(load.AwaitSends(200));
+
+  // One follower cut off, past the lease TTL (its etcd registration lapses too).
+  ASSERT_TRUE(net_->Cut(f1).ok());
+  const int64_t one_cut_ms = NowMs();
+  EXPECT_TRUE(load.AwaitSends(200, 30s)) << "no acks through the remaining follower";
+  std::this_thread::sleep_for(std::chrono::seconds(kLeaseTtlS + 1));
+  EXPECT_TRUE(load.AwaitSends(50, 30s));
+  EXPECT_TRUE(same_leader()) << "an election while only a follower was cut off";
+  ASSERT_TRUE(net_->Heal(f1).ok());
+  const int64_t one_healed_ms = NowMs();
+  ASSERT_TRUE(CaughtUpUnderLoad(group_)) << "the cut-off follower did not catch up";
+  std::printf("follower %d cut off for %lld ms; level with the leader %lld ms after the heal\n", f1,
+              static_cast<long long>(one_healed_ms - one_cut_ms),
+              static_cast<long long>(NowMs() - one_healed_ms));
+
+  // Both followers cut off: whatever was in flight settles within the ack timeout (3 s), then
+  // nothing more may be acknowledged while they are away.
+  ASSERT_TRUE(net_->Cut(f1).ok());
+  ASSERT_TRUE(net_->Cut(f2).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3'500));
+  const int64_t acked_then = load.acked();
+  std::this_thread::sleep_for(std::chrono::seconds(kLeaseTtlS + 2));
+  const int64_t acked_while_cut = load.acked() - acked_then;
+  EXPECT_EQ(acked_while_cut, 0) << "the leader acknowledged sends no follower could hold";
+  EXPECT_TRUE(same_leader()) << "the leader (etcd reachable) lost its term";
+  ASSERT_TRUE(net_->Heal(f1).ok());
+  ASSERT_TRUE(net_->Heal(f2).ok());
+  const int64_t both_healed_ms = NowMs();
+  EXPECT_TRUE(load.AwaitSends(100, 30s)) << "no acks after the heal";
+  const int64_t acks_back_ms = NowMs();
+  ASSERT_TRUE(CaughtUpUnderLoad(group_)) << "the followers did not catch up";
+  EXPECT_TRUE(same_leader());
+  std::printf(
+      "both followers cut off: %lld sends acknowledged while cut (after the in-flight ones); "
+      "100 acknowledged %lld ms after the heal\n",
+      static_cast<long long>(acked_while_cut),
+      static_cast<long long>(acks_back_ms - both_healed_ms));
+  std::fflush(stdout);
+  load.Drain();
+  testing::ExpectSyncGuarantees(history);
+  if (HasFailure()) DumpLogs();
+}
+
 }  // namespace
 }  // namespace tokimq
