@@ -1,6 +1,7 @@
 #include "failover/history.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "fmt/format.h"
 
@@ -19,6 +20,9 @@ void History::SendOk(const std::string& id, int64_t deliver_at_ms) {
   if (m.acknowledged) return;
   m.acknowledged = true;
   m.deliver_at_ms = deliver_at_ms;
+  m.ack_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
   if (m.copies.empty()) ++outstanding_;
 }
 
@@ -73,6 +77,7 @@ History::Report History::Check() const {
     if (m.acknowledged && m.copies.empty()) {
       ++r.lost;
       if (r.lost_ids.size() < 10) r.lost_ids.push_back(id);
+      r.lost_ack_ms.push_back(m.ack_ms);
     }
     if (!m.acknowledged && !m.copies.empty()) ++r.indeterminate_received;
     if (!m.copies.empty() && m.earliest_receipt_ms < m.deliver_at_min_ms) {

@@ -5,7 +5,8 @@
 // Every message has a unique history id (its body). Recorded, from any client thread:
 //   - Attempt: a send is about to go out; deliver_at_min_ms is a lower bound of the deliver time
 //     the broker will give it (client clock at the attempt + delay: the broker's now is later).
-//   - SendOk: the broker acknowledged it, with the deliver time it gave.
+//   - SendOk: the broker acknowledged it, with the deliver time it gave (and the client time of
+//     the acknowledgement, for async mode's loss window).
 //   - Received: a consumer got it, from which copy (broker group, queue id, queue offset) and
 //     when (client clock after the answer arrived).
 //   - Acked: the consumer acknowledged that delivery (ok or not).
@@ -56,6 +57,7 @@ class History {
     int64_t phantom = 0;
     int64_t indeterminate_received = 0;  // sends without an ack that were stored after all
     std::vector<std::string> lost_ids;   // the first few
+    std::vector<int64_t> lost_ack_ms;    // every lost send's acknowledgement time (client, ms)
     std::vector<std::string> early_ids;  // the first few
     std::string ToString() const;
   };
@@ -72,6 +74,7 @@ class History {
     bool acknowledged = false;
     int64_t deliver_at_min_ms = 0;  // the first attempt's lower bound
     int64_t deliver_at_ms = 0;      // acknowledged: the broker's
+    int64_t ack_ms = 0;             // acknowledged: client time of the first acknowledgement
     // (group, queue id, queue offset) -> receipts of that copy
     std::map<std::tuple<std::string, int32_t, int64_t>, int> copies;
     int64_t earliest_receipt_ms = -1;

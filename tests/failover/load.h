@@ -20,6 +20,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "client/cluster_consumer.h"
@@ -124,6 +125,26 @@ inline void ExpectSyncGuarantees(const History& h) {
   EXPECT_EQ(r.phantom, 0) << r.ToString();
 }
 
+// Async mode's promise (docs/cluster.md "Guarantees per ack mode"): an acknowledged send may be
+// lost only if it was acknowledged inside one of `windows` ([from, to] client ms: from a leader's
+// isolation, less the replication lag, to its successor's election); 0 early, 0 phantom.
+inline void ExpectAsyncGuarantees(const History& h,
+                                  const std::vector<std::pair<int64_t, int64_t>>& windows) {
+  History::Report r = h.Check();
+  std::printf("history: %s\n", r.ToString().c_str());
+  EXPECT_GT(r.acknowledged, 0);
+  int64_t outside = 0;
+  for (int64_t at : r.lost_ack_ms) {
+    bool inside = false;
+    for (const auto& [from, to] : windows) inside = inside || (at >= from && at <= to);
+    if (!inside) ++outside;
+  }
+  EXPECT_EQ(outside, 0) << "acknowledged sends lost outside a leader's isolation window; "
+                        << r.ToString();
+  EXPECT_EQ(r.early, 0) << r.ToString();
+  EXPECT_EQ(r.phantom, 0) << r.ToString();
+}
+
 // A ProduceLoop and a ConsumeLoop on `topic` through `bootstrap`, recording into `history`.
 // Start() starts both; the destructor stops and joins whatever still runs.
 class CheckedLoad {
@@ -152,10 +173,11 @@ class CheckedLoad {
     if (producer_.joinable()) producer_.join();
   }
   // Stops the producer, then waits while the consumer makes progress until every acknowledged
-  // send was received (no progress for the invisible duration + 10 s ends the wait; Check then
-  // counts the rest as lost),
+  // send was received (no progress for `no_progress` ends the wait — by default the invisible
+  // duration + 10 s; Check then counts the rest as lost),
   // lets three more receive calls see late duplicates, and stops the consumer.
-  void Drain() {
+  void Drain(std::chrono::milliseconds no_progress =
+                 std::chrono::milliseconds(kCheckerInvisibleMs + 10'000)) {
     StopProducer();
     int64_t outstanding = history_->Outstanding();
     auto last_progress = std::chrono::steady_clock::now();
@@ -165,8 +187,7 @@ class CheckedLoad {
           if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
           outstanding = now_outstanding;
           return outstanding == 0 ||
-                 std::chrono::steady_clock::now() - last_progress >
-                     std::chrono::milliseconds(kCheckerInvisibleMs + 10'000);
+                 std::chrono::steady_clock::now() - last_progress > no_progress;
         },
         std::chrono::minutes(30), "every acknowledged message received",
         std::chrono::milliseconds(100));

@@ -16,13 +16,16 @@
 // TOKIMQ_PARTITIONS (default 1) sets the number of isolations (scripts/jepsen.sh runs more).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "client/admin.h"
@@ -48,6 +51,9 @@ constexpr int kLeaseTtlS = 2;
 
 class PartitionTest : public testing::BrokerGroupsTest {
  protected:
+  // The group's ack mode (AsyncPartitionTest: "async").
+  virtual std::string Mode() const { return "sync"; }
+  bool Sync() const { return Mode() == "sync"; }
   void SetUp() override {
     auto net = NamespaceNetwork::Create(kReplicas);
     if (!net.ok()) {
@@ -59,7 +65,7 @@ class PartitionTest : public testing::BrokerGroupsTest {
     etcd_.set_extra_host(net_->hub_address());  // the brokers reach etcd over the bridge
     ASSERT_NO_FATAL_FAILURE(BrokerGroupsTest::SetUp());
     group_ = AddGroup(
-        "g1", kReplicas, "sync", kLeaseTtlS,
+        "g1", kReplicas, Mode(), kLeaseTtlS,
         [&](int id, std::vector<std::string>* args) {
           args->insert(args->end(), {"--bind", net_->address(id)});
         },
@@ -75,7 +81,10 @@ class PartitionTest : public testing::BrokerGroupsTest {
 
   // One isolation of the current leader under load; see the file comment. `round` numbers
   // the ids of the pinned producer's sends.
-  void IsolateLeaderOnce(int round, History* history, testing::CheckedLoad* load) {
+  // In async mode the old leader may acknowledge sends after the cut until it steps down; their
+  // loss window ([cut - 1 s, successor's election], client ms) goes to *loss_windows.
+  void IsolateLeaderOnce(int round, History* history, testing::CheckedLoad* load,
+                         std::vector<std::pair<int64_t, int64_t>>* loss_windows = nullptr) {
     int64_t term = 0;
     const int old = WaitLeader(group_, 0, &term);
     ASSERT_GE(old, 0);
@@ -183,9 +192,19 @@ class PartitionTest : public testing::BrokerGroupsTest {
         acked_after_election, acked_after_heal);
     std::fflush(stdout);
     EXPECT_GT(after_cut, 0) << "the pinned producer made no attempt while cut off";
-    EXPECT_EQ(acked_after_cut, 0) << "the cut-off leader acknowledged a write it could not "
-                                     "replicate";
+    if (Sync()) {
+      EXPECT_EQ(acked_after_cut, 0) << "the cut-off leader acknowledged a write it could not "
+                                       "replicate";
+    }
     EXPECT_EQ(acked_after_election, 0) << "two leaders acknowledged writes";
+    // Every acknowledgement of the old leader reached its client before the successor was
+    // elected (async: it steps down at TTL - margin, the successor waits for the TTL).
+    int64_t last_old_ack_ms = 0;
+    for (const Attempt& a : attempts) {
+      if (a.ok) last_old_ack_ms = std::max(last_old_ack_ms, a.end_ms);
+    }
+    EXPECT_LT(last_old_ack_ms, elected_ms) << "the old leader acknowledged after the election";
+    if (loss_windows != nullptr) loss_windows->push_back({cut_ms - 1'000, elected_ms});
 
     // After the heal the old leader follows the new term.
     ASSERT_TRUE(AwaitTrue(
@@ -195,6 +214,10 @@ class PartitionTest : public testing::BrokerGroupsTest {
                  gs->leader_address() == Options(next).broker;
         },
         20s, "the old leader to follow the new term", 5ms));
+    // Async: the producer stops here. An async leader is not held back by its followers, and
+    // in these namespaces under ASan the followers fell 6-68 s behind the routed load (see
+    // docs/operations.md); the fixed point below must be reachable.
+    if (!Sync()) load->StopProducer();
     // It may hold bytes it wrote alone (the pinned sends it could not replicate): it then
     // restarts itself, and the rejoin check cuts them (docs/replication.md "Deposed leaders",
     // "Rejoin"). Should it not hold the leader's end within 10 s, restart it by hand with its data
@@ -302,6 +325,40 @@ TEST_F(PartitionTest, IsolatedFollowersLoseNothingAndBothCutStopAcks) {
   std::fflush(stdout);
   load.Drain();
   testing::ExpectSyncGuarantees(history);
+  if (HasFailure()) DumpLogs();
+}
+
+
+// The same isolation in async mode (docs/cluster.md "Guarantees per ack mode"): the cut-off leader
+// may acknowledge sends until it steps down, and those are all it may lose — every lost
+// acknowledged send was acknowledged between the cut (less 1 s of replication lag) and the
+// successor's election; it acknowledges nothing after the successor is elected; after the heal
+// it cuts its own tail (rejoin) and follows.
+class AsyncPartitionTest : public PartitionTest {
+ protected:
+  std::string Mode() const override { return "async"; }
+};
+
+TEST_F(AsyncPartitionTest, IsolatedLeaderLosesOnlyWhatItAcknowledgedBeforeItsSuccessor) {
+  int64_t term = 0;
+  const int leader = WaitLeader(group_, 0, &term);
+  ASSERT_GE(leader, 0);
+  ASSERT_NO_FATAL_FAILURE(CreateDelayTopic("orders", 2, {group_}));
+  ASSERT_TRUE(CaughtUp(group_));
+
+  History history;
+  testing::CheckedLoad load(AllBrokers(), &history);
+  load.Start();
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  IsolateLeaderOnce(1, &history, &load, &windows);
+  // Async loses the cut-off leader's window for good, and no receive fails for want of a
+  // follower: 10 s without progress ends the wait.
+  load.Drain(std::chrono::seconds(10));
+  if (HasFatalFailure()) return;
+  const History::Report r = history.Check();
+  std::printf("async isolation: %zu acknowledged sends lost (the cut-off leader's window)\n",
+              r.lost_ack_ms.size());
+  testing::ExpectAsyncGuarantees(history, windows);
   if (HasFailure()) DumpLogs();
 }
 
