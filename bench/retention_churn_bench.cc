@@ -32,6 +32,8 @@ namespace {
 using tokimq::ManualClock;
 using tokimq::Message;
 using tokimq::MessageStore;
+using tokimq::PhysicalOffset;
+using tokimq::QueueOffset;
 using tokimq::ScheduleItem;
 using tokimq::TimerStore;
 

@@ -33,6 +33,8 @@ using tokimq::Clock;
 using tokimq::ManualClock;
 using tokimq::Message;
 using tokimq::MessageStore;
+using tokimq::PhysicalOffset;
+using tokimq::QueueOffset;
 using tokimq::SystemClock;
 using tokimq::TimerStore;
 
