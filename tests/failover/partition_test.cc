@@ -75,8 +75,20 @@ class PartitionTest : public testing::BrokerGroupsTest {
     ASSERT_FALSE(HasFailure());
   }
   void TearDown() override {
+    load_.reset();     // the clients stop before the brokers
     brokers_.clear();  // the processes go before their namespaces
     net_.reset();
+  }
+
+  // The group's leader once topic "orders" (2 queues) exists and every follower is level; -1
+  // after a failed check.
+  int LeaderWithTopic(int64_t* term) {
+    const int leader = WaitLeader(group_, 0, term);
+    EXPECT_GE(leader, 0);
+    if (leader < 0) return -1;
+    CreateDelayTopic("orders", 2, {group_});
+    EXPECT_TRUE(CaughtUp(group_));
+    return HasFailure() ? -1 : leader;
   }
 
   // One isolation of the current leader under load; see the file comment. `round` numbers
@@ -234,20 +246,26 @@ class PartitionTest : public testing::BrokerGroupsTest {
     ASSERT_TRUE(CaughtUpUnderLoad(group_)) << "the old leader did not catch up after the heal";
   }
 
+  // The checked load (a producer and a consumer through every broker) into history_, started.
+  testing::CheckedLoad& StartLoad() {
+    load_ = std::make_unique<testing::CheckedLoad>(AllBrokers(), &history_);
+    load_->Start();
+    return *load_;
+  }
+
   std::unique_ptr<NamespaceNetwork> net_;
   int group_ = -1;
+  History history_;
+  std::unique_ptr<testing::CheckedLoad> load_;
 };
 
 TEST_F(PartitionTest, IsolatedLeaderAcknowledgesNothingAndLosesNothingAfterTheHeal) {
   int64_t term = 0;
-  const int leader = WaitLeader(group_, 0, &term);
+  const int leader = LeaderWithTopic(&term);
   ASSERT_GE(leader, 0);
-  ASSERT_NO_FATAL_FAILURE(CreateDelayTopic("orders", 2, {group_}));
-  ASSERT_TRUE(CaughtUp(group_));
 
-  History history;
-  testing::CheckedLoad load(AllBrokers(), &history);
-  load.Start();
+  History& history = history_;
+  testing::CheckedLoad& load = StartLoad();
   const int rounds = EnvInt("TOKIMQ_PARTITIONS", 1);
   for (int k = 0; k < rounds && !HasFatalFailure(); ++k) {
     IsolateLeaderOnce(k + 1, &history, &load);
@@ -270,10 +288,8 @@ TEST_F(PartitionTest, IsolatedLeaderAcknowledgesNothingAndLosesNothingAfterTheHe
 // after the heal sends are acknowledged again under the same term and both followers level.
 TEST_F(PartitionTest, IsolatedFollowersLoseNothingAndBothCutStopAcks) {
   int64_t term = 0;
-  const int leader = WaitLeader(group_, 0, &term);
+  const int leader = LeaderWithTopic(&term);
   ASSERT_GE(leader, 0);
-  ASSERT_NO_FATAL_FAILURE(CreateDelayTopic("orders", 2, {group_}));
-  ASSERT_TRUE(CaughtUp(group_));
   const int f1 = (leader + 1) % kReplicas;
   const int f2 = (leader + 2) % kReplicas;
   auto same_leader = [&] {
@@ -281,9 +297,8 @@ TEST_F(PartitionTest, IsolatedFollowersLoseNothingAndBothCutStopAcks) {
     return gs.ok() && gs->role() == "leader" && gs->term() == term;
   };
 
-  History history;
-  testing::CheckedLoad load(AllBrokers(), &history);
-  load.Start();
+  History& history = history_;
+  testing::CheckedLoad& load = StartLoad();
   ASSERT_TRUE(load.AwaitSends(200));
 
   // One follower cut off, past the lease TTL (its etcd registration lapses too).
@@ -341,14 +356,11 @@ class AsyncPartitionTest : public PartitionTest {
 
 TEST_F(AsyncPartitionTest, IsolatedLeaderLosesOnlyWhatItAcknowledgedBeforeItsSuccessor) {
   int64_t term = 0;
-  const int leader = WaitLeader(group_, 0, &term);
+  const int leader = LeaderWithTopic(&term);
   ASSERT_GE(leader, 0);
-  ASSERT_NO_FATAL_FAILURE(CreateDelayTopic("orders", 2, {group_}));
-  ASSERT_TRUE(CaughtUp(group_));
 
-  History history;
-  testing::CheckedLoad load(AllBrokers(), &history);
-  load.Start();
+  History& history = history_;
+  testing::CheckedLoad& load = StartLoad();
   std::vector<std::pair<int64_t, int64_t>> windows;
   IsolateLeaderOnce(1, &history, &load, &windows);
   // Async loses the cut-off leader's window for good, and no receive fails for want of a

@@ -20,6 +20,7 @@
 #include "client/connection.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "replication_support.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -78,7 +79,7 @@ bool AwaitCopy(const BrokerProcess& leader, const BrokerProcess& follower) {
   return false;
 }
 
-class GroupStateFailoverTest : public ::testing::Test {
+class GroupStateFailoverTest : public testing::ReplicaGroupTest {
  protected:
   // A broker of the group in sync mode; the group's redelivery backoff is 200 ms, so an
   // expired lease comes back quickly (the policy reaches the follower in the group state).
@@ -87,28 +88,8 @@ class GroupStateFailoverTest : public ::testing::Test {
                                              const std::string& replication = "sync") {
     const std::string cfg = dir_.Join(name + ".toml");
     std::ofstream(cfg) << "[group.g]\nbackoff = [\"200ms\"]\n";
-    std::vector<std::string> args = {"-c", cfg, "--broker-id", std::to_string(id),
-                                     "--replication", replication, "--grpc-port", "0"};
-    if (!leader.empty()) args.insert(args.end(), {"--replicate-from", leader});
-    auto b = std::make_unique<BrokerProcess>(dir_.Join(name), args);
-    EXPECT_TRUE(b->Start()) << name;
-    logs_.push_back(b->log_path());
-    return b;
+    return StartReplica(name, id, leader, {"-c", cfg, "--replication", replication});
   }
-  // On a failure, the brokers' logs (the files outlive the processes until the fixture ends).
-  void TearDown() override {
-    if (!HasFailure()) return;
-    for (const std::string& path : logs_) {
-      std::ifstream in(path);
-      std::cerr << "--- " << path << "\n" << std::string(std::istreambuf_iterator<char>(in), {});
-    }
-  }
-  static std::string Address(const BrokerProcess& b) {
-    return "127.0.0.1:" + std::to_string(b.port());
-  }
-
-  ::tokimq::testing::TempDir dir_;
-  std::vector<std::string> logs_;
 };
 
 TEST_F(GroupStateFailoverTest, AcksLeasesAndReceiptHandlesSurviveAKilledLeader) {

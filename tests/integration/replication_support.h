@@ -5,13 +5,19 @@
 #pragma once
 
 #include <chrono>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "broker_process.h"
 #include "client/connection.h"
 #include "proto/tokimq.pb.h"
 #include "support/await.h"
+#include "test_util.h"
 
 namespace tokimq::testing {
 
@@ -58,5 +64,35 @@ inline ::testing::AssertionResult AwaitCopiedTo(const BrokerProcess& replica, in
       },
       within, "a follower at CommitLog offset " + std::to_string(offset));
 }
+
+// Fixture base of the tests that start a broker group's replicas by hand: StartReplica starts
+// broker id `id` in dir_/<name> (following `leader` unless it is empty) with `args`, and a
+// failed test prints every replica's log.
+class ReplicaGroupTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<BrokerProcess> StartReplica(const std::string& name, int id,
+                                              const std::string& leader,
+                                              std::vector<std::string> args) {
+    args.insert(args.end(), {"--broker-id", std::to_string(id), "--grpc-port", "0"});
+    if (!leader.empty()) args.insert(args.end(), {"--replicate-from", leader});
+    auto b = std::make_unique<BrokerProcess>(dir_.Join(name), args);
+    EXPECT_TRUE(b->Start()) << name;
+    logs_.push_back(b->log_path());
+    return b;
+  }
+  void TearDown() override {
+    if (!HasFailure()) return;
+    for (const std::string& path : logs_) {
+      std::ifstream in(path);
+      std::cerr << "--- " << path << "\n" << std::string(std::istreambuf_iterator<char>(in), {});
+    }
+  }
+  static std::string Address(const BrokerProcess& b) {
+    return "127.0.0.1:" + std::to_string(b.port());
+  }
+
+  TempDir dir_;
+  std::vector<std::string> logs_;
+};
 
 }  // namespace tokimq::testing

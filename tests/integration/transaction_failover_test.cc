@@ -11,9 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -21,9 +18,9 @@
 
 #include "broker_process.h"
 #include "client/admin.h"
-#include "client/connection.h"
 #include "client/producer.h"
 #include "client/simple_consumer.h"
+#include "replication_support.h"
 #include "support/await.h"
 #include "test_util.h"
 
@@ -36,20 +33,6 @@ using client::SimpleConsumer;
 using client::TransactionCheck;
 using client::TransactionResolution;
 using testing::BrokerProcess;
-
-absl::StatusOr<proto::ReplicationRoleResponse> CallRole(const BrokerProcess& b,
-                                                        proto::ReplicationRoleRequest r = {}) {
-  auto conn = client::Connection::Open(b.Options());
-  if (!conn.ok()) return conn.status();
-  proto::Request req;
-  *req.mutable_replication_role() = r;
-  auto resp = (*conn)->Call(std::move(req), 10000);
-  if (!resp.ok()) return resp.status();
-  if (resp->has_status() && resp->status().code() != 0) {
-    return absl::InternalError(resp->status().message());
-  }
-  return resp->replication_role();
-}
 
 void CreateTransactionTopic(const BrokerProcess& b) {
   client::AdminClient admin(b.Options());
@@ -71,33 +54,18 @@ OutgoingMessage Half(const std::string& body, int immunity_s) {
   return m;
 }
 
-class TransactionFailoverTest : public ::testing::Test {
+class TransactionFailoverTest : public testing::ReplicaGroupTest {
  protected:
   std::unique_ptr<BrokerProcess> StartBroker(const std::string& name, int id,
                                              const std::string& leader) {
-    std::vector<std::string> args = {"--broker-id", std::to_string(id), "--replication", "sync",
-                                     "--grpc-port", "0"};
-    if (!leader.empty()) args.insert(args.end(), {"--replicate-from", leader});
-    auto b = std::make_unique<BrokerProcess>(dir_.Join(name), args);
-    EXPECT_TRUE(b->Start()) << name;
-    logs_.push_back(b->log_path());
-    return b;
+    return StartReplica(name, id, leader, {"--replication", "sync"});
   }
-  void TearDown() override {
-    if (!HasFailure()) return;
-    for (const std::string& path : logs_) {
-      std::ifstream in(path);
-      std::cerr << "--- " << path << "\n" << std::string(std::istreambuf_iterator<char>(in), {});
-    }
-  }
-  ::tokimq::testing::TempDir dir_;
-  std::vector<std::string> logs_;
 };
 
 TEST_F(TransactionFailoverTest, PromotedFollowerResolvesTheOldLeadersHalvesOnce) {
   auto leader = StartBroker("a", 0, "");
-  auto follower = StartBroker("b", 1, "127.0.0.1:" + std::to_string(leader->port()));
-  auto other = StartBroker("c", 2, "127.0.0.1:" + std::to_string(leader->port()));
+  auto follower = StartBroker("b", 1, Address(*leader));
+  auto other = StartBroker("c", 2, Address(*leader));
   // Topic metadata is not replicated (docs/replication.md): created on every replica.
   for (const auto* b : {leader.get(), follower.get(), other.get()}) CreateTransactionTopic(*b);
 
@@ -119,27 +87,17 @@ TEST_F(TransactionFailoverTest, PromotedFollowerResolvesTheOldLeadersHalvesOnce)
 
   // Sync mode: every answer above came after the follower held its records; the CommitLog
   // ends are equal once the follower's last pull is in.
-  auto leader_end = CallRole(*leader);
+  auto leader_end = testing::ReplicationRole(*leader);
   ASSERT_TRUE(leader_end.ok()) << leader_end.status();
-  ASSERT_TRUE(testing::AwaitTrue(
-      [&] {
-        auto f = CallRole(*follower);
-        return f.ok() && f->max_offset() >= leader_end->max_offset();
-      },
-      std::chrono::seconds(20), "the follower at the leader's CommitLog end"));
+  ASSERT_TRUE(testing::AwaitCopiedTo(*follower, leader_end->max_offset()));
   leader->Kill();
 
-  proto::ReplicationRoleRequest promote;
-  promote.set_promote(true);
-  promote.set_term(2);
-  auto promoted = CallRole(*follower, promote);
+  auto promoted = testing::PromoteTo(*follower, 2);
   ASSERT_TRUE(promoted.ok()) << promoted.status();
   ASSERT_EQ(promoted->role(), "leader");
-  proto::ReplicationRoleRequest follow;
-  follow.set_term(2);
-  follow.set_leader_address("127.0.0.1:" + std::to_string(follower->port()));
-  auto following = CallRole(*other, follow);
+  auto following = testing::FollowIn(*other, 2, *follower);
   ASSERT_TRUE(following.ok()) << following.status();
+  ASSERT_EQ(following->role(), "follower");
 
   client::AdminClient admin(follower->Options());
   auto stats = admin.Stats();
