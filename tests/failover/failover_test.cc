@@ -225,8 +225,8 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   const ClientOptions bootstrap = AllBrokers();
   std::thread producer(testing::ProduceLoop, bootstrap, &history, &stop_producer, &last_ok_ms,
                        &acked, std::string("orders"), std::string("m"));
-  std::thread consumer(testing::ConsumeLoop, bootstrap, &history, &stop_consumer,
-                       &receive_rounds, std::string("orders"));
+  std::thread consumer(testing::ConsumeLoop, bootstrap, &history, &stop_consumer, &receive_rounds,
+                       std::string("orders"));
   // Waits until `n` more sends were acknowledged (the load reached the current leader).
   auto await_sends = [&](int64_t n) {
     const int64_t target = acked.load() + n;

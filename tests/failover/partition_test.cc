@@ -280,7 +280,6 @@ TEST_F(PartitionTest, IsolatedLeaderAcknowledgesNothingAndLosesNothingAfterTheHe
   testing::ExpectSyncGuarantees(history);
 }
 
-
 // Isolated followers (issue 20 item 7; docs/operations.md "Fault tests"). One follower cut off:
 // the leader keeps acknowledging through the other (sync needs one follower), no election
 // happens, and the cut-off follower catches up after the heal. Both followers cut off: the
@@ -342,7 +341,6 @@ TEST_F(PartitionTest, IsolatedFollowersLoseNothingAndBothCutStopAcks) {
   testing::ExpectSyncGuarantees(history);
   if (HasFailure()) DumpLogs();
 }
-
 
 // The same isolation in async mode (docs/cluster.md "Guarantees per ack mode"): the cut-off leader
 // may acknowledge sends until it steps down, and those are all it may lose — every lost

@@ -43,8 +43,7 @@ inline absl::StatusOr<proto::ReplicationRoleResponse> PromoteTo(const BrokerProc
 }
 
 // Makes `b` a follower of `leader` in `term`.
-inline absl::StatusOr<proto::ReplicationRoleResponse> FollowIn(const BrokerProcess& b,
-                                                               int64_t term,
+inline absl::StatusOr<proto::ReplicationRoleResponse> FollowIn(const BrokerProcess& b, int64_t term,
                                                                const BrokerProcess& leader) {
   proto::ReplicationRoleRequest r;
   r.set_term(term);
@@ -54,9 +53,9 @@ inline absl::StatusOr<proto::ReplicationRoleResponse> FollowIn(const BrokerProce
 
 // Waits (bounded real time) until `replica` answers as a follower whose CommitLog end is
 // `offset` or more.
-inline ::testing::AssertionResult AwaitCopiedTo(const BrokerProcess& replica, int64_t offset,
-                                                std::chrono::milliseconds within =
-                                                    std::chrono::seconds(30)) {
+inline ::testing::AssertionResult AwaitCopiedTo(
+    const BrokerProcess& replica, int64_t offset,
+    std::chrono::milliseconds within = std::chrono::seconds(30)) {
   return AwaitTrue(
       [&] {
         auto r = ReplicationRole(replica);

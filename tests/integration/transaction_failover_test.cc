@@ -73,8 +73,9 @@ TEST_F(TransactionFailoverTest, PromotedFollowerResolvesTheOldLeadersHalvesOnce)
   // Committed on the old leader: its commit (the real message and the op record) is replicated.
   auto committed = producer.SendTransactional(Half("committed-before", 3600));
   ASSERT_TRUE(committed.ok()) << committed.status();
-  ASSERT_TRUE(producer.EndTransaction("orders", committed->receipt.message_id,
-                                      committed->transaction_id, TransactionResolution::kCommit)
+  ASSERT_TRUE(producer
+                  .EndTransaction("orders", committed->receipt.message_id,
+                                  committed->transaction_id, TransactionResolution::kCommit)
                   .ok());
   // Pending at the kill: two resolved by check-back, one by an EndTransaction sent to the new
   // leader (its immunity is an hour: no check-back may come for it in this test).
@@ -105,8 +106,9 @@ TEST_F(TransactionFailoverTest, PromotedFollowerResolvesTheOldLeadersHalvesOnce)
   EXPECT_EQ(stats->transactions().halves_pending(), 3);
 
   Producer on_new(follower->Options());
-  ASSERT_TRUE(on_new.EndTransaction("orders", end_on_new->receipt.message_id,
-                                    end_on_new->transaction_id, TransactionResolution::kCommit)
+  ASSERT_TRUE(on_new
+                  .EndTransaction("orders", end_on_new->receipt.message_id,
+                                  end_on_new->transaction_id, TransactionResolution::kCommit)
                   .ok());
   std::mutex mu;
   std::map<std::string, int> checks;  // body -> check-backs answered
