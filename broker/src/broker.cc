@@ -140,17 +140,10 @@ absl::Status Broker::StartServing(bool promoted) {
   // First: the consumer state a promoted follower replayed, before any service writes.
   TOKIMQ_RETURN_IF_ERROR(ServeGroupState(replication_->group_state_log(), consumers_.get(),
                                          promoted));
-  {
+  {  // serialised with StartTimerFollowing
     std::lock_guard<std::mutex> l(timer_mode_mu_);
     serving_started_ = true;
-    if (promoted) {
-      // The follower mode's threads end first (Stop checkpoints); then only the lag is adopted.
-      const int64_t t0 = SystemClock::Default()->NowMicros();
-      TOKIMQ_RETURN_IF_ERROR(timers_->Stop());
-      TOKIMQ_RETURN_IF_ERROR(timers_->AdoptReplicatedLog());
-      TOKIMQ_LOG_INFO("timer store: follower stopped and replicated log adopted in {} us",
-                      SystemClock::Default()->NowMicros() - t0);
-    }
+    if (promoted) TOKIMQ_RETURN_IF_ERROR(PromoteTimerStore());
     TOKIMQ_RETURN_IF_ERROR(timers_->Start());
   }
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
@@ -161,12 +154,6 @@ absl::Status Broker::StartServing(bool promoted) {
                                                [this] { return EffectiveRetentionMs(); });
   retention_->Start();
   return absl::OkStatus();
-}
-
-absl::Status Broker::StartTimerFollowing() {
-  std::lock_guard<std::mutex> l(timer_mode_mu_);
-  if (serving_started_) return absl::OkStatus();
-  return timers_->StartFollowing();
 }
 
 absl::Status Broker::OpenMetadataDb() {

@@ -289,7 +289,10 @@ class Broker {
   // After the replication service started: a broker that does not lead yet runs its timer
   // store in follower mode (TimerStore::StartFollowing; docs/replication.md "The follower's
   // timer store"). No-op when StartServing ran already.
-  absl::Status StartTimerFollowing();
+  absl::Status StartTimerFollowing();  // timer_follow.cc
+  // StartServing's promotion step, timer_mode_mu_ held: ends the follower mode (Stop
+  // checkpoints) and adopts the replicated log (only the follower's lag); logs the time taken.
+  absl::Status PromoteTimerStore();  // timer_follow.cc
 
   // Handle's switch: the handler of req's kind; its status goes in the response.
   absl::Status Dispatch(const proto::Request& req, proto::Response* resp);
