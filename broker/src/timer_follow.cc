@@ -6,7 +6,7 @@
 #include "common/status.h"
 #include "timerstore/timer_store.h"
 
-namespace tokimq {
+namespace tokimq::broker {
 
 absl::Status Broker::StartTimerFollowing() {
   std::lock_guard<std::mutex> l(timer_mode_mu_);
@@ -24,4 +24,4 @@ absl::Status Broker::PromoteTimerStore() {
   return absl::OkStatus();
 }
 
-}  // namespace tokimq
+}  // namespace tokimq::broker
