@@ -130,6 +130,7 @@ absl::Status Broker::OpenStores() {
                                                         return StartServing(promoted);
                                                       });
   TOKIMQ_RETURN_IF_ERROR(replication_->Start());  // a leader: StartServing now
+  TOKIMQ_RETURN_IF_ERROR(StartTimerFollowing());  // a follower: its timer store follows
   TOKIMQ_LOG_INFO("broker data dir {} open ({} topics, {} consumer groups)", dir,
                   metadata_->ListTopics().size(), subscriptions_.size());
   return absl::OkStatus();
@@ -139,8 +140,12 @@ absl::Status Broker::StartServing(bool promoted) {
   // First: the consumer state a promoted follower replayed, before any service writes.
   TOKIMQ_RETURN_IF_ERROR(ServeGroupState(replication_->group_state_log(), consumers_.get(),
                                          promoted));
-  if (promoted) TOKIMQ_RETURN_IF_ERROR(timers_->AdoptReplicatedLog());
-  TOKIMQ_RETURN_IF_ERROR(timers_->Start());
+  {  // serialised with StartTimerFollowing
+    std::lock_guard<std::mutex> l(timer_mode_mu_);
+    serving_started_ = true;
+    if (promoted) TOKIMQ_RETURN_IF_ERROR(PromoteTimerStore());
+    TOKIMQ_RETURN_IF_ERROR(timers_->Start());
+  }
   TOKIMQ_RETURN_IF_ERROR(consumers_->Start());
   TOKIMQ_RETURN_IF_ERROR(OpenTransactions());  // after the timers: commits schedule into them
   // After the TimerStore opened: its pin provider (registered at recovery) keeps the segments of

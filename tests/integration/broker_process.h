@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -36,7 +37,11 @@ class BrokerProcess {
   bool Start() {
     std::string port_file = data_dir_ + ".port";
     ::unlink(port_file.c_str());
-    std::vector<std::string> args = {TOKIMQ_BROKER_BIN, "--data-dir", data_dir_, "--port",
+    // TOKIMQ_TEST_BROKER_BIN (environment) runs another build's broker, e.g. main's for a
+    // before/after figure (tests/integration/follower_timer_test.cc).
+    const char* bin = std::getenv("TOKIMQ_TEST_BROKER_BIN");
+    std::vector<std::string> args = {bin != nullptr && *bin != 0 ? bin : TOKIMQ_BROKER_BIN,
+                                     "--data-dir", data_dir_, "--port",
                                      std::to_string(fixed_port_),
                                      "--port-file", port_file, "--log-file", data_dir_ + ".log"};
     // The HTTP port off unless the test asks for one: several brokers run at once and the

@@ -34,6 +34,10 @@ absl::Status TimerStoreImpl::Checkpoint() {
       c.commitlog_scan_from = std::min(c.commitlog_scan_from, t.commitlog_start);
       c.timerlog_scan_from = std::min(c.timerlog_scan_from, t.timerlog_start);
     }
+    // A follower's copies whose unit is not due here yet exist nowhere else either.
+    for (const auto& [src, copy] : copies_seen_) {
+      c.commitlog_scan_from = std::min(c.commitlog_scan_from, copy.at);
+    }
     if (dedup_until_tick_ >= 0) {
       c.commitlog_scan_from = std::min(c.commitlog_scan_from, dedup_commitlog_from_);
       c.timerlog_scan_from = std::min(c.timerlog_scan_from, dedup_timerlog_from_);

@@ -34,10 +34,17 @@ absl::StatusOr<size_t> TimerStoreImpl::DequeueReadStep() {
     size_t room = kPutQueueCap - std::min(kPutQueueCap, put_queue_.size());
     if (room == 0) return 0;
     fine_.PopDue(now, std::min<size_t>(room, 512), &due);
-    // Recalled while loaded: never delivered.
+    // Recalled while loaded: never delivered. Released by the leader this store followed
+    // (its copy was copied before the unit came due here: AdoptReplicatedLog): done.
     auto keep = std::remove_if(due.begin(), due.end(), [&](const ScheduledUnit& su) {
-      if (!recalled_.contains(su.unit.physical_offset)) return false;
-      FinishUnitLocked(su, false);
+      if (recalled_.contains(su.unit.physical_offset)) {
+        FinishUnitLocked(su, false);
+        return true;
+      }
+      if (delivered_phys_.empty() || !delivered_phys_.contains(su.unit.physical_offset)) {
+        return false;
+      }
+      FinishUnitLocked(su, (su.unit.flags & kUnitMovedCopy) == 0);
       return true;
     });
     due.erase(keep, due.end());

@@ -16,7 +16,8 @@ constexpr int64_t kRecallGraceTicksMs = 10 * 60 * 1000;  // keep recalled ids 10
 
 absl::StatusOr<size_t> TimerStoreImpl::DequeueGetStep() {
   std::unique_lock<std::mutex> l(mu_);
-  if (fine_.size() >= kMaxLoadedUnits) return 0;  // back-pressure
+  // Back-pressure; a follower's held units (follower.cc) count as loaded.
+  if (fine_.size() + held_.size() >= kMaxLoadedUnits) return 0;
   int64_t now = clock_->NowMs();
   size_t progressed = 0;
   // Walk slots one tick before they begin. Empty slots cost one in-memory look-up each, so

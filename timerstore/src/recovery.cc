@@ -185,6 +185,8 @@ void TimerStoreImpl::ScanDeliveredCopies(RecoveryScan* r) {
     dedup_commitlog_from_ = std::max(r->ckpt.commitlog_scan_from, log->MinOffset());
     dedup_timerlog_from_ = r->scan_from;
   }
+  // A follower (follower.cc) reads the CommitLog for the leader's copies from here on.
+  follow_scan_pos_ = cl_end;
   // The CommitLog may have lost its tail: nothing at or past its end was ever enqueued.
   if (last_enqueued_physical_offset_ >= cl_end) last_enqueued_physical_offset_ = cl_end - 1;
 }

@@ -15,6 +15,14 @@
 namespace tokimq {
 
 absl::Status TimerStoreImpl::AdoptReplicatedLog() {
+  bool followed = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    followed = followed_;
+  }
+  // A store that followed knows everything below its follow position: only its lag is left
+  // (follower.cc). One that did not (its broker never started following) scans from its pin.
+  if (followed) return AdoptAfterFollowing();
   {
     std::lock_guard<std::mutex> l(mu_);
     CommitLog* log = store_->commit_log();

@@ -60,6 +60,8 @@ class TimerStoreImpl final : public TimerStore {
 
   absl::Status Recover();  // recovery.cc
   absl::Status AdoptReplicatedLog() override;  // replica_promotion.cc
+  absl::Status StartFollowing() override;       // follower.cc
+  absl::Status RunFollowerUntilIdle() override;  // follower.cc
   // Loads <dir>/moves; a move begun and neither committed nor abandoned is abandoned.
   absl::Status RecoverMoves();
 
@@ -79,6 +81,14 @@ class TimerStoreImpl final : public TimerStore {
   TimerMetrics& metrics() override { return metrics_; }
   void RefreshGauges() override;
   DueCounts PendingByDueTime(int64_t bucket_ms, int buckets) const override;
+
+  // Follower steps (follower.cc; docs/replication.md "The follower's timer store").
+  // Reads the CommitLog from follow_scan_pos_ (at most kFollowScanBatch records) and finishes
+  // the unit of each delivered copy found, or remembers the copy (copies_seen_).
+  absl::StatusOr<size_t> FollowScanStep();
+  // Takes the due units off the FineScheduler: finishes those whose copy was seen (or that
+  // were recalled), holds the rest (held_) until their copy comes.
+  absl::StatusOr<size_t> FollowerSettleStep();
 
   // Service steps; each returns the number of items it moved (0 = nothing to do now).
   absl::StatusOr<size_t> EnqueueGetStep();
@@ -254,6 +264,21 @@ class TimerStoreImpl final : public TimerStore {
   // now (reads the CommitLog; call without mu_).
   void RefreshRetentionGauges(PhysicalOffset expired_end);
   absl::Status RelinkForRecovery(TimerLogPosition pos, const TimerUnit& u, int64_t read_tick);
+  // Follower mode (follower.cc). A delivered copy at CommitLog offset `at` of the message whose
+  // timer-topic record is at `src`: finishes a held unit of `src`, else remembers the copy.
+  struct SeenCopy {
+    PhysicalOffset at;        // where the copy is in this store's CommitLog
+    int64_t deliver_ms = 0;   // TIMER_DELIVER_MS of the copy (0: none)
+  };
+  void MatchCopyLocked(PhysicalOffset src, SeenCopy copy);
+  // Finishes `su` (on a follower) as released by the leader, whose copy is at `at`: the tick's
+  // CommitLog scan start covers the copy until the tick completes (a restart finds it again).
+  void FinishConfirmedLocked(const ScheduledUnit& su, PhysicalOffset at);
+  // Drops remembered copies whose source is below the pin (no pending unit has it any more).
+  void PruneCopiesSeenLocked();
+  // AdoptReplicatedLog of a store that followed: the follower's lag only.
+  absl::Status AdoptAfterFollowing();
+  void FollowerLoop();
   // Recovery's steps (recovery.cc), in order: load the checkpoint (or start empty, removing an
   // unaccounted TimerLog and wheel); open the TimerLog and the wheel (rebuilding a torn wheel);
   // replay the TimerLog tail past the checkpoint into the wheel, counters and dedup sets; scan
@@ -334,6 +359,18 @@ class TimerStoreImpl final : public TimerStore {
   int64_t dedup_until_tick_ = -1;
   PhysicalOffset dedup_commitlog_from_;
   TimerLogPosition dedup_timerlog_from_;
+  // Follower mode (follower.cc), guarded by mu_. followed_: the store ran follower steps since
+  // it opened (AdoptReplicatedLog then adopts the lag only). follow_scan_pos_: the CommitLog
+  // is read for delivered copies below it (recovery's scan reaches the end at open).
+  // copies_seen_: delivered copies (source offset -> copy) whose unit was not due here yet;
+  // held_: due units whose copy was not seen yet (source offset -> unit).
+  static constexpr size_t kFollowScanBatch = 4096;
+  bool followed_ = false;
+  PhysicalOffset follow_scan_pos_ = PhysicalOffset(0);
+  absl::flat_hash_map<PhysicalOffset, SeenCopy> copies_seen_;
+  std::multimap<PhysicalOffset, ScheduledUnit> held_;
+  size_t copies_prune_at_ = 1024;
+  LogLimiter follow_log_{1, 10'000};
   std::deque<EnqueueItem> enqueue_queue_;
   std::deque<LoadedCopy> put_queue_;
   // After a transient read or put error (I/O, disk full) the units go back to the

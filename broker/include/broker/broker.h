@@ -283,7 +283,16 @@ class Broker {
   // Starts the services that write to the CommitLog on their own (timers, consumers,
   // transactions, retention): at open on a leader, at promotion on a follower (`promoted`:
   // the timer store first adopts the moves the old leader made, TimerStore::AdoptReplicatedLog).
+  // A follower's timer store follows until then (StartTimerFollowing); the two are serialised
+  // by timer_mode_mu_, and following never starts once the leader's services did.
   absl::Status StartServing(bool promoted);
+  // After the replication service started: a broker that does not lead yet runs its timer
+  // store in follower mode (TimerStore::StartFollowing; docs/replication.md "The follower's
+  // timer store"). No-op when StartServing ran already.
+  absl::Status StartTimerFollowing();  // timer_follow.cc
+  // StartServing's promotion step, timer_mode_mu_ held: ends the follower mode (Stop
+  // checkpoints) and adopts the replicated log (only the follower's lag); logs the time taken.
+  absl::Status PromoteTimerStore();  // timer_follow.cc
 
   // Handle's switch: the handler of req's kind; its status goes in the response.
   absl::Status Dispatch(const proto::Request& req, proto::Response* resp);
@@ -372,6 +381,8 @@ class Broker {
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<MessageStore> store_;
   std::unique_ptr<TimerStore> timers_;
+  std::mutex timer_mode_mu_;     // StartServing / StartTimerFollowing
+  bool serving_started_ = false;  // guarded by timer_mode_mu_
   std::unique_ptr<MetadataStore> metadata_;
   std::unique_ptr<GroupConfigStore> group_configs_;
   std::unique_ptr<auth::AuthStore> auth_;

@@ -133,6 +133,11 @@ struct TimerMetrics {
   // the timer store still needs (0 when none). Set by RefreshGauges. With moves it stays below
   // the retention age plus one retention interval.
   Gauge oldest_pending_segment_age_ms;
+  // Follower mode (StartFollowing): units finished because the leader's delivered copy of
+  // them was copied into this store's CommitLog, and due units still waiting for that copy
+  // (held in memory; released by this store if it is promoted first).
+  Counter follower_confirmed;
+  Gauge follower_held;
 };
 
 // Pending messages by due time (TimerStore::PendingByDueTime), for the web console's "what
@@ -200,8 +205,29 @@ class TimerStore {
   // and delivers the others, none early. The scan reads every record past the pin (about
   // 1-2 M records/s); the checkpoint keeps its start until the moves it found are behind the
   // read tick, so a crash meanwhile scans again. Errors: TimerLog / checkpoint I/O.
+  // A store that followed (StartFollowing / RunFollowerUntilIdle) already holds the
+  // replicated timer topic in its TimerLog and wheel and knows the old leader's releases up to
+  // its follow position: it scans only the CommitLog past that position and enqueues only its
+  // enqueue lag (both ~0 on a follower that kept up), then hands the units the old leader had
+  // not released (due ones at once) to its own dequeue. See docs/replication.md "The
+  // follower's timer store".
   // The default does nothing (a store that never follows another).
   virtual absl::Status AdoptReplicatedLog() { return absl::OkStatus(); }
+  // Follower mode (issue 20 item 3, docs/replication.md "The follower's timer store"): runs
+  // the enqueue side on threads (timer-topic ConsumeQueue -> TimerLog + wheel, as a leader
+  // does), walks due slots without releasing anything, and reads every record its CommitLog
+  // copies: a delivered copy (kTimerSourceOffset) finishes the unit of its source, so the
+  // wheel, the TimerLog's pending units and the checkpoint's read tick follow the leader's
+  // releases. Writes nothing to the CommitLog (a follower's log is a byte copy); writes its
+  // own TimerLog, wheel and checkpoint (every checkpoint_interval_ms). Due units whose copy
+  // has not been copied yet are held in memory until it is, or until promotion
+  // (AdoptReplicatedLog) hands them to the dequeue. Stop() ends it; Start() refuses while it
+  // runs. Errors: kFailedPrecondition when the threads already run.
+  // The default does nothing.
+  virtual absl::Status StartFollowing() { return absl::OkStatus(); }
+  // The follower steps of StartFollowing, without threads, until none makes progress at the
+  // current clock time (manual clock; tests). Marks the store as following, as StartFollowing.
+  virtual absl::Status RunFollowerUntilIdle() { return absl::OkStatus(); }
   // Starts / stops the service threads. Stop flushes and checkpoints.
   virtual absl::Status Start() = 0;
   virtual absl::Status Stop() = 0;
