@@ -356,7 +356,7 @@ absl::Status ConsumeQueue::StartAt(QueueOffset queue_offset) {
         min_valid_.value(), "..", max.value()));
   }
   pending_.clear();
-  for (const auto& [first, f] : files_) TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*f));
+  for (const auto& entry : files_) TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*entry.second));
   if (!files_.empty()) dirty_.dir = true;
   files_.clear();
   dirty_.files.clear();  // removed: nothing of them to fsync

@@ -8,7 +8,9 @@
 // leader moved ahead of its retention).
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -233,6 +235,66 @@ TEST_F(ReplicationCatchUpTest, EmptyFollowerStartsAtTheLeadersOldestSegmentAndSe
   }
   EXPECT_EQ(ReadAll(dir_.Join("follower.log")).find("leading with a group state marked stale"),
             std::string::npos);
+}
+
+// A running follower falls behind the leader's retention (here: frozen with SIGSTOP while the
+// leader's retention removes the segments it had not copied): its next pull is refused
+// (NOT_FOUND), it restarts itself, moves its old store aside and copies from the leader's
+// oldest offset.
+TEST_F(ReplicationCatchUpTest, FollowerDownLongerThanTheRetentionRestartsAtTheOldestSegment) {
+  auto leader_now = AdminClient(leader_->Options()).AdvanceClock(0);
+  ASSERT_TRUE(leader_now.ok()) << leader_now.status();
+  follower_ = std::make_unique<BrokerProcess>(
+      dir_.Join("follower"),
+      std::vector<std::string>{"--manual-clock", "--manual-clock-start-ms",
+                               std::to_string(*leader_now), "--config", config_, "--broker-id",
+                               "1", "--replicate-from",
+                               "127.0.0.1:" + std::to_string(leader_->port()), "--replication",
+                               "async", "--grpc-port", "0"});
+  ASSERT_TRUE(follower_->Start()) << ReadAll(dir_.Join("follower.log"));
+  Producer producer(leader_->Options());
+  auto fill = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      OutgoingMessage m;
+      m.topic = "fill";
+      m.body = std::string(100'000, static_cast<char>('a' + i % 26));
+      ASSERT_TRUE(producer.Send(m).ok());
+    }
+  };
+  fill(5);
+  auto lr = testing::ReplicationRole(*leader_);
+  ASSERT_TRUE(lr.ok()) << lr.status();
+  ASSERT_TRUE(testing::AwaitCopiedTo(*follower_, lr->max_offset()));
+  const int64_t copied = lr->max_offset();
+
+  ASSERT_EQ(::kill(follower_->pid(), SIGSTOP), 0);
+  fill(40);
+  proto::StatsResponse st = AdvanceAndAwaitRetention(*leader_, 2 * kHour);
+  const int64_t leader_min = st.commitlog_min_offset();
+  ASSERT_GT(leader_min, copied) << "the follower's end must be below the leader's retention";
+  fill(3);
+  lr = testing::ReplicationRole(*leader_);
+  ASSERT_TRUE(lr.ok()) << lr.status();
+  ASSERT_EQ(::kill(follower_->pid(), SIGCONT), 0);
+
+  ASSERT_TRUE(testing::AwaitCopiedTo(*follower_, lr->max_offset(), 60s))
+      << ReadAll(dir_.Join("follower.log"));
+  const std::string flog = ReadAll(dir_.Join("follower.log"));
+  EXPECT_NE(flog.find("below the oldest offset " + std::to_string(leader_min)), std::string::npos)
+      << flog;
+  EXPECT_NE(flog.find("restarting this broker"), std::string::npos) << flog;
+  EXPECT_NE(flog.find("the old store moved aside to"), std::string::npos) << flog;
+  auto fst = AdminClient(follower_->Options()).Stats();
+  ASSERT_TRUE(fst.ok()) << fst.status();
+  EXPECT_EQ(fst->commitlog_min_offset(), leader_min);
+  // The old store is kept aside, not deleted.
+  bool aside = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Join("follower"))) {
+    if (e.path().filename().string().rfind("replaced-", 0) == 0) {
+      aside = std::filesystem::exists(e.path() / "store" / "commitlog");
+    }
+  }
+  EXPECT_TRUE(aside);
 }
 
 }  // namespace

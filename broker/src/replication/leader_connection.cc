@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<client::Connection>> OpenLeaderConnection(
       conn.status().code(),
       fmt::format("{} (without TLS: if the leader's tls_mode is enforcing, set replication_tls "
                   "and replication_tls_ca; docs/replication.md \"TLS between members\")",
-                  conn.status().message()));
+                  std::string(conn.status().message())));
 }
 
 }  // namespace tokimq::broker

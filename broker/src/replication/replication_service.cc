@@ -425,7 +425,7 @@ bool ReplicationService::CheckHistory() {
         options_.on_restart ? "restarting to copy from that offset (this log is moved aside)"
                             : "cannot catch up (no restart handler)"));
     if (!p.logged_error) {
-      TOKIMQ_LOG_ERROR("replication: {}", behind.message());
+      TOKIMQ_LOG_ERROR("replication: {}", std::string(behind.message()));
       p.logged_error = true;
     }
     SetPullError(behind);
