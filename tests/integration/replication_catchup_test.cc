@@ -210,7 +210,9 @@ TEST_F(ReplicationCatchUpTest, EmptyFollowerStartsAtTheLeadersOldestSegmentAndSe
   for (int round = 0; round < 10 && again.size() < 2; ++round) {
     auto more = Drain(*follower_, "g", "n", kHour);
     again.insert(again.end(), more.begin(), more.end());
-    if (again.size() < 2) ASSERT_TRUE(fadmin.AdvanceClock(60'000).ok());  // retry backoff
+    if (again.size() < 2) {
+      ASSERT_TRUE(fadmin.AdvanceClock(60'000).ok());  // the retry backoff
+    }
   }
   ASSERT_EQ(again.size(), 2u);
   for (const auto& m : again) {
