@@ -171,6 +171,17 @@ int main(int argc, char** argv) {
                  "disabled | permissive (TLS and plaintext) | enforcing (TLS only); default: "
                  "permissive with a certificate, else disabled")
       ->check(CLI::IsMember({"disabled", "permissive", "enforcing"}));
+  bool replication_tls = false, no_replication_tls = false;
+  std::string replication_tls_ca, replication_tls_server_name;
+  app.add_flag("--replication-tls", replication_tls,
+               "a follower connects to its leader with TLS (default: when --tls-mode is "
+               "enforcing; docs/replication.md \"TLS between members\")");
+  app.add_flag("--no-replication-tls", no_replication_tls,
+               "a follower connects to its leader without TLS");
+  app.add_option("--replication-tls-ca", replication_tls_ca,
+                 "PEM CA file the leader's certificate must chain to (default: system CAs)");
+  app.add_option("--replication-tls-server-name", replication_tls_server_name,
+                 "name the leader's certificate must hold (default: the host of its address)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
@@ -240,6 +251,15 @@ int main(int argc, char** argv) {
   if (!tls_cert.empty()) config.server.tls_cert_file = tls_cert;
   if (!tls_key.empty()) config.server.tls_key_file = tls_key;
   if (!tls_mode.empty()) config.tls_mode = tls_mode;
+  if (replication_tls && no_replication_tls) {
+    return Fail("--replication-tls and --no-replication-tls exclude each other");
+  }
+  if (replication_tls) config.broker.replication_tls = true;
+  if (no_replication_tls) config.broker.replication_tls = false;
+  if (!replication_tls_ca.empty()) config.broker.replication_tls_ca_file = replication_tls_ca;
+  if (!replication_tls_server_name.empty()) {
+    config.broker.replication_tls_server_name = replication_tls_server_name;
+  }
   if (absl::Status s = tokimq::broker::ResolveTls(&config); !s.ok()) {
     return Fail(std::string(s.message()));
   }

@@ -91,8 +91,11 @@ absl::Status Broker::OpenStores() {
   rejoin.data_dir = dir;
   rejoin.segment_size = static_cast<int64_t>(options_.commitlog_segment_size);
   rejoin.broker_id = options_.broker_id;
-  rejoin.access_key = options_.replication_access_key;
-  rejoin.secret_key = options_.replication_secret_key;
+  rejoin.leader_connection.access_key = options_.replication_access_key;
+  rejoin.leader_connection.secret_key = options_.replication_secret_key;
+  rejoin.leader_connection.tls = options_.replication_tls.value_or(false);
+  rejoin.leader_connection.tls_ca_file = options_.replication_tls_ca_file;
+  rejoin.leader_connection.tls_server_name = options_.replication_tls_server_name;
   rejoin.history_path = dir + "/replication/term_history";
   TOKIMQ_RETURN_IF_ERROR(fs_->CreateDirs(dir + "/replication"));
   TOKIMQ_ASSIGN_OR_RETURN(replication::TermHistory history,
@@ -121,8 +124,7 @@ absl::Status Broker::OpenStores() {
   repl.history = std::move(history);
   repl.history_path = rejoin.history_path;
   repl.fs = fs_;
-  repl.access_key = options_.replication_access_key;
-  repl.secret_key = options_.replication_secret_key;
+  repl.leader_connection = rejoin.leader_connection;
   repl.group_state_db = ReplicatesGroupState(options_) ? db_.get() : nullptr;
   repl.clock = clock_;
   replication_ = std::make_unique<ReplicationService>(std::move(repl), store_.get(),

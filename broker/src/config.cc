@@ -167,6 +167,15 @@ KeyResult ApplyReplicationKey(const std::string& key, const toml::node& node, Br
   }
   if (key == "replication_access_key") return GetString(node, key, &b->replication_access_key);
   if (key == "replication_secret_key") return GetString(node, key, &b->replication_secret_key);
+  if (key == "replication_tls") {
+    TOKIMQ_ASSIGN_OR_RETURN(bool on, GetBool(node, key));
+    b->replication_tls = on;
+    return absl::OkStatus();
+  }
+  if (key == "replication_tls_ca") return GetString(node, key, &b->replication_tls_ca_file);
+  if (key == "replication_tls_server_name") {
+    return GetString(node, key, &b->replication_tls_server_name);
+  }
   if (key == "replication_ack_timeout") {
     return GetDuration(node, key, &b->replication_ack_timeout_ms);
   }
@@ -319,7 +328,9 @@ absl::Status LoadConfigFile(const std::string& path, BrokerConfig* config) {
   return absl::OkStatus();
 }
 
-absl::Status ResolveTls(BrokerConfig* c) {
+namespace {
+
+absl::Status ResolveServerTls(BrokerConfig* c) {
   ServerOptions& srv = c->server;
   if (srv.tls_cert_file.empty() != srv.tls_key_file.empty()) {
     return absl::InvalidArgumentError("TLS needs both a certificate (tls_cert) and a key (tls_key)");
@@ -335,6 +346,22 @@ absl::Status ResolveTls(BrokerConfig* c) {
         fmt::format("TLS mode {} needs tls_cert and tls_key", c->tls_mode));
   }
   srv.tls_mode = *mode;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ResolveTls(BrokerConfig* c) {
+  TOKIMQ_RETURN_IF_ERROR(ResolveServerTls(c));
+  // A group shares one TLS policy: a member that accepts only TLS expects its leader to as well
+  // (docs/replication.md "TLS between members"). Given explicitly, replication_tls wins.
+  BrokerOptions& b = c->broker;
+  if (!b.replication_tls.has_value()) b.replication_tls = c->server.tls_mode == TlsMode::kEnforcing;
+  if (!*b.replication_tls &&
+      (!b.replication_tls_ca_file.empty() || !b.replication_tls_server_name.empty())) {
+    return absl::InvalidArgumentError(
+        "replication_tls_ca / replication_tls_server_name are set but replication_tls is off");
+  }
   return absl::OkStatus();
 }
 

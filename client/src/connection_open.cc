@@ -18,8 +18,11 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const ClientOptions
   if (!fd.ok()) return fd.status();
   std::unique_ptr<TlsSession> tls;
   if (options.tls) {
-    auto session = TlsSession::Connect(*fd, SplitHostPort(options.broker)->first,
-                                       options.tls_ca_file, options.connect_timeout_ms);
+    const std::string host = options.tls_server_name.empty()
+                                 ? SplitHostPort(options.broker)->first
+                                 : options.tls_server_name;
+    auto session =
+        TlsSession::Connect(*fd, host, options.tls_ca_file, options.connect_timeout_ms);
     if (!session.ok()) {
       ::close(*fd);
       return session.status();

@@ -347,6 +347,25 @@ absl::Status ConsumeQueue::TruncateTo(QueueOffset queue_offset) {
   return absl::OkStatus();
 }
 
+absl::Status ConsumeQueue::StartAt(QueueOffset queue_offset) {
+  std::lock_guard<std::mutex> l(mu_);
+  const QueueOffset max = written_ + static_cast<int64_t>(pending_.size());
+  if (min_valid_ < max || queue_offset < max) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "consume queue ", dir_, " cannot start at ", queue_offset.value(), ": it holds entries ",
+        min_valid_.value(), "..", max.value()));
+  }
+  pending_.clear();
+  for (const auto& entry : files_) TOKIMQ_RETURN_IF_ERROR(RemoveFileLocked(*entry.second));
+  if (!files_.empty()) dirty_.dir = true;
+  files_.clear();
+  dirty_.files.clear();  // removed: nothing of them to fsync
+  written_ = queue_offset;
+  min_ = queue_offset;
+  min_valid_ = queue_offset;
+  return absl::OkStatus();
+}
+
 absl::Status ConsumeQueue::AdvanceMinValid(PhysicalOffset min_physical_offset) {
   std::lock_guard<std::mutex> l(mu_);
   const QueueOffset max = written_ + static_cast<int64_t>(pending_.size());

@@ -63,6 +63,17 @@ absl::StatusOr<int64_t> MessageStoreImpl::Redispatch(
     const Message& m = rec.first;
     if ((m.flags & kFlagIndexed) != 0 && LoadableQueueDir(m.topic) && m.queue_id >= 0) {
       TOKIMQ_ASSIGN_OR_RETURN(auto cq, FindOrCreate(m.topic, m.queue_id));
+      if (m.queue_offset > cq->MaxOffset() && cq->MinValidOffset() >= cq->MaxOffset() &&
+          log_->MinOffset() > PhysicalOffset(0)) {
+        // A log copied from the middle of a leader's (docs/replication.md "A follower behind
+        // the leader's retention"): the queue's first record here carries the leader's queue
+        // offset, and the entries before it were removed with the leader's old segments.
+        TOKIMQ_LOG_INFO("consume queue {}/{} starts at queue offset {} (record at offset {}: "
+                        "the CommitLog starts at {})",
+                        m.topic, m.queue_id, m.queue_offset.value(), m.physical_offset.value(),
+                        log_->MinOffset().value());
+        TOKIMQ_RETURN_IF_ERROR(cq->StartAt(m.queue_offset));
+      }
       if (m.queue_offset != cq->MaxOffset()) {
         return absl::DataLossError(
             absl::StrCat("record at offset ", m.physical_offset.value(), " has queue offset ",

@@ -222,6 +222,43 @@ TEST(ConfigTest, TlsModeDefaultsToPermissiveWithACertificate) {
   EXPECT_EQ(ResolveTls(&half).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// docs/replication.md "TLS between members": a follower uses TLS to its leader when its own
+// server enforces TLS, unless replication_tls says otherwise; the CA file and server name are
+// refused without it.
+TEST(ConfigTest, ReplicationTlsFollowsTheEnforcingModeUnlessGiven) {
+  const std::string tls = "tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n";
+  BrokerConfig plain;
+  ASSERT_TRUE(ResolveTls(&plain).ok());
+  EXPECT_EQ(plain.broker.replication_tls, std::optional<bool>(false));
+  BrokerConfig permissive;
+  ASSERT_TRUE(LoadConfigText(tls, &permissive).ok());
+  ASSERT_TRUE(ResolveTls(&permissive).ok());
+  EXPECT_EQ(permissive.broker.replication_tls, std::optional<bool>(false));
+  BrokerConfig enforcing;
+  ASSERT_TRUE(LoadConfigText(tls + "tls_mode = \"enforcing\"\nreplication_tls_ca = \"ca.pem\"\n"
+                             "replication_tls_server_name = \"mq.example.com\"\n",
+                             &enforcing)
+                  .ok());
+  ASSERT_TRUE(ResolveTls(&enforcing).ok());
+  EXPECT_EQ(enforcing.broker.replication_tls, std::optional<bool>(true));
+  EXPECT_EQ(enforcing.broker.replication_tls_ca_file, "ca.pem");
+  EXPECT_EQ(enforcing.broker.replication_tls_server_name, "mq.example.com");
+  BrokerConfig off;
+  ASSERT_TRUE(
+      LoadConfigText(tls + "tls_mode = \"enforcing\"\nreplication_tls = false\n", &off).ok());
+  ASSERT_TRUE(ResolveTls(&off).ok());
+  EXPECT_EQ(off.broker.replication_tls, std::optional<bool>(false));
+  BrokerConfig on;
+  ASSERT_TRUE(LoadConfigText("replication_tls = true\n", &on).ok());
+  ASSERT_TRUE(ResolveTls(&on).ok());
+  EXPECT_EQ(on.broker.replication_tls, std::optional<bool>(true));
+  BrokerConfig ca_without_tls;
+  ASSERT_TRUE(LoadConfigText("replication_tls_ca = \"ca.pem\"\n", &ca_without_tls).ok());
+  EXPECT_EQ(ResolveTls(&ca_without_tls).code(), absl::StatusCode::kInvalidArgument);
+  BrokerConfig bad;
+  EXPECT_FALSE(LoadConfigText("replication_tls = \"yes\"\n", &bad).ok());
+}
+
 TEST(ConfigTest, LoopbackBindAddresses) {
   EXPECT_TRUE(IsLoopbackBind("127.0.0.1"));
   EXPECT_TRUE(IsLoopbackBind("127.1.2.3"));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "commitlog/commit_log.h"
@@ -211,6 +212,86 @@ TEST_F(CommitLogReplicaTest, FollowerStoreRebuildsTheLeadersConsumeQueues) {
       for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].body, (*b)[i].body);
     }
   }
+}
+
+TEST_F(CommitLogReplicaTest, FollowerStartedAtASegmentBaseKeepsTheLeadersQueueOffsets) {
+  // docs/replication.md "A follower behind the leader's retention": the follower's CommitLog
+  // starts empty at a segment base of the leader's (an empty segment file named by it, as
+  // RejoinBeforeOpen makes it); its ConsumeQueues start at the queue offsets the copied
+  // records carry, also after a reopen, and a put after them continues the leader's numbering.
+  auto options = [&](const std::string& name) {
+    MessageStoreOptions o;
+    o.dir = dir_.Join(name);
+    o.commitlog.segment_size = 4096;
+    o.commitlog.async_flush_interval_ms = 0;
+    o.consume_queue_segment_entries = 16;
+    o.checkpoint_interval_ms = 0;
+    return o;
+  };
+  auto leader = MessageStore::Open(&fs_, &clock_, options("leader"));
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  for (int i = 0; i < 80; ++i) {
+    Message m;
+    m.topic = i % 4 == 0 ? "rare" : "t";
+    m.body = "m" + std::to_string(i) + std::string(static_cast<size_t>(100 + i % 7 * 30), 'x');
+    ASSERT_TRUE((*leader)->Put(std::move(m)).ok());
+  }
+  const PhysicalOffset base(2 * 4096);
+  ASSERT_GT((*leader)->commit_log()->MaxOffset().value(), base.value() + 4096);
+  ASSERT_TRUE(fs_.CreateDirs(dir_.Join("follower") + "/commitlog").ok());
+  ASSERT_TRUE(fs_.Open(dir_.Join("follower") + "/commitlog/00000000000000008192",
+                       OpenMode::kTruncate)
+                  .ok());
+  // The leader's first queue offsets at or past `base`.
+  std::map<std::string, int64_t> first;
+  for (const char* topic : {"t", "rare"}) {
+    auto all = (*leader)->ReadQueue(topic, 0, QueueOffset(0), 1000);
+    ASSERT_TRUE(all.ok());
+    for (const Message& m : *all) {
+      if (m.physical_offset >= base) {
+        first[topic] = m.queue_offset.value();
+        break;
+      }
+    }
+    ASSERT_GT(first[topic], 0) << topic;
+  }
+  auto check = [&](MessageStore* follower) {
+    for (const char* topic : {"t", "rare"}) {
+      EXPECT_EQ(follower->MinQueueOffset(topic, 0).value(), first[topic]) << topic;
+      EXPECT_EQ(follower->MaxQueueOffset(topic, 0), (*leader)->MaxQueueOffset(topic, 0));
+      auto a = (*leader)->ReadQueue(topic, 0, QueueOffset(first[topic]), 1000);
+      auto b = follower->ReadQueue(topic, 0, QueueOffset(0), 1000);  // clamped to the first
+      ASSERT_TRUE(a.ok() && b.ok()) << b.status();
+      ASSERT_EQ(a->size(), b->size()) << topic;
+      for (size_t i = 0; i < a->size(); ++i) {
+        EXPECT_EQ((*a)[i].body, (*b)[i].body);
+        EXPECT_EQ((*a)[i].queue_offset, (*b)[i].queue_offset);
+      }
+    }
+  };
+  {
+    auto follower = MessageStore::Open(&fs_, &clock_, options("follower"));
+    ASSERT_TRUE(follower.ok()) << follower.status();
+    EXPECT_EQ((*follower)->commit_log()->MinOffset(), base);
+    EXPECT_EQ((*follower)->commit_log()->MaxOffset(), base);
+    while ((*follower)->commit_log()->MaxOffset() < (*leader)->commit_log()->MaxOffset()) {
+      auto chunk = (*leader)->commit_log()->ReadChunk((*follower)->commit_log()->MaxOffset(), 700);
+      ASSERT_TRUE(chunk.ok()) << chunk.status();
+      auto end = (*follower)->AppendReplicated(*chunk);
+      ASSERT_TRUE(end.ok()) << end.status();
+    }
+    check(follower->get());
+    ASSERT_TRUE((*follower)->Close().ok());
+  }
+  auto follower = MessageStore::Open(&fs_, &clock_, options("follower"));
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  check(follower->get());
+  Message m;
+  m.topic = "t";
+  m.body = "after promotion";
+  auto put = (*follower)->Put(std::move(m));
+  ASSERT_TRUE(put.ok()) << put.status();
+  EXPECT_EQ(put->queue_offset, (*leader)->MaxQueueOffset("t", 0));
 }
 
 TEST_F(CommitLogReplicaTest, TruncateFilesCutsTheLogAndItsQueuesAtARecordBoundary) {

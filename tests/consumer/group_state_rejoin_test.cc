@@ -11,8 +11,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commitlog/commit_log.h"
+#include "commitlog/record.h"
 #include "consumer/group_state_replica.h"
 #include "replication/group_state_log.h"
 #include "replication/group_state_record.h"
@@ -291,6 +293,66 @@ TEST(GroupStateSnapshotRecordTest, EveryTruncationAndBadHeaderIsDataLossAndAddsN
   second[1] = 2;  // count 2
   second += std::string("\x03\x00\x00\x00\x00\x01\x00\x00\x00", 9);
   EXPECT_EQ(decode(second), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace tokimq::testing
+
+namespace tokimq::testing {
+namespace {
+
+// docs/replication.md "A follower behind the leader's retention": the snapshot a leader moves
+// ahead of its retention (CompactSnapshot) is its last snapshot folded with every record after
+// it, so a replica that holds only the new snapshot and the records that follow it (one that
+// started its CommitLog at the leader's oldest segment) replays the leader's state key for key.
+TEST_F(GroupStateRejoinTest, CompactedSnapshotAndTheRecordsAfterItHoldTheLeadersState) {
+  Replica a(&clock_, dir_.Join("a"), /*leader=*/true);
+  ASSERT_TRUE(a.log->AppendSnapshot().ok());
+  const int64_t first_snapshot = a.log->snapshot_queue_offset();
+  Send(a, 8);
+  auto got = a.Recv(4, 30'000);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_TRUE(a.svc->Ack("g", got[0].receipt_handle).ok());
+  ASSERT_TRUE(a.svc->Ack("g", got[2].receipt_handle).ok());
+  ASSERT_TRUE(a.log->CompactSnapshot().ok());
+  const int64_t compacted = a.log->snapshot_queue_offset();
+  EXPECT_GT(compacted, first_snapshot + 2);  // past the first snapshot and the records after it
+  EXPECT_EQ(a.log->replay_next(), compacted);
+  // Writes after the new snapshot.
+  auto g2 = a.Recv(2, 30'000, "g2");
+  ASSERT_EQ(g2.size(), 2u);
+  ASSERT_TRUE(a.svc->Ack("g2", g2[0].receipt_handle).ok());
+  ASSERT_TRUE(a.svc->Ack("g", got[1].receipt_handle).ok());
+
+  Replica f(&clock_, dir_.Join("f"), /*leader=*/false);
+  std::vector<std::string> bodies;
+  auto n = a.backend.store()->VisitQueue(kGroupStateTopic, 0, QueueOffset(compacted), 1000,
+                                         [&](const record::RecordView& v) {
+                                           bodies.emplace_back(v.body);
+                                           return absl::OkStatus();
+                                         });
+  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_EQ(static_cast<int64_t>(bodies.size()), QueueEnd(a) - compacted);
+  for (const std::string& body : bodies) {
+    Message m;
+    m.topic = kGroupStateTopic;
+    m.queue_id = 0;
+    m.body = body;
+    ASSERT_TRUE(f.backend.store()->Put(std::move(m)).ok());
+  }
+  const auto want = a.GroupKeys();
+  ASSERT_GE(want.size(), 4u);
+  EXPECT_EQ(f.GroupKeys(), want);
+  EXPECT_FALSE(f.log->stale());
+  EXPECT_EQ(f.log->replay_next(), static_cast<int64_t>(bodies.size()));
+}
+
+// A replica that is not leading writes no snapshot when asked to move one.
+TEST_F(GroupStateRejoinTest, CompactSnapshotWritesNothingOnAFollower) {
+  Replica f(&clock_, dir_.Join("f"), /*leader=*/false);
+  ASSERT_TRUE(f.log->CompactSnapshot().ok());
+  EXPECT_EQ(QueueEnd(f), 0);
+  EXPECT_EQ(f.log->snapshot_queue_offset(), -1);
 }
 
 }  // namespace

@@ -11,29 +11,13 @@
 #include "client/producer.h"
 #include "client/simple_consumer.h"
 #include "support/run_command.h"
+#include "test_certificates.h"
 #include "test_util.h"
 
 namespace tokimq {
 namespace {
 
-// A CA and a server certificate for 127.0.0.1 / localhost, signed by it; and an unrelated CA.
-bool MakeCertificates(const std::string& dir) {
-  std::ofstream(dir + "/ext.cnf") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  const std::string cmd =
-      "cd " + dir + " && openssl req -x509" + ec +
-      " -keyout ca.key -out ca.pem -days 2 -subj /CN=tokimq-test-ca 2>/dev/null && "
-      "openssl req" +
-      ec +
-      " -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null && "
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-      "-extfile ext.cnf -out server.pem 2>/dev/null && "
-      "openssl req -x509" +
-      ec +
-      " -keyout other.key -out other.pem -days 2 -subj /CN=other-ca "
-      "2>/dev/null";
-  return std::system(cmd.c_str()) == 0;
-}
+using testing::MakeCertificates;
 
 class TlsTest : public ::testing::Test {
  protected:

@@ -66,7 +66,15 @@ void PrintGroups(const ClientOptions& o, const proto::ClusterStatusResponse& st)
       std::printf("    follower id %-3d %-21s", r.broker_id(), r.address().c_str());
       auto f = lag.find(std::to_string(r.broker_id()));
       if (f == lag.end()) {
-        std::printf(" not pulling from the leader in this term\n");
+        // Its own view says why (docs/replication.md "TLS between members").
+        ClientOptions fo = o;
+        fo.broker = r.address();
+        fo.connect_timeout_ms = 2'000;
+        fo.request_timeout_ms = 2'000;
+        auto fs = client::AdminClient(fo).GroupStatus();
+        const std::string why = fs.ok() ? fs->pull_error() : "";
+        std::printf(" not pulling from the leader in this term%s%s\n", why.empty() ? "" : ": ",
+                    why.c_str());
         continue;
       }
       std::printf(" lag %lld bytes %lld ms (acked %lld, last pull %lld ms ago)\n",

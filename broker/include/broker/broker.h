@@ -130,6 +130,14 @@ struct BrokerOptions {
   // --cluster need it on every member). Empty: unauthenticated pulls.
   std::string replication_access_key;
   std::string replication_secret_key;
+  // TLS of a follower's connections to its leader (pulls and the rejoin check; docs/
+  // replication.md "TLS between members"). Unset: ResolveTls makes it true when this broker's
+  // own tls_mode is enforcing (a group shares one TLS policy), else false; the Broker reads an
+  // unset value as false. The CA file (PEM; empty: the system's CAs) the leader's certificate
+  // must chain to, and the name it must hold (empty: the host of the leader's address).
+  std::optional<bool> replication_tls;
+  std::string replication_tls_ca_file;
+  std::string replication_tls_server_name;
   uint64_t commitlog_segment_size = uint64_t{1} << 30;
   uint32_t max_message_size = 4u << 20;         // bytes of body
   // The wire frame limit (ServerOptions::max_frame_bytes; main copies it here): a receive never

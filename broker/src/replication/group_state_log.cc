@@ -1,6 +1,8 @@
 #include "replication/group_state_log.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,21 +74,16 @@ absl::Status GroupStateLog::Append(const rocksdb::WriteBatch& batch) {
   return AppendRecord(std::move(body)).status();
 }
 
-absl::Status GroupStateLog::AppendSnapshot() {
-  // The whole state first (in memory, as the ConsumerService holds it anyway), then its parts.
+namespace {
+
+// A snapshot's parts (SnapshotPart) of at most kSnapshotRecordBytes of puts each, from
+// `state` (key order); one part with no put for an empty state.
+absl::StatusOr<std::vector<std::string>> SnapshotBodies(
+    const std::map<std::string, std::string>& state) {
   std::vector<rocksdb::WriteBatch> parts(1);
-  int64_t keys = 0;
-  {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    const std::string prefix = consumer::kKeyPrefix;
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-      if (parts.back().GetDataSize() >= kSnapshotRecordBytes) parts.emplace_back();
-      parts.back().Put(it->key(), it->value());
-      ++keys;
-    }
-    if (!it->status().ok()) {
-      return absl::UnavailableError("group state snapshot: " + it->status().ToString());
-    }
+  for (const auto& [key, value] : state) {
+    if (parts.back().GetDataSize() >= kSnapshotRecordBytes) parts.emplace_back();
+    parts.back().Put(key, value);
   }
   const auto count = static_cast<uint32_t>(parts.size());
   std::vector<std::string> bodies;
@@ -95,13 +92,87 @@ absl::Status GroupStateLog::AppendSnapshot() {
                             EncodeGroupStateRecord(parts[i], SnapshotPart{i, count}));
     bodies.push_back(std::move(body));
   }
-  int64_t first = -1;
+  return bodies;
+}
+
+// Replays puts and deletes into a key -> value map (a replay into memory, for compaction).
+class Folder : public rocksdb::WriteBatch::Handler {
+ public:
+  explicit Folder(std::map<std::string, std::string>* state) : state_(state) {}
+  rocksdb::Status PutCF(uint32_t /*cf*/, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
+    (*state_)[key.ToString()] = value.ToString();
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t /*cf*/, const rocksdb::Slice& key) override {
+    state_->erase(key.ToString());
+    return rocksdb::Status::OK();
+  }
+
+ private:
+  std::map<std::string, std::string>* state_;
+};
+
+}  // namespace
+
+// The pin provider's and retention hook's view of this object: cleared by the destructor, so
+// a store that outlives it never calls into a destroyed GroupStateLog.
+struct GroupStateLog::RetentionCell {
+  std::mutex mu;
+  GroupStateLog* owner = nullptr;  // guarded by mu
+};
+
+GroupStateLog::~GroupStateLog() {
+  if (cell_ != nullptr) {
+    std::lock_guard<std::mutex> l(cell_->mu);
+    cell_->owner = nullptr;
+  }
+}
+
+absl::StatusOr<PutResult> GroupStateLog::AppendBodiesLocked(std::vector<std::string> bodies) {
+  PutResult first;
+  for (std::string& body : bodies) {
+    TOKIMQ_ASSIGN_OR_RETURN(PutResult put, AppendRecord(std::move(body)));
+    if (first.queue_offset == QueueOffset::kNone()) first = put;
+  }
+  return first;
+}
+
+absl::Status GroupStateLog::SnapshotWritten(const PutResult& first, size_t keys, size_t parts,
+                                            const char* why) {
+  rocksdb::WriteBatch pos;
+  PutOffset(&pos, kReplayNextKey, first.queue_offset.value());
+  PutOffset(&pos, kLedFromKey, first.queue_offset.value());
+  pos.Delete(kStaleKey);
+  rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &pos);
+  if (!s.ok()) return absl::UnavailableError("group state snapshot position: " + s.ToString());
+  snapshot_queue_.store(first.queue_offset.value());
+  snapshot_physical_.store(first.physical_offset.value());
+  TOKIMQ_LOG_INFO("replication: group state snapshot ({}): {} keys in {} records from queue "
+                  "offset {} (CommitLog offset {})",
+                  why, keys, parts, first.queue_offset.value(), first.physical_offset.value());
+  return absl::OkStatus();
+}
+
+absl::Status GroupStateLog::AppendSnapshot() {
+  // The whole state first (in memory, as the ConsumerService holds it anyway), then its parts.
+  std::map<std::string, std::string> state;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    const std::string prefix = consumer::kKeyPrefix;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      state.emplace(it->key().ToString(), it->value().ToString());
+    }
+    if (!it->status().ok()) {
+      return absl::UnavailableError("group state snapshot: " + it->status().ToString());
+    }
+  }
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> bodies, SnapshotBodies(state));
+  const size_t parts = bodies.size();
+  PutResult first;
   {
     std::lock_guard<std::mutex> l(append_mu_);
-    for (std::string& body : bodies) {
-      TOKIMQ_ASSIGN_OR_RETURN(PutResult put, AppendRecord(std::move(body)));
-      if (first < 0) first = put.queue_offset.value();
-    }
+    TOKIMQ_ASSIGN_OR_RETURN(first, AppendBodiesLocked(std::move(bodies)));
   }
   // A later rejoin replays from this snapshot: what this leader writes after it is replaced by
   // the snapshot's replay if the tail that holds it is cut.
@@ -110,15 +181,93 @@ absl::Status GroupStateLog::AppendSnapshot() {
         "replication: leading with a group state marked stale (a cut CommitLog tail's writes "
         "may be in it; no snapshot of the previous leader was replayed since the cut)");
   }
-  rocksdb::WriteBatch pos;
-  PutOffset(&pos, kReplayNextKey, first);
-  PutOffset(&pos, kLedFromKey, first);
-  pos.Delete(kStaleKey);
-  rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &pos);
-  if (!s.ok()) return absl::UnavailableError("group state snapshot position: " + s.ToString());
-  TOKIMQ_LOG_INFO("replication: group state snapshot: {} keys in {} records from queue offset {}",
-                  keys, count, first);
+  TOKIMQ_RETURN_IF_ERROR(SnapshotWritten(first, state.size(), parts, "start of term"));
+  KeepSnapshotRetained();
   return absl::OkStatus();
+}
+
+void GroupStateLog::KeepSnapshotRetained() {
+  if (cell_ != nullptr) return;  // once per process: a replica leads once (docs/replication.md)
+  cell_ = std::make_shared<RetentionCell>();
+  cell_->owner = this;
+  store_->AddRemovablePinProvider([cell = cell_]() {
+    std::lock_guard<std::mutex> l(cell->mu);
+    if (cell->owner == nullptr) return PhysicalOffset(std::numeric_limits<int64_t>::max());
+    return PhysicalOffset(cell->owner->snapshot_physical_.load());
+  });
+  store_->AddRetentionHook([cell = cell_](PhysicalOffset expired_end) {
+    std::lock_guard<std::mutex> l(cell->mu);
+    if (cell->owner == nullptr) return absl::OkStatus();
+    if (PhysicalOffset(cell->owner->snapshot_physical_.load()) >= expired_end) {
+      return absl::OkStatus();
+    }
+    absl::Status s = cell->owner->CompactSnapshot();
+    if (!s.ok()) {
+      TOKIMQ_LOG_ERROR("replication: group state snapshot not moved forward ({}): its segment "
+                       "stays pinned from retention",
+                       s.ToString());
+    }
+    return s;
+  });
+}
+
+absl::Status GroupStateLog::FoldRecords(int64_t end, int64_t* next,
+                                        std::map<std::string, std::string>* state) const {
+  while (*next < end) {
+    std::vector<Replayed> recs;
+    TOKIMQ_RETURN_IF_ERROR(
+        store_
+            ->VisitQueue(kGroupStateTopic, 0, QueueOffset(*next),
+                         static_cast<int>(std::min<int64_t>(end - *next, kReplayChunk)),
+                         [&](const record::RecordView& v) -> absl::Status {
+                           recs.push_back({v.queue_offset.value(), v.physical_offset,
+                                           std::string(v.body)});
+                           return absl::OkStatus();
+                         })
+            .status());
+    if (recs.empty()) {
+      return absl::DataLossError(fmt::format(
+          "group state compaction: no record at queue offset {} (queue end {})", *next, end));
+    }
+    for (const Replayed& r : recs) {
+      if (r.queue_offset >= end) break;
+      rocksdb::WriteBatch ops;
+      std::optional<SnapshotPart> part;
+      if (absl::Status d = DecodeGroupStateRecord(r.body, &ops, &part); !d.ok()) {
+        return DataLoss(d, r.physical_offset);
+      }
+      if (part.has_value() && part->part == 0) state->clear();  // a snapshot replaces
+      Folder folder(state);
+      rocksdb::Status s = ops.Iterate(&folder);
+      if (!s.ok()) return absl::InternalError("group state compaction: " + s.ToString());
+      *next = r.queue_offset + 1;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupStateLog::CompactSnapshot() {
+  const int64_t from = snapshot_queue_.load();
+  if (from < 0 || !leading_.load() || (may_write_ && !may_write_())) return absl::OkStatus();
+  // This leader's last snapshot and every record after it, folded in queue order: what a
+  // follower that replays them holds, so the new snapshot is exactly that state (the RocksDB
+  // keys are not read: a write whose record is appended may not be in RocksDB yet).
+  std::map<std::string, std::string> state;
+  int64_t next = from;
+  TOKIMQ_RETURN_IF_ERROR(
+      FoldRecords(store_->MaxQueueOffset(kGroupStateTopic, 0).value(), &next, &state));
+  size_t parts = 0;
+  PutResult first;
+  {
+    // The records appended meanwhile, then the snapshot, with no record between.
+    std::lock_guard<std::mutex> l(append_mu_);
+    TOKIMQ_RETURN_IF_ERROR(
+        FoldRecords(store_->MaxQueueOffset(kGroupStateTopic, 0).value(), &next, &state));
+    TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> bodies, SnapshotBodies(state));
+    parts = bodies.size();
+    TOKIMQ_ASSIGN_OR_RETURN(first, AppendBodiesLocked(std::move(bodies)));
+  }
+  return SnapshotWritten(first, state.size(), parts, "moved ahead of retention");
 }
 
 int64_t GroupStateLog::replay_next() const {
@@ -235,10 +384,23 @@ absl::Status GroupStateLog::CatchUpLocked() {
     checked_ = true;
   }
   int64_t next = replay_next();
-  // Records removed by retention are skipped (VisitQueue skips them). Only a replica that led
-  // (and ran retention) holds a log whose queue does not start at 0: a follower copies from its
-  // own end and the leader refuses offsets it no longer holds (docs/replication.md).
-  next = std::max(next, store_->MinQueueOffset(kGroupStateTopic, 0).value());
+  // Records below the queue's first offset are not in this log: removed by this replica's own
+  // retention while it led, or never copied (a follower that started its CommitLog at the
+  // leader's oldest segment, docs/replication.md "A follower behind the leader's retention").
+  // Their writes are missing from the "group/" keys: the state is stale until a snapshot is
+  // replayed (the next one replaces it and clears the mark).
+  const int64_t min = store_->MinQueueOffset(kGroupStateTopic, 0).value();
+  if (next < min && min < end && !stale()) {
+    rocksdb::WriteBatch b;
+    PutOffset(&b, kStaleKey, min);
+    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b);
+    if (!s.ok()) return absl::UnavailableError("group state replay: " + s.ToString());
+    TOKIMQ_LOG_WARN("replication: group state marked stale: the group-state records before "
+                    "queue offset {} are not in this CommitLog (replay position {}); the next "
+                    "snapshot replayed replaces the state",
+                    min, next);
+  }
+  next = std::max(next, min);
   while (next < end) {
     std::vector<Replayed> recs;
     absl::StatusOr<size_t> n = store_->VisitQueue(

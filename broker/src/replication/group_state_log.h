@@ -23,6 +23,14 @@
 // replaces the stale state and clears the mark; records at the reused queue offsets are
 // replayed, none skipped.
 //
+// Retention (docs/replication.md "A follower behind the leader's retention"): from its first
+// snapshot on, a leader pins the CommitLog segment holding its last snapshot from retention
+// (a pin provider), and a retention hook moves that snapshot ahead when its segment expires:
+// the snapshot and every group-state record after it are folded in queue order (exactly what a
+// follower replaying them holds) into a new snapshot appended at the head. So the leader's
+// retained log always holds a whole snapshot, and a follower that starts its CommitLog at the
+// leader's oldest segment replays it and is no longer stale.
+//
 // Not durable by itself: the record is appended without waiting for fsync (group-state writes
 // are not fsynced either, consumer_service_impl.h "Durability"); in sync replication the broker
 // answers the request only once a follower holds the record (Broker::AwaitStateReplicated).
@@ -34,7 +42,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "commitlog/message_store.h"
@@ -66,6 +80,9 @@ class GroupStateLog {
  public:
   // `store` is open: its group-state queue end is read now (see end_at_open_).
   GroupStateLog(MessageStore* store, rocksdb::DB* db, Clock* clock);
+  ~GroupStateLog();
+  GroupStateLog(const GroupStateLog&) = delete;
+  GroupStateLog& operator=(const GroupStateLog&) = delete;
 
   // Leader: appends `batch` (puts and deletes of "group/..." keys) as one record. Errors: the
   // encoder's kInvalidArgument (a batch with other operations), the store's Put errors.
@@ -75,8 +92,22 @@ class GroupStateLog {
   // kSnapshotRecordBytes each (one part, with no put, for an empty state), consecutive in the
   // queue; then sets the replay position and kLedFromKey to the first part's queue offset and
   // deletes kStaleKey (logged as an error when it was set: this leader serves a state that may
-  // hold writes of a cut tail). Errors as Append; RocksDB errors as kUnavailable.
+  // hold writes of a cut tail). The first call also registers the snapshot's retention pin and
+  // hook (class comment). Errors as Append; RocksDB errors as kUnavailable.
   absl::Status AppendSnapshot();
+  // Leader (the retention hook calls it when the last snapshot's segment expired): appends a
+  // new snapshot folded from the last one and the records after it (class comment), and moves
+  // the replay position, kLedFromKey and the pin to it. Nothing is written unless this replica
+  // leads (SetLeading(true) and the write check). Errors: kDataLoss (a record that does not
+  // decode, a record missing in the queue), Append's errors; the old snapshot then stays pinned.
+  absl::Status CompactSnapshot();
+  // Whether this replica may write now (ReplicationService::Leads); CompactSnapshot writes
+  // nothing otherwise. Set once, before AppendSnapshot.
+  void SetWriteCheck(std::function<bool()> leads) { may_write_ = std::move(leads); }
+  // Queue / CommitLog offset of the first part of the last snapshot this replica wrote (-1 /
+  // INT64_MAX before any).
+  int64_t snapshot_queue_offset() const { return snapshot_queue_.load(); }
+  int64_t snapshot_physical_offset() const { return snapshot_physical_.load(); }
 
   // Follower: replays every record from the replay position to the end of the group-state
   // queue. A snapshot is replayed when all its parts are in the queue (the position waits at
@@ -105,6 +136,17 @@ class GroupStateLog {
   // One write: `batch` plus the replay position `next` (and the snapshot keys cleared).
   absl::Status WriteReplayed(rocksdb::WriteBatch* batch, int64_t next, bool snapshot);
   absl::StatusOr<PutResult> AppendRecord(std::string body);
+  // Appends `bodies` consecutively (append_mu_ held); returns the first one's result.
+  absl::StatusOr<PutResult> AppendBodiesLocked(std::vector<std::string> bodies);
+  // After a snapshot whose first part is `first`: replay position and kLedFromKey to it,
+  // kStaleKey deleted, the pin moved to it; logged with `why`.
+  absl::Status SnapshotWritten(const PutResult& first, size_t keys, size_t parts,
+                               const char* why);
+  // Registers the pin provider and retention hook (once).
+  void KeepSnapshotRetained();
+  // Folds the records [*next, end) into *state (a part 0 clears it first); *next ends at end.
+  absl::Status FoldRecords(int64_t end, int64_t* next,
+                           std::map<std::string, std::string>* state) const;
 
   MessageStore* const store_;
   rocksdb::DB* const db_;
@@ -118,6 +160,11 @@ class GroupStateLog {
   // Held around each record's append, and around a whole snapshot: a snapshot's parts are
   // consecutive in the queue. Lock order: replay_mu_ is never held with it.
   std::mutex append_mu_;
+  std::atomic<int64_t> snapshot_queue_{-1};
+  std::atomic<int64_t> snapshot_physical_{std::numeric_limits<int64_t>::max()};
+  std::function<bool()> may_write_;  // set before AppendSnapshot; read-only afterwards
+  struct RetentionCell;
+  std::shared_ptr<RetentionCell> cell_;  // set by KeepSnapshotRetained (serving thread)
 };
 
 }  // namespace tokimq::broker

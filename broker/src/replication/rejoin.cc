@@ -1,10 +1,12 @@
 #include "rejoin.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "client/connection.h"
 #include "commitlog/commit_log.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "fmt/format.h"
@@ -24,15 +26,53 @@ absl::Status RemoveFilesUnder(FileSystem* fs, const std::string& path) {
   return absl::OkStatus();
 }
 
+// The base offset of the newest CommitLog segment file in `dir` (20 digits), -1 with none.
+absl::StatusOr<int64_t> NewestSegmentBase(FileSystem* fs, const std::string& dir) {
+  if (!fs->Exists(dir)) return -1;
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));
+  int64_t newest = -1;
+  for (const std::string& n : names) {
+    if (n.size() != 20 || n.find_first_not_of("0123456789") != std::string::npos) continue;
+    newest = std::max<int64_t>(newest, std::stoll(n));
+  }
+  return newest;
+}
+
+// docs/replication.md "A follower behind the leader's retention": moves <data_dir>/store (the
+// CommitLog, its ConsumeQueues and checkpoints) and <data_dir>/timer aside into
+// <data_dir>/replaced-<ms>/, then creates an empty CommitLog whose first segment file starts
+// at `base`, so recovery opens a log with MinOffset = MaxOffset = base.
+absl::Status StartLogAt(FileSystem* fs, const RejoinOptions& o, int64_t base) {
+  const std::string aside = fmt::format("{}/replaced-{}", o.data_dir,
+                                        SystemClock::Default()->NowMs());
+  bool moved = false;
+  for (const char* sub : {"store", "timer"}) {
+    const std::string from = o.data_dir + "/" + sub;
+    if (!fs->Exists(from)) continue;
+    TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(aside));
+    TOKIMQ_RETURN_IF_ERROR(fs->Rename(from, aside + "/" + sub));
+    moved = true;
+  }
+  if (moved) TOKIMQ_RETURN_IF_ERROR(fs->SyncDir(o.data_dir));
+  const std::string dir = o.data_dir + "/store/commitlog";
+  TOKIMQ_RETURN_IF_ERROR(fs->CreateDirs(dir));
+  TOKIMQ_ASSIGN_OR_RETURN(std::unique_ptr<File> seg,
+                          fs->Open(fmt::format("{}/{:020d}", dir, base), OpenMode::kTruncate));
+  TOKIMQ_RETURN_IF_ERROR(seg->Sync());
+  TOKIMQ_RETURN_IF_ERROR(fs->SyncDir(dir));
+  TOKIMQ_LOG_WARN(
+      "rejoin: this CommitLog lies wholly below the oldest offset {} of leader {} (its "
+      "retention removed the rest): {}the CommitLog starts empty at offset {} and copies the "
+      "leader's log from there; consumer-group state is stale until a snapshot is copied",
+      base, o.leader, moved ? fmt::format("the old store moved aside to {}; ", aside) : "",
+      base);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<proto::ReplicatePullResponse> LeaderHistory(const RejoinOptions& o,
                                                            int64_t term) {
-  client::ClientOptions c;
-  c.broker = o.leader;
-  c.connect_timeout_ms = 3000;
-  c.client_id = fmt::format("tokimq-follower-{}", o.broker_id);
-  c.access_key = o.access_key;
-  c.secret_key = o.secret_key;
-  TOKIMQ_ASSIGN_OR_RETURN(auto conn, client::Connection::Open(c));
+  TOKIMQ_ASSIGN_OR_RETURN(auto conn,
+                          OpenLeaderConnection(o.leader_connection, o.leader, o.broker_id, 3000));
   proto::Request req;
   auto* pull = req.mutable_replicate_pull();
   pull->set_term(term);
@@ -62,6 +102,20 @@ absl::StatusOr<replication::TermHistory> RejoinBeforeOpen(FileSystem* fs,
     theirs.push_back({e.term(), PhysicalOffset(e.start_offset())});
   }
   const replication::TermHistory leader(std::move(theirs));
+  // Behind the leader's retention: every local segment ends at or below the leader's oldest
+  // offset (a segment base, so a local segment either lies wholly below it or not).
+  const int64_t leader_min = r->leader_min_offset();
+  if (leader_min > 0) {
+    TOKIMQ_ASSIGN_OR_RETURN(int64_t newest,
+                            NewestSegmentBase(fs, o.data_dir + "/store/commitlog"));
+    if (newest < 0 || newest + o.segment_size <= leader_min) {
+      TOKIMQ_RETURN_IF_ERROR(StartLogAt(fs, o, leader_min));
+      // The copied log's terms are the leader's: CheckHistory takes its history.
+      replication::TermHistory none;
+      TOKIMQ_RETURN_IF_ERROR(replication::StoreTermHistory(fs, o.history_path, none));
+      return none;
+    }
+  }
   // The local end is not known before recovery: with an unbounded end the answer is the end
   // of the last common term on the leader's side, and a shorter local log is not cut.
   const PhysicalOffset keep =

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/file.h"
+#include "replication/leader_connection.h"
 #include "replication/term_history.h"
 
 namespace tokimq::broker {
@@ -25,8 +26,8 @@ struct RejoinOptions {
   std::string leader;          // host:port; empty: no leader known, nothing is checked
   int64_t segment_size = 0;    // CommitLog segment size (bytes)
   int broker_id = 0;           // for the leader's logs
-  std::string access_key;      // replication credentials (cluster admin when auth is on)
-  std::string secret_key;
+  // Credentials (cluster admin when auth is on) and TLS, as the follower's pulls use them.
+  LeaderConnectionOptions leader_connection;
   std::string history_path;    // the local term history file
 };
 

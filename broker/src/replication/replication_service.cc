@@ -47,6 +47,7 @@ ReplicationService::ReplicationService(ReplicationOptions options, MessageStore*
     group_state_log_ = std::make_unique<GroupStateLog>(
         store_, options_.group_state_db,
         options_.clock != nullptr ? options_.clock : SystemClock::Default());
+    group_state_log_->SetWriteCheck([this] { return Leads(); });
   }
 }
 
@@ -172,6 +173,7 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
                     options_.segment_size));
   }
   const int64_t max = log->MaxOffset().value();
+  resp->set_leader_min_offset(log->MinOffset().value());
   if (req.with_history()) {
     std::lock_guard<std::mutex> l(append_mu_);
     for (const replication::TermStart& e : history_.entries()) {
@@ -214,6 +216,7 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_follower_acked_offset(acks_.acked_offset().value());
   resp->set_replication(options_.sync ? "sync" : "async");
   resp->set_diverged(diverged_.load());
+  resp->set_pull_error(pull_error());
   return s;
 }
 
@@ -258,7 +261,10 @@ void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
   resp->set_replication(options_.sync ? "sync" : "async");
   resp->set_max_offset(store_->commit_log()->MaxOffset().value());
   resp->set_elected(options_.elected);
-  if (v.role != Role::kLeader) return;
+  if (v.role != Role::kLeader) {
+    resp->set_pull_error(pull_error());
+    return;
+  }
   for (const replication::FollowerLag::Entry& e : lag_.Snapshot()) {
     proto::FollowerLag* f = resp->add_followers();
     f->set_follower(e.follower);
@@ -278,6 +284,16 @@ bool ReplicationService::RequestRestart(const std::string& leader, const std::st
       reason, leader.empty() ? "the leader it is told to follow" : leader);
   options_.on_restart(leader, reason);
   return true;
+}
+
+void ReplicationService::SetPullError(const absl::Status& s) {
+  std::lock_guard<std::mutex> l(pull_error_mu_);
+  pull_error_ = s.ok() ? std::string() : s.ToString();
+}
+
+std::string ReplicationService::pull_error() const {
+  std::lock_guard<std::mutex> l(pull_error_mu_);
+  return pull_error_;
 }
 
 void ReplicationService::Pause(int64_t ms) {
@@ -309,19 +325,18 @@ bool ReplicationService::PullOnce(const std::string& leader) {
       TOKIMQ_LOG_WARN("replication: pulling from {}: {}", p.leader, s.ToString());
       p.logged_error = true;
     }
+    self->SetPullError(s);
+    // Below the leader's retention: the history check (next connection) compares this log's
+    // end with the leader's oldest offset and restarts this broker to start there.
+    if (absl::IsNotFound(s)) p.checked_term = -1;
     p.conn.reset();
     self->Pause(pause_ms);
     return true;
   };
   if (p.conn == nullptr || p.conn->broken() || p.leader != leader) {
     p.leader = leader;
-    client::ClientOptions o;
-    o.broker = leader;
-    o.connect_timeout_ms = 1000;
-    o.client_id = fmt::format("tokimq-follower-{}", options_.broker_id);
-    o.access_key = options_.access_key;
-    o.secret_key = options_.secret_key;
-    auto conn = client::Connection::Open(o);
+    auto conn = OpenLeaderConnection(options_.leader_connection, leader, options_.broker_id,
+                                     1000);
     if (!conn.ok()) return fail(conn.status(), 100, this);
     p.conn = std::move(*conn);
     p.checked_term = -1;
@@ -348,7 +363,10 @@ bool ReplicationService::PullOnce(const std::string& leader) {
     p.checked_term = -1;
     return true;
   }
-  if (r.data().empty()) return false;
+  if (r.data().empty()) {
+    SetPullError(absl::OkStatus());
+    return false;
+  }
   ReplicaChunk chunk{PhysicalOffset(r.offset()), r.data()};
   absl::StatusOr<PhysicalOffset> end;
   {
@@ -360,6 +378,7 @@ bool ReplicationService::PullOnce(const std::string& leader) {
     TOKIMQ_LOG_INFO("replication: pulling from {} again at offset {}", p.leader, from);
     p.logged_error = false;
   }
+  SetPullError(absl::OkStatus());
   return true;
 }
 
@@ -382,6 +401,7 @@ bool ReplicationService::CheckHistory() {
       TOKIMQ_LOG_WARN("replication: term history from {}: {}", p.leader, error.ToString());
       p.logged_error = true;
     }
+    SetPullError(error);
     p.conn.reset();
     Pause(100);
     return false;
@@ -392,6 +412,28 @@ bool ReplicationService::CheckHistory() {
     theirs.push_back({e.term(), PhysicalOffset(e.start_offset())});
   }
   const replication::TermHistory leader(std::move(theirs));
+  // Only this (the puller) thread appends to a follower's log: its end is stable here.
+  if (const PhysicalOffset end = store_->commit_log()->MaxOffset();
+      end.value() < r.leader_min_offset()) {
+    // Nothing this log could pull is on the leader any more (its retention removed it): only a
+    // restart can start the CommitLog at the leader's oldest segment (RejoinBeforeOpen moves
+    // this log aside). docs/replication.md "A follower behind the leader's retention".
+    const absl::Status behind = absl::NotFoundError(fmt::format(
+        "this CommitLog ends at offset {}, below the oldest offset {} leader {} still holds "
+        "(its retention removed the rest): {}",
+        end.value(), r.leader_min_offset(), p.leader,
+        options_.on_restart ? "restarting to copy from that offset (this log is moved aside)"
+                            : "cannot catch up (no restart handler)"));
+    if (!p.logged_error) {
+      TOKIMQ_LOG_ERROR("replication: {}", std::string(behind.message()));
+      p.logged_error = true;
+    }
+    SetPullError(behind);
+    RequestRestart(p.leader, fmt::format("its CommitLog ends below the oldest offset {} of {}",
+                                         r.leader_min_offset(), p.leader));
+    Pause(1000);
+    return false;
+  }
   std::lock_guard<std::mutex> l(append_mu_);
   const PhysicalOffset end = store_->commit_log()->MaxOffset();
   const PhysicalOffset consistent =

@@ -35,6 +35,7 @@
 #include "replication/ack_tracker.h"
 #include "replication/follower_lag.h"
 #include "replication/group_state_log.h"
+#include "replication/leader_connection.h"
 #include "replication/leadership.h"
 #include "replication/term_history.h"
 
@@ -63,9 +64,9 @@ struct ReplicationOptions {
   replication::TermHistory history;
   std::string history_path;
   FileSystem* fs = nullptr;
-  // Credentials of the follower's connection to its leader (replication_access_key / _secret_key).
-  std::string access_key;
-  std::string secret_key;
+  // The follower's connection to its leader: credentials (replication_access_key /
+  // _secret_key) and TLS (replication_tls, _ca, _server_name).
+  LeaderConnectionOptions leader_connection;
   // Consumer-group state replication (docs/replication.md "Consumer-group state"): the broker's
   // metadata RocksDB, whose "group/" keys the group-state records carry (GroupStateLog). nullptr
   // (a single-node broker): no records are written or replayed.
@@ -138,6 +139,10 @@ class ReplicationService {
   // follower's pull that ends the wait may need).
   bool WaitsForGroupState() const { return group_state_log_ != nullptr && options_.sync; }
 
+  // Follower: the last failed pull's or connection's error ("" after a pull succeeded), for
+  // replication_role / group_status (pull_error).
+  std::string pull_error() const;
+
   replication::Leadership* leadership() { return &leadership_; }
   int64_t max_offset() const;  // this replica's CommitLog end, bytes
   const ReplicationOptions& options() const { return options_; }
@@ -155,6 +160,7 @@ class ReplicationService {
   // One pull from `leader`; returns false when the follower should pause before the next.
   bool PullOnce(const std::string& leader);
   void ExpiryLoop();
+  void SetPullError(const absl::Status& s);  // OK clears it
   // Waits up to ms (real time) or until Stop.
   void Pause(int64_t ms);
   // Logs and calls options_.on_restart once (docs/replication.md "Deposed leaders"); false
@@ -176,6 +182,8 @@ class ReplicationService {
   replication::TermHistory history_;  // guarded by append_mu_
   std::atomic<bool> diverged_{false};
   std::atomic<bool> restart_requested_{false};
+  mutable std::mutex pull_error_mu_;
+  std::string pull_error_;  // guarded by pull_error_mu_
 
   std::mutex serving_mu_;
   bool serving_ = false;   // guarded by serving_mu_

@@ -49,6 +49,11 @@ struct ClientOptions {
   // must chain to tls_ca_file (PEM; empty: the system's CAs) and name the host of `broker`.
   bool tls = false;
   std::string tls_ca_file;
+  // The name the broker's certificate must hold (DNS or IP subjectAltName), also sent as SNI;
+  // empty: the host of `broker`. For peers reached by an address their certificate does not
+  // name (a follower dialing its leader's advertised IP: docs/replication.md "TLS between
+  // members").
+  std::string tls_server_name;
   // RocketMQ's client namespace (docs/protocol.md "Namespaces"): the topics and groups this
   // client names are those of the namespace, separate from same-named ones elsewhere, and the
   // broker's answers name them without it. "": none. 1..64 characters of [A-Za-z0-9_-]; the

@@ -103,6 +103,13 @@ class ConsumeQueue {
   absl::Status Sync(absl::flat_hash_set<std::string>* synced_dirs = nullptr);
   // Drops every entry at or after `queue_offset`.
   absl::Status TruncateTo(QueueOffset queue_offset);
+  // A queue with no valid entry (MinValidOffset() >= MaxOffset()) continues at `queue_offset`
+  // (>= MaxOffset()): its files are removed and the next Append is entry `queue_offset`; the
+  // entries before it in its file are zero (a hole) and never valid. For a CommitLog copied
+  // from the middle of a leader's (docs/replication.md "A follower behind the leader's
+  // retention"), whose records carry the leader's queue offsets. kFailedPrecondition when the
+  // queue holds a valid entry or `queue_offset` is below MaxOffset().
+  absl::Status StartAt(QueueOffset queue_offset);
   // Moves MinValidOffset to the first entry with physical offset >= min_physical_offset and
   // deletes whole files (never the last one) whose entries all lie below it.
   absl::Status AdvanceMinValid(PhysicalOffset min_physical_offset);
