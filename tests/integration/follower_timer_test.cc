@@ -99,7 +99,7 @@ TEST_F(FollowerTimerTest, PromotedFollowerReleasesFromItsOwnTimerStoreOnceNoneEa
       OutgoingMessage m;
       m.topic = "orders";
       m.body = "order-" + std::to_string(i);
-      m.delay_ms = i % 2 ? 300 : 6000;  // half released by the leader before it dies
+      m.delay_ms = i % 2 ? 300 : 15000;  // half released by the leader before it dies
       auto sent = producer.Send(m);
       ASSERT_TRUE(sent.ok()) << sent.status();
       acked[m.body] = sent->deliver_at_ms;
@@ -159,7 +159,7 @@ TEST_F(FollowerTimerTest, PromotedFollowerReleasesFromItsOwnTimerStoreOnceNoneEa
   EXPECT_EQ(duplicated, 0);
   auto after = Timer(*follower_);
   ASSERT_TRUE(after.ok()) << after.status();
-  EXPECT_EQ(after->delivered(), 100);  // the new leader released only the 6 s ones
+  EXPECT_EQ(after->delivered(), 100);  // the new leader released only the 15 s ones
   EXPECT_EQ(after->pending(), 0);
 }
 
@@ -201,15 +201,22 @@ TEST_F(FollowerTimerTest, PromotionTimeWithPendingMessages) {
   auto promoted = testing::PromoteTo(*follower_, 1);
   const double promote_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(promoted.ok()) << promoted.status();
-  // Writable (the leader's services started) from the promote answer on.
-  auto t = Timer(*follower_);
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->pending(), n);
-  std::printf("PROMOTION n=%d load_s=%.1f promote_rpc_ms=%.1f pending_after=%lld\n", n, load_s,
-              promote_ms, static_cast<long long>(t->pending()));
+  // The promote request times out on the client (5 s) when the promotion takes longer (main's
+  // full adoption with many pending): the broker's log lines below then give the figure.
+  if (!promoted.ok()) std::printf("promote request: %s\n", promoted.status().ToString().c_str());
+  ASSERT_TRUE(AwaitTrue(
+      [&] {
+        auto t = Timer(*follower_);
+        return t.ok() && t->pending() == n;
+      },
+      600s, "the promoted follower's timer"));
+  const double ready_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("PROMOTION n=%d load_s=%.1f promote_rpc_ms=%.1f pending_seen_ms=%.1f\n", n, load_s,
+              promote_ms, ready_ms);
   const std::string log = ReadFile(follower_->log_path());
-  for (const char* key : {"adopting the replicated log", "replicated log adopted in"}) {
+  for (const char* key : {"leader of term 1", "adopting the replicated log",
+                          "replicated log adopted in"}) {
     const size_t at = log.find(key);
     if (at == std::string::npos) continue;
     const size_t start = log.rfind('\n', at);
