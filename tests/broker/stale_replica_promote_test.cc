@@ -56,7 +56,7 @@ class StaleReplicaPromoteTest : public ::testing::Test {
     return resp;
   }
 
-  TempDir dir_;
+  testing::TempDir dir_;
   ManualClock clock_{1'700'000'000'000};
   std::unique_ptr<Broker> broker_;
 };

@@ -152,10 +152,12 @@ TEST_F(SyncLeaseTest, PipelinedReceivesAndAcksOnOneConnectionAreAllAnswered) {
   constexpr int kMessages = 96;
   constexpr int kReceives = 48;
   SendMessages(kMessages);
+  // Declared before the connection: its destructor fails outstanding calls into them.
+  Answers received;
+  Answers acked;
   auto conn = client::Connection::Open(leader_->Options());
   ASSERT_TRUE(conn.ok()) << conn.status();
 
-  Answers received;
   received.Resize(kReceives);
   for (int i = 0; i < kReceives; ++i) {
     (*conn)->CallAsync(ReceiveRequest(2, i % 2 == 1), 30'000, received.Slot(i));
@@ -173,7 +175,6 @@ TEST_F(SyncLeaseTest, PipelinedReceivesAndAcksOnOneConnectionAreAllAnswered) {
   }
   EXPECT_EQ(bodies.size(), static_cast<size_t>(kMessages));
 
-  Answers acked;
   acked.Resize(static_cast<int>(handles.size()));
   for (size_t i = 0; i < handles.size(); ++i) {
     (*conn)->CallAsync(AckRequest(handles[i]), 30'000, acked.Slot(static_cast<int>(i)));
@@ -197,6 +198,7 @@ TEST_F(SyncLeaseTest, PipelinedReceivesAndAcksOnOneConnectionAreAllAnswered) {
 // once. The ack stands on the leader (docs/replication.md): its retry finds the handle stale.
 TEST_F(SyncLeaseTest, WithoutAFollowerLeaseRequestsFailAfterTheTimeoutAndOthersAreServed) {
   SendMessages(3);
+  Answers waiting;  // before the connections: their destructors fail outstanding calls into it
   auto conn = client::Connection::Open(leader_->Options());
   ASSERT_TRUE(conn.ok()) << conn.status();
   auto first = (*conn)->Call(ReceiveRequest(1), 10'000);
@@ -208,7 +210,6 @@ TEST_F(SyncLeaseTest, WithoutAFollowerLeaseRequestsFailAfterTheTimeoutAndOthersA
   auto other = client::Connection::Open(leader_->Options());
   ASSERT_TRUE(other.ok()) << other.status();
 
-  Answers waiting;
   waiting.Resize(2);
   const Clock::time_point sent = Clock::now();
   (*conn)->CallAsync(AckRequest(handle), 30'000, waiting.Slot(0));
