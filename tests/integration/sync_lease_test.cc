@@ -184,7 +184,8 @@ TEST_F(SyncLeaseTest, PipelinedReceivesAndAcksOnOneConnectionAreAllAnswered) {
     absl::StatusOr<proto::Response> r = acked.Get(static_cast<int>(i));
     ASSERT_TRUE(StatusOf(r).ok()) << "ack " << i << ": " << StatusOf(r);
     ASSERT_EQ(r->ack().results_size(), 1);
-    EXPECT_EQ(r->ack().results(0).code(), 0) << "ack " << i << ": " << r->ack().results(0).message();
+    EXPECT_EQ(r->ack().results(0).code(), 0)
+        << "ack " << i << ": " << r->ack().results(0).message();
   }
   // Nothing is left to deliver: every ack stood.
   auto left = (*conn)->Call(ReceiveRequest(16), 10'000);
