@@ -19,8 +19,13 @@
 # /metrics tokimq_commitlog_max_offset_bytes; load-independent) and the 1-minute load average.
 # Prints one row per run, then per metric the median and range over the rounds.
 # Usage: bench/replication_cost.sh [--bin DIR] [--rounds R] [--variants "single async sync"]
+#                                   [--alt-bin DIR]
 #   --bin     directory with tokimq-broker and tokimq-bench (default build/release/bin)
 #   --rounds  rounds of all variants (default 5)
+#   --variants  any of single, async, sync, each optionally suffixed @alt: that variant's
+#             brokers are --alt-bin's tokimq-broker (the load generator stays --bin's), so two
+#             builds compare in one alternated run, e.g. --variants "sync@alt sync"
+#             --alt-bin /tmp/main-bin (before / after a change)
 #   env A_N (300000), A_DELAY (uniform:1s-5s), E_N (200000)
 #   Time: sync's receive + ack path ran ~1k msg/s on a loaded 2-core machine (2026-12-02), so
 #   one sync run of the defaults can take minutes; lower A_N / E_N there.
@@ -30,12 +35,14 @@ cd "$(dirname "$0")/.."
 bin="build/release/bin"
 rounds=5
 variants="single async sync"
+alt_bin=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin) bin="$2"; shift ;;
     --rounds) rounds="$2"; shift ;;
     --variants) variants="$2"; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --alt-bin) alt_bin="$2"; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "replication_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -47,6 +54,12 @@ bench="$bin/tokimq-bench"
 broker="$bin/tokimq-broker"
 for f in "$bench" "$broker"; do
   [[ -x "$f" ]] || { echo "replication_cost.sh: missing $f" >&2; exit 2; }
+done
+for v in $variants; do
+  case "${v%@alt}" in single|async|sync) ;; *) echo "replication_cost.sh: unknown variant $v" >&2; exit 2 ;; esac
+  if [[ $v == *@alt && ! -x "$alt_bin/tokimq-broker" ]]; then
+    echo "replication_cost.sh: variant $v needs --alt-bin DIR with tokimq-broker" >&2; exit 2
+  fi
 done
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/tokimq-replcost.XXXXXX")"
@@ -81,7 +94,8 @@ metric() {  # metric <http port> <name>: the first sample's value (empty when ab
 
 # start_variant <variant> <dir>: sets addr and lhttp; leaves the pids in pids.
 start_variant() {
-  local v=$1 dir=$2 mode=()
+  local v=${1%@alt} dir=$2 mode=() broker="$broker"
+  [[ $1 == *@alt ]] && broker="$alt_bin/tokimq-broker"
   [[ $v != single ]] && mode=(--replication "$v")
   lhttp=$(free_port)
   "$broker" --data-dir "$dir/leader" --bind 127.0.0.1 --port 0 --port-file "$dir/leader.port" \

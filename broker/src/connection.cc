@@ -174,7 +174,13 @@ void Connection::AnswerAuthenticate(const proto::Request& req) {
 }
 
 void Connection::Dispatch(std::shared_ptr<Call> call) {
-  if (std::string frame; TryInline(call.get(), &frame)) return EnqueueFrame(std::move(frame));
+  std::string frame;
+  PhysicalOffset wait_end;
+  if (TryInline(call.get(), &frame, &wait_end)) {
+    if (wait_end <= PhysicalOffset(0)) return EnqueueFrame(std::move(frame));
+    ++in_flight_;
+    return CompleteWhenReplicated(call->request->id(), std::move(frame), wait_end);
+  }
   ++in_flight_;
   if (call->request->body_case() == proto::Request::kSend &&
       context_->broker->SendsAnsweredByGroupCommit()) {
@@ -187,8 +193,39 @@ void Connection::Dispatch(std::shared_ptr<Call> call) {
   asio::post(*context_->workers, [self = shared_from_this(), call = std::move(call)]() mutable {
     // Handled and serialized here, on the worker, not on the connection's I/O thread.
     if (call->request->body_case() == proto::Request::kSend) return self->SendNoWait(call);
-    self->Complete(self->HandleToFrame(call.get(), nullptr));
+    PhysicalOffset end;
+    std::string frame = self->HandleToFrameDeferred(call.get(), nullptr, &end);
+    if (end > PhysicalOffset(0)) {
+      return self->CompleteWhenReplicated(call->request->id(), std::move(frame), end);
+    }
+    self->Complete(std::move(frame));
   });
+}
+
+void Connection::CompleteWhenReplicated(uint64_t id, std::string frame, PhysicalOffset end) {
+  // On the pulling follower's request thread (its ack), the expiry thread (timeout) or here
+  // (already held, or this broker lost its term): no thread waits meanwhile.
+  context_->broker->replication()->WhenReplicated(
+      end, [self = shared_from_this(), id, frame = std::move(frame),
+            work = asio::make_work_guard(*context_->workers)](absl::Status st) mutable {
+        if (!st.ok()) {
+          // The error a blocking wait gives (docs/replication.md "Consumer-group state"): the
+          // change stands on this broker, unacknowledged.
+          proto::Response err;
+          err.set_id(id);
+          wire::ToProto(st, err.mutable_status());
+          frame = EncodeResponse(err);
+        }
+        self->Complete(std::move(frame));
+        work.reset();
+      });
+}
+
+std::string Connection::HandleToFrameDeferred(Call* call, bool* empty_receive,
+                                              PhysicalOffset* wait_end) {
+  *wait_end = PhysicalOffset(0);
+  ReplicationService::DeferStateWaits defer(wait_end);
+  return HandleToFrame(call, empty_receive);
 }
 
 void Connection::SendNoWait(std::shared_ptr<Call> call) {
@@ -232,13 +269,13 @@ void Connection::Completed(std::string frame) {
   }
 }
 
-bool Connection::TryInline(Call* call, std::string* frame) {
+bool Connection::TryInline(Call* call, std::string* frame, PhysicalOffset* wait_end) {
   const proto::Request& req = *call->request;
-  // replication = sync: these wait for a follower's pull (docs/replication.md "Consumer-group
-  // state"), which an I/O thread must stay free to read.
-  if (ReplicationService* r = context_->broker->replication(); r && r->WaitsForGroupState()) {
-    return false;
-  }
+  *wait_end = PhysicalOffset(0);
+  // replication = sync: these are answered once a follower holds their group-state records
+  // (docs/replication.md "Consumer-group state"); handled here all the same, their wait is
+  // deferred to the ack tracker (HandleToFrameDeferred, CompleteWhenReplicated), so this
+  // thread stays free.
   switch (req.body_case()) {
     case proto::Request::kAck:
     case proto::Request::kChangeInvisibleDuration:
@@ -253,8 +290,8 @@ bool Connection::TryInline(Call* call, std::string* frame) {
   const int64_t long_poll_ms = may_wait ? req.receive().long_poll_ms() : 0;
   if (may_wait) call->request->mutable_receive()->set_long_poll_ms(0);
   bool empty = false;
-  std::string answer = HandleToFrame(call, &empty);
-  if (may_wait && empty) {
+  std::string answer = HandleToFrameDeferred(call, &empty, wait_end);
+  if (may_wait && empty) {  // nothing leased: nothing to wait for (*wait_end is 0)
     call->request->mutable_receive()->set_long_poll_ms(long_poll_ms);  // wait on a worker
     return false;
   }

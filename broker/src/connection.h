@@ -26,6 +26,7 @@
 #include "broker/auth/connection_auth.h"
 #include "broker/server.h"
 #include "common/hand_off_batch.h"
+#include "common/offsets.h"
 #include "connection_stream.h"
 #include "proto/framing.h"
 #include "proto/tokimq.pb.h"
@@ -105,7 +106,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // answered here: with flush = "async" they go to the workers, with "sync" OnBody stores them
   // and the group commit answers them (SendNoWait). Returns false (nothing answered) when the
   // request must go elsewhere; else *frame is the response.
-  bool TryInline(Call* call, std::string* frame);
+  // Sync replication: *wait_end (0: none) is the CommitLog end a follower must hold before
+  // *frame is answered (CompleteWhenReplicated).
+  bool TryInline(Call* call, std::string* frame, PhysicalOffset* wait_end);
+  // HandleToFrame inside a ReplicationService::DeferStateWaits scope: *wait_end is the
+  // CommitLog end the answer waits for (0: answer now). Any thread.
+  std::string HandleToFrameDeferred(Call* call, bool* empty_receive, PhysicalOffset* wait_end);
+  // Answers `frame` (of request `id`, counted in in_flight_) once a follower holds `end`
+  // (ReplicationService::WhenReplicated), or the wait's error (kUnavailable) with that id.
+  // Any thread; the work guard keeps Server::Stop's join waiting as for SendNoWait.
+  void CompleteWhenReplicated(uint64_t id, std::string frame, PhysicalOffset end);
   // The response frame for call's request. A receive asking for encoded properties is encoded
   // straight from the stored records (Broker::HandleReceiveFrame); anything else goes through
   // a proto::Response on the call's arena. *empty_receive (if given): the request was a receive

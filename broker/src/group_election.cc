@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "campaign_order.h"
 #include "client/connection.h"
 #include "cluster/keys.h"
 #include "common/clock.h"
@@ -103,8 +104,7 @@ void GroupElection::ApplyLoop() {
   }
 }
 
-absl::Status GroupElection::AskPeer(const std::string& address, int64_t* max_offset,
-                                    int32_t* broker_id) const {
+absl::Status GroupElection::AskPeer(const std::string& address, CampaignRank* rank) const {
   client::ClientOptions o;
   o.broker = address;
   o.connect_timeout_ms = 500;
@@ -117,8 +117,9 @@ absl::Status GroupElection::AskPeer(const std::string& address, int64_t* max_off
   absl::StatusOr<proto::Response> resp = (*conn)->Call(std::move(req), 500);
   if (!resp.ok()) return resp.status();
   if (!resp->has_group_status()) return absl::InternalError("no group_status in the answer");
-  *max_offset = resp->group_status().max_offset();
-  *broker_id = resp->group_status().broker_id();
+  rank->commitlog_end = resp->group_status().max_offset();
+  rank->broker_id = resp->group_status().broker_id();
+  rank->group_state_stale = resp->group_status().group_state_stale();  // false before the field
   return absl::OkStatus();
 }
 
@@ -127,16 +128,17 @@ bool GroupElection::MayCampaign() {
   absl::StatusOr<cluster::RangeResult> peers =
       etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
   if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
-  const int64_t mine = replication_->max_offset();
-  const int32_t my_id = options_.self.broker_id();
+  CampaignRank mine;
+  mine.commitlog_end = replication_->max_offset();
+  mine.broker_id = options_.self.broker_id();
+  mine.group_state_stale = replication_->GroupStateStale();
   std::string asked;
   for (const cluster::KeyValue& kv : peers->kvs) {
     proto::BrokerRecord peer;
     if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
     if (peer.address() == options_.self.address()) continue;
-    int64_t end = 0;
-    int32_t id = 0;
-    absl::Status s = AskPeer(peer.address(), &end, &id);
+    CampaignRank theirs;
+    absl::Status s = AskPeer(peer.address(), &theirs);
     if (absl::IsUnavailable(s)) {
       asked += fmt::format(" id {}: down;", peer.broker_id());
       continue;  // refused: that process is gone; its record lapses by itself
@@ -146,15 +148,29 @@ bool GroupElection::MayCampaign() {
                       options_.self.name(), peer.broker_id(), peer.address(), s.ToString());
       return false;
     }
-    if (end > mine || (end == mine && id < my_id)) {
-      TOKIMQ_LOG_DEBUG("group {}: deferring to broker id {} (CommitLog end {} vs {})",
-                       options_.self.name(), id, end, mine);
+    if (CampaignsBefore(theirs, mine)) {
+      TOKIMQ_LOG_DEBUG("group {}: deferring to broker id {} (CommitLog end {} vs {}, group "
+                       "state {} vs {})",
+                       options_.self.name(), theirs.broker_id, theirs.commitlog_end,
+                       mine.commitlog_end, theirs.group_state_stale ? "stale" : "fresh",
+                       mine.group_state_stale ? "stale" : "fresh");
+      if (mine.group_state_stale && !theirs.group_state_stale) {
+        TOKIMQ_LOG_INFO("group {}: not campaigning: this replica's group state is marked "
+                        "stale and broker id {} (CommitLog end {}) can lead",
+                        options_.self.name(), theirs.broker_id, theirs.commitlog_end);
+      }
       return false;
     }
-    asked += fmt::format(" id {}: end {};", id, end);
+    asked += fmt::format(" id {}: end {}{};", theirs.broker_id, theirs.commitlog_end,
+                         theirs.group_state_stale ? " (stale)" : "");
+  }
+  if (mine.group_state_stale) {
+    TOKIMQ_LOG_ERROR("group {}: campaigning with a group state marked stale: no live peer "
+                     "with a fresh state and a CommitLog as long (peers:{})",
+                     options_.self.name(), asked.empty() ? " none" : asked);
   }
   TOKIMQ_LOG_INFO("group {}: campaigning with CommitLog end {} (peers:{})", options_.self.name(),
-                  mine, asked.empty() ? " none" : asked);
+                  mine.commitlog_end, asked.empty() ? " none" : asked);
   return true;
 }
 

@@ -13,11 +13,13 @@
 // one the candidates below ask.
 // Who campaigns: a replica whose record is registered and that no live peer outranks. Before
 // each campaign it asks every other replica registered now (its record's lease alive) for its
-// CommitLog end (group_status request, 500 ms): a peer with a longer log, or the same length and
-// a lower broker id, goes first. A peer that refuses the connection is dead and does not count;
-// one that does not answer in time (overloaded, frozen, cut off) defers the campaign until it
-// answers or its record lapses (within the TTL). (end, id) orders the rest totally, so the
-// first of them always campaigns.
+// CommitLog end and whether its group state is stale (group_status request, 500 ms): a peer
+// that goes first in campaign_order.h's order (a longer log; the same length and a fresh group
+// state where this one is stale; else the same and a lower broker id) makes it wait. A peer
+// that refuses the connection is dead and does not count; one that does not answer in time
+// (overloaded, frozen, cut off) defers the campaign until it answers or its record lapses
+// (within the TTL). (end, stale, id) orders the rest totally, so the first of them always
+// campaigns.
 //
 // The Leadership calls run in order on this object's own thread, not on the election thread:
 // a promotion starts the leader's services (timer store recovery among them), which must not
@@ -37,6 +39,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "campaign_order.h"
 #include "cluster/etcd_client.h"
 #include "cluster/leader_election.h"
 #include "cluster/membership.h"
@@ -74,9 +77,9 @@ class GroupElection {
   // Queues a Leadership call for the apply thread (in order).
   void Post(std::function<void()> f);
   void ApplyLoop();
-  // The CommitLog end and broker id a peer reports: OK, kUnavailable when it refused the
-  // connection (dead), another error when it did not answer in time.
-  absl::Status AskPeer(const std::string& address, int64_t* max_offset, int32_t* broker_id) const;
+  // The CommitLog end, broker id and group-state staleness a peer reports: OK, kUnavailable
+  // when it refused the connection (dead), another error when it did not answer in time.
+  absl::Status AskPeer(const std::string& address, CampaignRank* rank) const;
 
   cluster::EtcdClient* etcd_;
   // The election's own client: a short per-call timeout (at most ttl / 4) so that a hanging

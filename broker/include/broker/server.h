@@ -5,7 +5,10 @@
 // thread pool (Receive may long-poll). With flush = "sync" a Send is stored on the I/O thread
 // and answered from the CommitLog's sync thread once its group-commit fsync returned
 // (Broker::HandleNoWait): no thread waits for the fsync, so sends from every connection share
-// it.
+// it. With replication = "sync" the same holds for the follower's acknowledgement: sends and
+// the requests above are handled on the I/O thread and answered from the replication ack
+// tracker (ReplicationService::DeferStateWaits, docs/replication.md "Sync answers without a
+// waiting thread").
 // One connection pipelines: requests are handled concurrently and responses go back in
 // completion order, matched by request id. At most `max_in_flight_per_connection` requests per
 // connection are outstanding; beyond that the server stops reading that socket until one

@@ -279,6 +279,15 @@ bool GroupStateLog::stale() const {
   return db_->Get(rocksdb::ReadOptions(), kStaleKey, &v).ok();
 }
 
+absl::StatusOr<bool> GroupStateLog::CheckStale() {
+  std::lock_guard<std::mutex> l(replay_mu_);
+  if (!checked_) {
+    TOKIMQ_RETURN_IF_ERROR(CheckAfterOpen(end_at_open_));
+    checked_ = true;
+  }
+  return stale();
+}
+
 absl::Status GroupStateLog::CatchUp() {
   if (leading_.load()) return absl::OkStatus();
   std::lock_guard<std::mutex> l(replay_mu_);

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "commitlog/message_store.h"
 #include "common/clock.h"
 
@@ -124,6 +125,11 @@ class GroupStateLog {
   int64_t replay_next() const;
   // Whether kStaleKey is set (see the class comment).
   bool stale() const;
+  // Follower: runs the stale check of the first CatchUp now if no CatchUp ran it yet (its
+  // inputs do not change before that replay, so the answer is the one CatchUp would reach),
+  // then stale(). For the election and a promote, which ask before any record of a new leader
+  // was copied. Errors: kUnavailable (RocksDB).
+  absl::StatusOr<bool> CheckStale();
 
  private:
   struct Replayed;

@@ -203,7 +203,18 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
 absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest& req,
                                             proto::ReplicationRoleResponse* resp) {
   absl::Status s;
-  if (req.promote()) {
+  if (req.promote() && !req.force() && GroupStateStale()) {
+    // docs/replication.md "A stale replica does not lead".
+    s = absl::FailedPreconditionError(
+        "this replica's consumer-group state is marked stale (its rejoin cut moved the replay "
+        "position back and no leader's snapshot was replayed since): promote a replica that "
+        "follows the current leader, or pass force to lead with this state");
+  } else if (req.promote()) {
+    if (req.force() && GroupStateStale()) {
+      TOKIMQ_LOG_WARN("replication: promoted to term {} with force while the group state is "
+                      "marked stale",
+                      req.term());
+    }
     s = leadership_.Promote(req.term());
   } else if (!req.leader_address().empty()) {
     s = leadership_.Demote(req.term(), req.leader_address());
@@ -217,7 +228,21 @@ absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest&
   resp->set_replication(options_.sync ? "sync" : "async");
   resp->set_diverged(diverged_.load());
   resp->set_pull_error(pull_error());
+  resp->set_group_state_stale(GroupStateStale());
   return s;
+}
+
+bool ReplicationService::GroupStateStale() const {
+  if (group_state_log_ == nullptr) return false;
+  // A follower's check at its first replay may not have run yet (no record copied since the
+  // open, e.g. its leader is dead): run it now. A leader's state is its own.
+  if (leadership_.Current().role == Role::kLeader) return group_state_log_->stale();
+  absl::StatusOr<bool> stale = group_state_log_->CheckStale();
+  if (!stale.ok()) {
+    TOKIMQ_LOG_WARN("replication: group state stale check: {}", stale.status().ToString());
+    return true;  // unknown: rank as stale (a fresh peer goes first)
+  }
+  return *stale;
 }
 
 absl::Status ReplicationService::LogStateWrite(const rocksdb::WriteBatch& batch) {
@@ -235,8 +260,25 @@ void ReplicationService::OnGroupStateDispatch() {
   if (!s.ok()) TOKIMQ_LOG_ERROR("replication: replaying group-state records: {}", s.ToString());
 }
 
+namespace {
+// The innermost DeferStateWaits of this thread (its `end`); nullptr: AwaitStateReplicated waits.
+thread_local PhysicalOffset* t_deferred_end = nullptr;
+}  // namespace
+
+ReplicationService::DeferStateWaits::DeferStateWaits(PhysicalOffset* end)
+    : previous_(t_deferred_end) {
+  t_deferred_end = end;
+}
+
+ReplicationService::DeferStateWaits::~DeferStateWaits() { t_deferred_end = previous_; }
+
 absl::Status ReplicationService::AwaitStateReplicated() {
-  if (group_state_log_ == nullptr) return absl::OkStatus();
+  if (group_state_log_ == nullptr || !options_.sync) return absl::OkStatus();
+  if (t_deferred_end != nullptr) {
+    // The request's records are appended by now: the end covers them.
+    *t_deferred_end = std::max(*t_deferred_end, store_->commit_log()->MaxOffset());
+    return absl::OkStatus();
+  }
   return AwaitReplicated();
 }
 
@@ -261,6 +303,7 @@ void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
   resp->set_replication(options_.sync ? "sync" : "async");
   resp->set_max_offset(store_->commit_log()->MaxOffset().value());
   resp->set_elected(options_.elected);
+  resp->set_group_state_stale(GroupStateStale());
   if (v.role != Role::kLeader) {
     resp->set_pull_error(pull_error());
     return;

@@ -113,6 +113,13 @@ class ReplicationService {
   // follower's lag (replication/follower_lag.h). broker_name is left to the caller.
   void GroupStatus(proto::GroupStatusResponse* resp) const;
 
+  // Whether this replica's consumer-group state is marked stale (GroupStateLog::stale: a
+  // rejoin cut moved its replay position back; cleared by the next snapshot replayed). Such a
+  // replica refuses a replication_role promote without `force` and ranks after fresh peers in
+  // the election (docs/replication.md "A stale replica does not lead"). false without a
+  // group-state log.
+  bool GroupStateStale() const;
+
   // Consumer-group state (docs/replication.md "Consumer-group state"); nullptr when
   // options.group_state_db is not set.
   GroupStateLog* group_state_log() { return group_state_log_.get(); }
@@ -128,15 +135,36 @@ class ReplicationService {
   // a sync send waits. OK at once otherwise. Errors: kUnavailable (no follower within
   // ack_timeout_ms, or this broker lost its term): the change stands on this broker but is
   // not acknowledged (a receive's leases expire; a retried ack finds its handle stale).
+  // Inside a DeferStateWaits scope on the calling thread it does not block: see there.
   absl::Status AwaitStateReplicated();
+  // While one lives on a thread, AwaitStateReplicated on that thread does not block: when it
+  // would have waited it records in *end the CommitLog end a follower must hold (the largest
+  // of its calls in the scope; *end is left alone otherwise) and returns OK. The holder then
+  // answers the request through WhenReplicated(*end, ...) — from the ack tracker, no thread
+  // waiting — and replaces the OK answer with the error it gets (kUnavailable: no follower
+  // within ack_timeout_ms, or this broker lost its term; the change stands on this broker, as
+  // for a blocking wait). Used by the native server (Connection::Dispatch) for receive, ack,
+  // change-invisible-duration, nack and update-offset; the gRPC endpoint does not use it (its
+  // handlers block, docs/replication.md "Ack modes"). Scopes nest (the inner one collects);
+  // the object stays on the thread that made it.
+  class DeferStateWaits {
+   public:
+    explicit DeferStateWaits(PhysicalOffset* end);
+    ~DeferStateWaits();
+    DeferStateWaits(const DeferStateWaits&) = delete;
+    DeferStateWaits& operator=(const DeferStateWaits&) = delete;
+
+   private:
+    PhysicalOffset* previous_;
+  };
   // replication = "sync": blocks until a follower holds every CommitLog byte written so far
   // (a recall's delete marker among them), up to ack_timeout_ms. OK at once in async mode.
   // Errors: kUnavailable (no follower in time, or this broker lost its term); what was written
   // stands on this broker but is not acknowledged.
   absl::Status AwaitReplicated();
-  // Whether AwaitStateReplicated blocks (sync with a group-state log): the network server then
-  // runs receive, ack, renew and nack on a worker thread, never on an I/O thread (which the
-  // follower's pull that ends the wait may need).
+  // Whether AwaitStateReplicated waits (sync with a group-state log): the native server then
+  // handles receive, ack, renew and nack under DeferStateWaits (on its I/O thread, as in async
+  // mode) and answers them from the ack tracker.
   bool WaitsForGroupState() const { return group_state_log_ != nullptr && options_.sync; }
 
   // Follower: the last failed pull's or connection's error ("" after a pull succeeded), for
