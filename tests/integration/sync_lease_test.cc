@@ -21,6 +21,7 @@
 #include "client/connection.h"
 #include "client/producer.h"
 #include "proto/status.h"
+#include "replication_support.h"
 #include "test_util.h"
 
 namespace tokimq {
@@ -98,32 +99,17 @@ proto::Request AckRequest(const std::string& handle) {
   return req;
 }
 
-class SyncLeaseTest : public ::testing::Test {
+class SyncLeaseTest : public testing::ReplicaGroupTest {
  protected:
   void SetUp() override {
     const std::string cfg = dir_.Join("leader.toml");
     std::ofstream(cfg) << "worker_threads = 1\nio_threads = 1\nreplication_ack_timeout = \""
                        << kAckTimeoutMs << "ms\"\n";
-    leader_ = Start("a", {"-c", cfg, "--broker-id", "0"});
-    follower_ = Start("b", {"--broker-id", "1", "--replicate-from",
-                            "127.0.0.1:" + std::to_string(leader_->port())});
+    leader_ = StartReplica("a", 0, "", {"-c", cfg, "--replication", "sync"});
+    follower_ = StartReplica("b", 1, Address(*leader_), {"--replication", "sync"});
     for (BrokerProcess* b : {leader_.get(), follower_.get()}) {
       // Topic metadata is not replicated (docs/replication.md): created on both.
       ASSERT_TRUE(testing::CreateTopic(*b, "orders", proto::NORMAL, 4).ok());
-    }
-  }
-  std::unique_ptr<BrokerProcess> Start(const std::string& name, std::vector<std::string> args) {
-    args.insert(args.end(), {"--replication", "sync", "--grpc-port", "0"});
-    auto b = std::make_unique<BrokerProcess>(dir_.Join(name), args);
-    EXPECT_TRUE(b->Start()) << name;
-    logs_.push_back(b->log_path());
-    return b;
-  }
-  void TearDown() override {
-    if (!HasFailure()) return;
-    for (const std::string& path : logs_) {
-      std::ifstream in(path);
-      std::cerr << "--- " << path << "\n" << std::string(std::istreambuf_iterator<char>(in), {});
     }
   }
   void SendMessages(int n) {
@@ -137,8 +123,6 @@ class SyncLeaseTest : public ::testing::Test {
     }
   }
 
-  ::tokimq::testing::TempDir dir_;
-  std::vector<std::string> logs_;
   std::unique_ptr<BrokerProcess> leader_;
   std::unique_ptr<BrokerProcess> follower_;
 };
