@@ -139,13 +139,14 @@ absl::Status ReplicationService::CheckWritable() const {
           v.term));
     }
     if (!lease_valid_ || lease_valid_()) return absl::OkStatus();
-    return absl::FailedPreconditionError(fmt::format(
-        "this broker led term {} but its election lease may have expired: not a leader "
-        "(a follower until the election decides)", v.term));
+    return absl::FailedPreconditionError(
+        fmt::format("this broker led term {} but its election lease may have expired: not a leader "
+                    "(a follower until the election decides)",
+                    v.term));
   }
   return absl::FailedPreconditionError(
-      fmt::format("this broker is a follower in term {} (leader: {}); send to the leader",
-                  v.term, v.leader_address.empty() ? "unknown" : v.leader_address));
+      fmt::format("this broker is a follower in term {} (leader: {}); send to the leader", v.term,
+                  v.leader_address.empty() ? "unknown" : v.leader_address));
 }
 
 void ReplicationService::WhenReplicated(PhysicalOffset end, replication::AckTracker::Done done) {
@@ -200,51 +201,6 @@ absl::Status ReplicationService::HandlePull(const proto::ReplicatePullRequest& r
   return absl::OkStatus();
 }
 
-absl::Status ReplicationService::HandleRole(const proto::ReplicationRoleRequest& req,
-                                            proto::ReplicationRoleResponse* resp) {
-  absl::Status s;
-  if (req.promote() && !req.force() && GroupStateStale()) {
-    // docs/replication.md "A stale replica does not lead".
-    s = absl::FailedPreconditionError(
-        "this replica's consumer-group state is marked stale (its rejoin cut moved the replay "
-        "position back and no leader's snapshot was replayed since): promote a replica that "
-        "follows the current leader, or pass force to lead with this state");
-  } else if (req.promote()) {
-    if (req.force() && GroupStateStale()) {
-      TOKIMQ_LOG_WARN("replication: promoted to term {} with force while the group state is "
-                      "marked stale",
-                      req.term());
-    }
-    s = leadership_.Promote(req.term());
-  } else if (!req.leader_address().empty()) {
-    s = leadership_.Demote(req.term(), req.leader_address());
-  }
-  replication::LeadershipView v = leadership_.Current();
-  resp->set_role(replication::RoleName(v.role));
-  resp->set_term(v.term);
-  resp->set_leader_address(v.leader_address);
-  resp->set_max_offset(store_->commit_log()->MaxOffset().value());
-  resp->set_follower_acked_offset(acks_.acked_offset().value());
-  resp->set_replication(options_.sync ? "sync" : "async");
-  resp->set_diverged(diverged_.load());
-  resp->set_pull_error(pull_error());
-  resp->set_group_state_stale(GroupStateStale());
-  return s;
-}
-
-bool ReplicationService::GroupStateStale() const {
-  if (group_state_log_ == nullptr) return false;
-  // A follower's check at its first replay may not have run yet (no record copied since the
-  // open, e.g. its leader is dead): run it now. A leader's state is its own.
-  if (leadership_.Current().role == Role::kLeader) return group_state_log_->stale();
-  absl::StatusOr<bool> stale = group_state_log_->CheckStale();
-  if (!stale.ok()) {
-    TOKIMQ_LOG_WARN("replication: group state stale check: {}", stale.status().ToString());
-    return true;  // unknown: rank as stale (a fresh peer goes first)
-  }
-  return *stale;
-}
-
 absl::Status ReplicationService::LogStateWrite(const rocksdb::WriteBatch& batch) {
   if (group_state_log_ == nullptr) return absl::OkStatus();
   if (!Leads()) {
@@ -292,32 +248,6 @@ absl::Status ReplicationService::AwaitReplicated() {
   return done.get();
 }
 
-int64_t ReplicationService::max_offset() const { return store_->commit_log()->MaxOffset().value(); }
-
-void ReplicationService::GroupStatus(proto::GroupStatusResponse* resp) const {
-  replication::LeadershipView v = leadership_.Current();
-  resp->set_broker_id(options_.broker_id);
-  resp->set_role(replication::RoleName(v.role));
-  resp->set_term(v.term);
-  resp->set_leader_address(v.leader_address);
-  resp->set_replication(options_.sync ? "sync" : "async");
-  resp->set_max_offset(store_->commit_log()->MaxOffset().value());
-  resp->set_elected(options_.elected);
-  resp->set_group_state_stale(GroupStateStale());
-  if (v.role != Role::kLeader) {
-    resp->set_pull_error(pull_error());
-    return;
-  }
-  for (const replication::FollowerLag::Entry& e : lag_.Snapshot()) {
-    proto::FollowerLag* f = resp->add_followers();
-    f->set_follower(e.follower);
-    f->set_acked_offset(e.acked_offset.value());
-    f->set_lag_bytes(e.lag_bytes);
-    f->set_lag_ms(e.lag_ms);
-    f->set_last_pull_ms(e.last_pull_ms);
-  }
-}
-
 bool ReplicationService::RequestRestart(const std::string& leader, const std::string& reason) {
   if (!options_.on_restart) return false;
   if (restart_requested_.exchange(true)) return true;
@@ -327,16 +257,6 @@ bool ReplicationService::RequestRestart(const std::string& leader, const std::st
       reason, leader.empty() ? "the leader it is told to follow" : leader);
   options_.on_restart(leader, reason);
   return true;
-}
-
-void ReplicationService::SetPullError(const absl::Status& s) {
-  std::lock_guard<std::mutex> l(pull_error_mu_);
-  pull_error_ = s.ok() ? std::string() : s.ToString();
-}
-
-std::string ReplicationService::pull_error() const {
-  std::lock_guard<std::mutex> l(pull_error_mu_);
-  return pull_error_;
 }
 
 void ReplicationService::Pause(int64_t ms) {
@@ -378,8 +298,7 @@ bool ReplicationService::PullOnce(const std::string& leader) {
   };
   if (p.conn == nullptr || p.conn->broken() || p.leader != leader) {
     p.leader = leader;
-    auto conn = OpenLeaderConnection(options_.leader_connection, leader, options_.broker_id,
-                                     1000);
+    auto conn = OpenLeaderConnection(options_.leader_connection, leader, options_.broker_id, 1000);
     if (!conn.ok()) return fail(conn.status(), 100, this);
     p.conn = std::move(*conn);
     p.checked_term = -1;
@@ -397,9 +316,9 @@ bool ReplicationService::PullOnce(const std::string& leader) {
   if (!resp.ok()) return fail(resp.status(), 100, this);
   const proto::ReplicatePullResponse& r = resp->replicate_pull();
   if (!leadership_.ObserveTerm(r.term())) {
-    return fail(absl::FailedPreconditionError(fmt::format(
-                    "refused data of term {}: term {} was seen (fenced)", r.term(),
-                    leadership_.Current().term)),
+    return fail(absl::FailedPreconditionError(
+                    fmt::format("refused data of term {}: term {} was seen (fenced)", r.term(),
+                                leadership_.Current().term)),
                 100, this);
   }
   if (r.term() != p.checked_term) {  // a new leader term: check the history again first
@@ -487,8 +406,8 @@ bool ReplicationService::CheckHistory() {
           "replication: this CommitLog diverged from the leader {} (term {}) at offset {} (its "
           "end is {}): not pulling; a restart truncates the {} diverged bytes",
           p.leader, r.term(), consistent, end, end - consistent);
-      RequestRestart(p.leader, fmt::format("its CommitLog diverged from {} at offset {}",
-                                           p.leader, consistent));
+      RequestRestart(p.leader, fmt::format("its CommitLog diverged from {} at offset {}", p.leader,
+                                           consistent));
     }
     Pause(1000);
     return false;
