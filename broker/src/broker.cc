@@ -40,7 +40,6 @@
 namespace tokimq::broker {
 namespace {
 
-constexpr char kManualClockKey[] = "broker/manual_clock_ms";
 constexpr char kSubscriptionPrefix[] = "broker/subscription/";
 
 absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
@@ -186,31 +185,6 @@ absl::Status Broker::OpenMetadataDb() {
   }
   TOKIMQ_RETURN_IF_ERROR(FromRocks(opened, "open " + dir + "/meta"));
   db_.reset(raw_db);
-  return absl::OkStatus();
-}
-
-absl::Status Broker::SetUpClock() {
-  if (options_.manual_clock) {
-    int64_t start = options_.manual_clock_start_ms;
-    if (start == 0) start = SystemClock::Default()->NowMs();
-    std::string saved;
-    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kManualClockKey, &saved);
-    if (s.ok() && saved.size() == 8) {
-      start = std::max(start, static_cast<int64_t>(DecodeFixed64(saved.data())));
-    }
-    manual_clock_ = std::make_unique<ManualClock>(start);
-    clock_ = manual_clock_.get();
-    // Persisted at once, not only on advance: otherwise a broker started at a given time and
-    // restarted before any advance would go back to the system time.
-    std::string v;
-    PutFixed64(&v, static_cast<uint64_t>(start));
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    TOKIMQ_RETURN_IF_ERROR(FromRocks(db_->Put(wo, kManualClockKey, v), "persist manual clock"));
-    TOKIMQ_LOG_INFO("manual clock at {} ms", start);
-  } else {
-    clock_ = options_.clock != nullptr ? options_.clock : SystemClock::Default();
-  }
   return absl::OkStatus();
 }
 
@@ -474,33 +448,6 @@ std::string Broker::NextMessageId() {
   PutHexDigits(id_salt_, 8, id.data() + 12);
   PutHexDigits(static_cast<uint32_t>(n), 8, id.data() + 20);
   return id;
-}
-
-absl::Status Broker::HandleAdvanceClock(const proto::AdvanceClockRequest& req,
-                                        proto::Response* resp) {
-  if (!manual_clock_) {
-    return absl::FailedPreconditionError(
-        "advance-clock refused: the broker was not started with --manual-clock");
-  }
-  if (req.advance_ms() < 0) return absl::InvalidArgumentError("advance must be >= 0 ms");
-  // The clock counts microseconds in an int64: an advance of more than ~292,000 years would
-  // overflow (ms * 1000, then the sum) and could move the clock backwards. Nothing needs a
-  // time past the year 9999 (the last RFC 3339 one).
-  const int64_t now_ms = manual_clock_->NowMs();
-  if (req.advance_ms() > kMaxManualClockMs - now_ms) {
-    return absl::InvalidArgumentError(fmt::format(
-        "advance of {} ms would move the clock past 9999-12-31T23:59:59.999Z (now {} ms)",
-        req.advance_ms(), now_ms));
-  }
-  manual_clock_->AdvanceMs(req.advance_ms());
-  int64_t now = manual_clock_->NowMs();
-  std::string v;
-  PutFixed64(&v, static_cast<uint64_t>(now));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  TOKIMQ_RETURN_IF_ERROR(FromRocks(db_->Put(wo, kManualClockKey, v), "persist manual clock"));
-  resp->mutable_advance_clock()->set_now_ms(now);
-  return absl::OkStatus();
 }
 
 }  // namespace tokimq::broker
