@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "fmt/format.h"
+#include "replication/leader_connection.h"
 #include "replication/replication_service.h"
 
 namespace tokimq::broker {
@@ -105,11 +106,14 @@ void GroupElection::ApplyLoop() {
 }
 
 absl::Status GroupElection::AskPeer(const std::string& address, CampaignRank* rank) const {
-  client::ClientOptions o;
-  o.broker = address;
-  o.connect_timeout_ms = 500;
+  // The replication TLS settings (a peer with tls_mode enforcing closes a plaintext
+  // connection, which would read as "no answer" and stall the campaign); no user: group_status
+  // needs none (broker/src/auth/permissions.cc).
+  LeaderConnectionOptions peer = replication_->options().leader_connection;
+  peer.access_key.clear();
+  peer.secret_key.clear();
+  client::ClientOptions o = LeaderClientOptions(peer, address, "tokimq-election", 500);
   o.request_timeout_ms = 500;  // the handshake too: a frozen peer must not hold the campaign
-  o.client_id = "tokimq-election";
   auto conn = client::Connection::Open(o);
   if (!conn.ok()) return conn.status();
   proto::Request req;

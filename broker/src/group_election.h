@@ -13,7 +13,8 @@
 // one the candidates below ask.
 // Who campaigns: a replica whose record is registered and that no live peer outranks. Before
 // each campaign it asks every other replica registered now (its record's lease alive) for its
-// CommitLog end and whether its group state is stale (group_status request, 500 ms): a peer
+// CommitLog end and whether its group state is stale (group_status request, 500 ms; over TLS
+// with the replication TLS settings when replication_tls is on, as the pulls): a peer
 // that goes first in campaign_order.h's order (a longer log; the same length and a fresh group
 // state where this one is stale; else the same and a lower broker id) makes it wait. A peer
 // that refuses the connection is dead and does not count; one that does not answer in time

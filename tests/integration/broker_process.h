@@ -94,8 +94,15 @@ class BrokerProcess {
     client::ClientOptions o;
     o.broker = host_ + ":" + std::to_string(port_);
     o.request_timeout_ms = 15'000;
+    if (!client_tls_ca_.empty()) {
+      o.tls = true;
+      o.tls_ca_file = client_tls_ca_;
+    }
     return o;
   }
+  // Options() connects with TLS trusting the PEM CA file `ca_file` ("" = plaintext, the
+  // default): for a broker started with --tls-mode enforcing.
+  void set_client_tls(std::string ca_file) { client_tls_ca_ = std::move(ca_file); }
   int port() const { return port_; }
   // Listen on this port from the next Start (0: a free one, the default): a restart on the
   // address clients and peers already know.
@@ -131,6 +138,7 @@ class BrokerProcess {
   uint64_t nofile_limit_ = 0;
   std::string netns_;
   std::string host_ = "127.0.0.1";
+  std::string client_tls_ca_;
 };
 
 // Creates topic `name` of `type` with `queues` queues on `broker` (AdminClient::CreateTopic, no

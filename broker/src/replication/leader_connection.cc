@@ -4,18 +4,26 @@
 
 namespace tokimq::broker {
 
-absl::StatusOr<std::unique_ptr<client::Connection>> OpenLeaderConnection(
-    const LeaderConnectionOptions& options, const std::string& leader, int broker_id,
-    int64_t connect_timeout_ms) {
+client::ClientOptions LeaderClientOptions(const LeaderConnectionOptions& options,
+                                          const std::string& address, std::string client_id,
+                                          int64_t connect_timeout_ms) {
   client::ClientOptions o;
-  o.broker = leader;
+  o.broker = address;
   o.connect_timeout_ms = connect_timeout_ms;
-  o.client_id = fmt::format("tokimq-follower-{}", broker_id);
+  o.client_id = std::move(client_id);
   o.access_key = options.access_key;
   o.secret_key = options.secret_key;
   o.tls = options.tls;
   o.tls_ca_file = options.tls_ca_file;
   o.tls_server_name = options.tls_server_name;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<client::Connection>> OpenLeaderConnection(
+    const LeaderConnectionOptions& options, const std::string& leader, int broker_id,
+    int64_t connect_timeout_ms) {
+  const client::ClientOptions o = LeaderClientOptions(
+      options, leader, fmt::format("tokimq-follower-{}", broker_id), connect_timeout_ms);
   absl::StatusOr<std::unique_ptr<client::Connection>> conn = client::Connection::Open(o);
   if (conn.ok() || options.tls || absl::IsInvalidArgument(conn.status())) return conn;
   // An enforcing leader answers a plaintext handshake by closing the connection: the client

@@ -28,6 +28,14 @@ struct LeaderConnectionOptions {
   std::string tls_server_name;
 };
 
+// The client options that reach `address` (host:port) with these settings as `client_id`,
+// with connect_timeout_ms for the dial, the TLS handshake, the protocol handshake and
+// authentication each. Also used by the election's peer query (broker/src/group_election.h),
+// so that a candidate reaches an enforcing peer over TLS.
+client::ClientOptions LeaderClientOptions(const LeaderConnectionOptions& options,
+                                          const std::string& address, std::string client_id,
+                                          int64_t connect_timeout_ms);
+
 // Connects to `leader` (host:port) as follower `broker_id`, within connect_timeout_ms (dial,
 // TLS handshake, protocol handshake, authentication each). Errors: those of
 // client::Connection::Open; without TLS, a connection the leader closes during the handshake
