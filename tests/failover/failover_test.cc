@@ -28,6 +28,7 @@
 #include "client/route_cache.h"
 #include "failover/history.h"
 #include "failover/load.h"
+#include "fmt/format.h"
 #include "support/await.h"
 #include "support/cluster_processes.h"
 
@@ -56,6 +57,18 @@ class FailoverTest : public testing::ClusterProcessTest {
     ASSERT_NO_FATAL_FAILURE(ClusterProcessTest::SetUp());
     for (int i = 0; i < kReplicas; ++i) ASSERT_TRUE(AddBroker("r" + std::to_string(i), Args(i)));
     ASSERT_GE(WaitLeader(0), 0);
+  }
+  // TOKIMQ_KEEP_FAILED=DIR (environment): a failed test's temp dir (etcd, every replica's data
+  // dir and log) is copied to DIR before it goes, for the post-mortem.
+  void TearDown() override {
+    const char* keep = std::getenv("TOKIMQ_KEEP_FAILED");
+    if (HasFailure() && keep != nullptr && *keep != 0) {
+      std::error_code ec;
+      std::filesystem::copy(dir_.path(), keep, std::filesystem::copy_options::recursive, ec);
+      std::printf("kept %s in %s%s\n", dir_.path().c_str(), keep,
+                  ec ? (" (" + ec.message() + ")").c_str() : "");
+    }
+    ClusterProcessTest::TearDown();
   }
   std::string Dir(int i) { return dir_.Join("r" + std::to_string(i)); }
   std::vector<std::string> Args(int i) {
@@ -94,7 +107,8 @@ class FailoverTest : public testing::ClusterProcessTest {
   // point: under load the ends are never equal at one probe) and pulled within the last second.
   // A restarted replica copies the whole log (it comes back empty), which grows with every kill
   // of a long run: up to 5 minutes. On a timeout prints what the leader sees of each follower.
-  bool CaughtUp(int leader) {
+  // *bytes (optional) gets that CommitLog end.
+  bool CaughtUp(int leader, int64_t* bytes = nullptr) {
     int64_t target = -1;
     const bool ok = AwaitTrue(
         [&] {
@@ -108,6 +122,7 @@ class FailoverTest : public testing::ClusterProcessTest {
           return followers == kReplicas - 1;
         },
         300s, "followers caught up", 5ms);
+    if (bytes) *bytes = target;
     if (!ok) {
       auto l = AdminClient(Quick(leader)).GroupStatus();
       std::printf("leader %d: %s\n", leader,
@@ -235,13 +250,14 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   };
 
   const int kills = EnvInt("TOKIMQ_FAILOVER_KILLS", 2);
-  std::vector<int64_t> election_ms, writes_back_ms;
+  std::vector<int64_t> election_ms, writes_back_ms, killed_at_ms;
   // The kills run in a lambda so that a failed ASSERT still stops and joins the client threads.
   auto kill_loop = [&] {
     for (int k = 0; k < kills; ++k) {
       ASSERT_TRUE(await_sends(kSendsPerLeader));  // load on the leader
       const int64_t killed_at = NowMs();
       brokers_[leader]->Kill();
+      killed_at_ms.push_back(killed_at);
       int64_t new_term = 0;
       const int next = WaitLeader(term, &new_term);
       ASSERT_GE(next, 0) << "no new leader after kill " << k;
@@ -264,8 +280,10 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
       brokers_[leader]->set_fixed_port(brokers_[leader]->port());
       ASSERT_TRUE(brokers_[leader]->Start()) << "restart on port " << brokers_[leader]->port();
       const int64_t restarted_at = NowMs();
-      ASSERT_TRUE(CaughtUp(next)) << "the restarted replica did not catch up";
-      std::printf("kill %d: the restarted (empty) replica copied the log in %lld ms\n", k + 1,
+      int64_t log_bytes = 0;
+      ASSERT_TRUE(CaughtUp(next, &log_bytes)) << "the restarted replica did not catch up";
+      std::printf("kill %d: the restarted (empty) replica copied the log (%lld bytes) in %lld ms\n",
+                  k + 1, static_cast<long long>(log_bytes),
                   static_cast<long long>(NowMs() - restarted_at));
       std::fflush(stdout);
       leader = next;
@@ -314,6 +332,12 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
       static_cast<long long>(Percentile(election_ms, 1.0)),
       static_cast<long long>(Percentile(writes_back_ms, 0.5)),
       static_cast<long long>(Percentile(writes_back_ms, 1.0)), kLeaseTtlS);
+  // Evidence for a failure: when each kill and each lost send's acknowledgement happened.
+  if (r.lost > 0 || r.timer_duplicates > 0) {
+    std::printf("kills at (client ms): %s\n", fmt::format("{}", fmt::join(killed_at_ms, " ")).c_str());
+    std::printf("lost sends acknowledged at: %s\n",
+                fmt::format("{}", fmt::join(r.lost_ack_ms, " ")).c_str());
+  }
   EXPECT_GT(r.acknowledged, 0);
   EXPECT_EQ(r.lost, 0) << r.ToString();
   EXPECT_EQ(r.early, 0) << r.ToString();

@@ -23,15 +23,20 @@ void History::SendOk(const std::string& id, int64_t deliver_at_ms) {
   m.ack_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
-  if (m.copies.empty()) ++outstanding_;
+  if (!m.received()) ++outstanding_;
 }
 
 void History::Received(const std::string& id, const std::string& group, int32_t queue_id,
-                       int64_t queue_offset, int64_t at_ms) {
+                       int64_t queue_offset, int64_t at_ms, int delivery_attempt) {
   std::lock_guard<std::mutex> l(mu_);
   Message& m = messages_[id];
-  if (m.copies.empty() && m.acknowledged) --outstanding_;
-  ++m.copies[{group, queue_id, queue_offset}];
+  if (!m.received() && m.acknowledged) --outstanding_;
+  if (delivery_attempt > 1) {
+    ++m.retry_receipts;
+  } else {
+    Message::Copy& c = m.copies[{group, queue_id, queue_offset}];
+    if (c.receipts++ == 0) c.first_ms = at_ms;
+  }
   m.earliest_receipt_ms =
       m.earliest_receipt_ms < 0 ? at_ms : std::min(m.earliest_receipt_ms, at_ms);
 }
@@ -49,8 +54,8 @@ int64_t History::ReceiptsFrom(const std::string& group) const {
   std::lock_guard<std::mutex> l(mu_);
   int64_t n = 0;
   for (const auto& [id, m] : messages_) {
-    for (const auto& [pos, count] : m.copies) {
-      if (std::get<0>(pos) == group) n += count;
+    for (const auto& [pos, c] : m.copies) {
+      if (std::get<0>(pos) == group) n += c.receipts;
     }
   }
   return n;
@@ -62,25 +67,34 @@ History::Report History::Check() const {
   for (const auto& [id, m] : messages_) {
     if (m.attempted) ++r.attempted;
     if (m.acknowledged) ++r.acknowledged;
-    if (!m.copies.empty()) ++r.received_ids;
-    int receipts = 0;
-    for (const auto& [pos, n] : m.copies) {
-      receipts += n;
-      r.redelivered += n - 1;
+    if (m.received()) ++r.received_ids;
+    int receipts = m.retry_receipts;
+    r.redelivered += m.retry_receipts;
+    for (const auto& [pos, c] : m.copies) {
+      receipts += c.receipts;
+      r.redelivered += c.receipts - 1;
     }
     r.receipts += receipts;
     if (!m.copies.empty()) r.timer_duplicates += static_cast<int64_t>(m.copies.size()) - 1;
-    if (!m.attempted && !m.copies.empty()) {
+    if (m.copies.size() > 1 && r.duplicate_examples.size() < 10) {
+      std::string e = id + ":";
+      for (const auto& [pos, c] : m.copies) {
+        e += fmt::format(" {}/{}@{} at {}", std::get<0>(pos), std::get<1>(pos), std::get<2>(pos),
+                         c.first_ms);
+      }
+      r.duplicate_examples.push_back(std::move(e));
+    }
+    if (!m.attempted && m.received()) {
       ++r.phantom;
       continue;
     }
-    if (m.acknowledged && m.copies.empty()) {
+    if (m.acknowledged && !m.received()) {
       ++r.lost;
       if (r.lost_ids.size() < 10) r.lost_ids.push_back(id);
       r.lost_ack_ms.push_back(m.ack_ms);
     }
-    if (!m.acknowledged && !m.copies.empty()) ++r.indeterminate_received;
-    if (!m.copies.empty() && m.earliest_receipt_ms < m.deliver_at_min_ms) {
+    if (!m.acknowledged && m.received()) ++r.indeterminate_received;
+    if (m.received() && m.earliest_receipt_ms < m.deliver_at_min_ms) {
       ++r.early;
       if (r.early_ids.size() < 10) {
         r.early_ids.push_back(
@@ -94,11 +108,14 @@ History::Report History::Check() const {
 std::string History::Report::ToString() const {
   return fmt::format(
       "attempted {} acknowledged {} received {} ids / {} receipts; lost {} early {} "
-      "timer-duplicates {} redelivered {} phantom {} (unacknowledged but stored {}){}{}",
+      "timer-duplicates {} redelivered {} phantom {} (unacknowledged but stored {}){}{}{}",
       attempted, acknowledged, received_ids, receipts, lost, early, timer_duplicates, redelivered,
       phantom, indeterminate_received,
       lost_ids.empty() ? "" : fmt::format("; lost e.g. {}", fmt::join(lost_ids, ",")),
-      early_ids.empty() ? "" : fmt::format("; early e.g. {}", fmt::join(early_ids, ",")));
+      early_ids.empty() ? "" : fmt::format("; early e.g. {}", fmt::join(early_ids, ",")),
+      duplicate_examples.empty()
+          ? ""
+          : fmt::format("; duplicated e.g. {}", fmt::join(duplicate_examples, "; ")));
 }
 
 }  // namespace tokimq::testing

@@ -41,8 +41,10 @@ class History {
  public:
   void Attempt(const std::string& id, int64_t deliver_at_min_ms);
   void SendOk(const std::string& id, int64_t deliver_at_ms);
+  // `delivery_attempt` > 1: a retry copy (%RETRY%<group>, after a lease that expired unacked,
+  // e.g. an ack lost in a failover): a redelivery of the message, not another copy of it.
   void Received(const std::string& id, const std::string& group, int32_t queue_id,
-                int64_t queue_offset, int64_t at_ms);
+                int64_t queue_offset, int64_t at_ms, int delivery_attempt = 1);
   void Acked(const std::string& id, bool ok);
 
   struct Report {
@@ -59,6 +61,9 @@ class History {
     std::vector<std::string> lost_ids;   // the first few
     std::vector<int64_t> lost_ack_ms;    // every lost send's acknowledgement time (client, ms)
     std::vector<std::string> early_ids;  // the first few
+    // The first few ids received at more than one (group, queue, offset), each as
+    // "id: group/queue@offset first receipt ms, ..." (client ms): which copies a failover made.
+    std::vector<std::string> duplicate_examples;
     std::string ToString() const;
   };
   Report Check() const;
@@ -75,8 +80,14 @@ class History {
     int64_t deliver_at_min_ms = 0;  // the first attempt's lower bound
     int64_t deliver_at_ms = 0;      // acknowledged: the broker's
     int64_t ack_ms = 0;             // acknowledged: client time of the first acknowledgement
-    // (group, queue id, queue offset) -> receipts of that copy
-    std::map<std::tuple<std::string, int32_t, int64_t>, int> copies;
+    struct Copy {
+      int receipts = 0;
+      int64_t first_ms = 0;  // client time of its first receipt
+    };
+    // (group, queue id, queue offset) -> that copy's receipts
+    std::map<std::tuple<std::string, int32_t, int64_t>, Copy> copies;
+    int retry_receipts = 0;  // receipts of retry copies (delivery_attempt > 1)
+    bool received() const { return !copies.empty() || retry_receipts > 0; }
     int64_t earliest_receipt_ms = -1;
   };
   mutable std::mutex mu_;

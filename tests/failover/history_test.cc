@@ -71,6 +71,28 @@ TEST(HistoryTest, AnotherCopyIsATimerDuplicateTheSameCopyAgainIsARedelivery) {
   EXPECT_EQ(r.redelivered, 1);
   EXPECT_EQ(r.phantom, 1);
   EXPECT_EQ(r.receipts, 4);
+  ASSERT_EQ(r.duplicate_examples.size(), 1u);
+  EXPECT_EQ(r.duplicate_examples[0], "m: g1/1@10 at 1 g1/1@31 at 3");
+}
+
+TEST(HistoryTest, ARetryCopyIsARedeliveryNotATimerDuplicate) {
+  History h;
+  h.Attempt("m", 0);
+  h.SendOk("m", 0);
+  h.Attempt("late", 0);
+  h.SendOk("late", 0);
+  h.Received("m", "g1", 0, 746, 10);
+  // Its ack lost in a failover: the lease expired and %RETRY%checker redelivered it.
+  h.Received("m", "g1", 0, 0, 5000, /*delivery_attempt=*/2);
+  // Only a retry copy reached the consumer (the first receive's answer was lost).
+  h.Received("late", "g1", 0, 1, 6000, /*delivery_attempt=*/2);
+  History::Report r = h.Check();
+  EXPECT_EQ(r.timer_duplicates, 0);
+  EXPECT_EQ(r.redelivered, 2);
+  EXPECT_EQ(r.receipts, 3);
+  EXPECT_EQ(r.received_ids, 2);
+  EXPECT_EQ(r.lost, 0);
+  EXPECT_EQ(h.Outstanding(), 0);
 }
 
 TEST(HistoryTest, ReceiptsFromCountsEveryReceiptOfOneGroupsCopies) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "timer_env.h"
+#include "timer_store_impl.h"
 
 namespace tokimq::testing {
 namespace {
@@ -177,6 +178,37 @@ TEST_F(TimerFollowerTest, RestartedFollowerRecoversFromItsCheckpointAndKeepsFoll
   follower_.AdvanceTo(Due(39) + 1000);
   follower_.CheckHistory(leader_.sent());
   EXPECT_EQ(fm().delivered.Value(), 17);  // m23..m39
+}
+
+// A chunk copied between the follower's enqueue read and its follow scan (the follower's
+// threads run while the replication thread appends): the scan sees delivered copies whose
+// sources the enqueue side has not read yet. More than the prune threshold (1024) of them
+// must survive the prune of the remembered copies, or their units come due with no copy
+// known, are held, and are released a second time at a promotion (seen in the 10-kill
+// failover run of 2026-12-02: 1,818 messages delivered twice after an empty replica that had
+// caught up was promoted).
+TEST_F(TimerFollowerTest, CopiesOfSourcesNotEnqueuedYetSurviveThePrune) {
+  constexpr int kN = 1500;
+  SendBatch(0, kN);
+  leader_.AdvanceTo(Due(kN - 1));  // every one released: 1500 sources, 1500 copies
+  ASSERT_EQ(leader_.Delivered().size(), static_cast<size_t>(kN));
+  auto& impl = static_cast<TimerStoreImpl&>(follower_.ts());
+  follower_.clock().SetMs(base_);
+  ASSERT_TRUE(impl.EnqueueGetStep().ok());  // reads an empty timer topic
+  Replicate();                               // the whole log arrives now
+  auto scanned = impl.FollowScanStep();       // every copy, before any source is enqueued
+  ASSERT_TRUE(scanned.ok()) << scanned.status();
+  ASSERT_EQ(*scanned, 2u * kN);
+  ASSERT_TRUE(impl.FollowerSettleStep().ok());  // prunes the remembered copies
+  Follow(Due(kN - 1));
+  EXPECT_EQ(fm().follower_held.Value(), 0);
+  EXPECT_EQ(fm().follower_confirmed.Value(), kN);
+  EXPECT_EQ(fm().pending.Value(), 0);
+  // Promoted now, it releases nothing again.
+  ASSERT_TRUE(follower_.ts().AdoptReplicatedLog().ok());
+  follower_.AdvanceTo(Due(kN - 1) + 5'000);
+  EXPECT_EQ(fm().delivered.Value(), 0);
+  EXPECT_EQ(follower_.Delivered().size(), static_cast<size_t>(kN));  // the leader's copies
 }
 
 TEST_F(TimerFollowerTest, ReplicatedRecallHoldsOnTheFollowerAndAfterPromotion) {

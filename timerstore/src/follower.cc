@@ -97,9 +97,13 @@ void TimerStoreImpl::MatchCopyLocked(PhysicalOffset src, SeenCopy copy) {
 
 void TimerStoreImpl::PruneCopiesSeenLocked() {
   if (copies_seen_.size() < copies_prune_at_) return;
-  // A source below the pin has no pending unit left on this store (every pending unit and
-  // every record not yet enqueued pins its CommitLog bucket): nothing can match it any more.
-  const PhysicalOffset pin = PinLocked();
+  // A source below the pin has no pending unit left on this store (every pending unit pins its
+  // CommitLog bucket): nothing can match it any more. Not past the last enqueued record: the
+  // scan reads the CommitLog straight after the replication thread appended it, so a copy's
+  // source may not be read by the enqueue side yet (PinLocked counts records not enqueued only
+  // from the timer topic's end as the last enqueue read saw it). Dropping such a copy left
+  // its unit held, and a promotion released it a second time (2026-12-02's 10-kill run).
+  const PhysicalOffset pin = std::min(PinLocked(), last_enqueued_physical_offset_ + 1);
   absl::erase_if(copies_seen_, [&](const auto& kv) { return kv.first < pin; });
   copies_prune_at_ = std::max<size_t>(1024, 2 * copies_seen_.size());
 }
