@@ -166,6 +166,10 @@ absl::Status Broker::OpenMetadataDb() {
   // it into a skiplist (sorted once, at flush or on a read); it needs memtable writes from one
   // writer at a time (RocksDB's write group serialises them). callgrind, lease receive + ack:
   // MemTable::Add was ~6 % of broker instructions with the default skiplist.
+  // The price: every Get copies and sorts the live memtable (up to the 64 MB write buffer), so
+  // code that runs per request or per replicated chunk must not read this DB (keep the value
+  // in memory: replication/group_state_log.h's replay position did, 2026-12-02). Left:
+  // HandleGetOffset (pull consumers' get_offset, one Get per call).
   db_options.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
   db_options.allow_concurrent_memtable_write = false;
   // RocksDB's LOG file aborted the broker on a full disk (see rocksdb_logger.h).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "fmt/format.h"
 
@@ -27,7 +28,8 @@ void History::SendOk(const std::string& id, int64_t deliver_at_ms) {
 }
 
 void History::Received(const std::string& id, const std::string& group, int32_t queue_id,
-                       int64_t queue_offset, int64_t at_ms, int delivery_attempt) {
+                       int64_t queue_offset, int64_t at_ms, int delivery_attempt,
+                       const std::string& source) {
   std::lock_guard<std::mutex> l(mu_);
   Message& m = messages_[id];
   if (!m.received() && m.acknowledged) --outstanding_;
@@ -35,7 +37,10 @@ void History::Received(const std::string& id, const std::string& group, int32_t 
     ++m.retry_receipts;
   } else {
     Message::Copy& c = m.copies[{group, queue_id, queue_offset}];
-    if (c.receipts++ == 0) c.first_ms = at_ms;
+    if (c.receipts++ == 0) {
+      c.first_ms = at_ms;
+      c.source = source;
+    }
   }
   m.earliest_receipt_ms =
       m.earliest_receipt_ms < 0 ? at_ms : std::min(m.earliest_receipt_ms, at_ms);
@@ -75,12 +80,24 @@ History::Report History::Check() const {
       r.redelivered += c.receipts - 1;
     }
     r.receipts += receipts;
-    if (!m.copies.empty()) r.timer_duplicates += static_cast<int64_t>(m.copies.size()) - 1;
+    if (m.copies.size() > 1) {
+      std::set<std::string> sources;
+      bool known = true;
+      for (const auto& [pos, c] : m.copies) {
+        known = known && !c.source.empty();
+        sources.insert(c.source);
+      }
+      const auto extra = static_cast<int64_t>(m.copies.size()) - 1;
+      // Unknown sources: every extra copy counts against the timer (the stricter reading).
+      const int64_t sends = known ? static_cast<int64_t>(sources.size()) - 1 : 0;
+      r.send_duplicates += sends;
+      r.timer_duplicates += extra - sends;
+    }
     if (m.copies.size() > 1 && r.duplicate_examples.size() < 10) {
       std::string e = id + ":";
       for (const auto& [pos, c] : m.copies) {
-        e += fmt::format(" {}/{}@{} at {}", std::get<0>(pos), std::get<1>(pos), std::get<2>(pos),
-                         c.first_ms);
+        e += fmt::format(" {}/{}@{} at {} from {}", std::get<0>(pos), std::get<1>(pos),
+                       std::get<2>(pos), c.first_ms, c.source.empty() ? "?" : c.source);
       }
       r.duplicate_examples.push_back(std::move(e));
     }
@@ -108,9 +125,10 @@ History::Report History::Check() const {
 std::string History::Report::ToString() const {
   return fmt::format(
       "attempted {} acknowledged {} received {} ids / {} receipts; lost {} early {} "
-      "timer-duplicates {} redelivered {} phantom {} (unacknowledged but stored {}){}{}{}",
-      attempted, acknowledged, received_ids, receipts, lost, early, timer_duplicates, redelivered,
-      phantom, indeterminate_received,
+      "timer-duplicates {} send-duplicates {} redelivered {} phantom {} (unacknowledged but "
+      "stored {}){}{}{}",
+      attempted, acknowledged, received_ids, receipts, lost, early, timer_duplicates,
+      send_duplicates, redelivered, phantom, indeterminate_received,
       lost_ids.empty() ? "" : fmt::format("; lost e.g. {}", fmt::join(lost_ids, ",")),
       early_ids.empty() ? "" : fmt::format("; early e.g. {}", fmt::join(early_ids, ",")),
       duplicate_examples.empty()

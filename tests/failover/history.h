@@ -43,8 +43,12 @@ class History {
   void SendOk(const std::string& id, int64_t deliver_at_ms);
   // `delivery_attempt` > 1: a retry copy (%RETRY%<group>, after a lease that expired unacked,
   // e.g. an ack lost in a failover): a redelivery of the message, not another copy of it.
+  // `source`: the copy's TIMER_SRC_OFFSET property (the CommitLog offset of the delayed record
+  // it was released from; "" when unknown): two copies of one source are a timer move made
+  // twice, two copies of different sources a send stored twice (a producer's retry).
   void Received(const std::string& id, const std::string& group, int32_t queue_id,
-                int64_t queue_offset, int64_t at_ms, int delivery_attempt = 1);
+                int64_t queue_offset, int64_t at_ms, int delivery_attempt = 1,
+                const std::string& source = "");
   void Acked(const std::string& id, bool ok);
 
   struct Report {
@@ -54,7 +58,10 @@ class History {
     int64_t receipts = 0;
     int64_t lost = 0;
     int64_t early = 0;
+    // Copies of one message at more than one queue position: of the same source (or of an
+    // unknown one) in timer_duplicates, of different sources in send_duplicates.
     int64_t timer_duplicates = 0;
+    int64_t send_duplicates = 0;
     int64_t redelivered = 0;
     int64_t phantom = 0;
     int64_t indeterminate_received = 0;  // sends without an ack that were stored after all
@@ -83,6 +90,7 @@ class History {
     struct Copy {
       int receipts = 0;
       int64_t first_ms = 0;  // client time of its first receipt
+      std::string source;    // TIMER_SRC_OFFSET
     };
     // (group, queue id, queue offset) -> that copy's receipts
     std::map<std::tuple<std::string, int32_t, int64_t>, Copy> copies;

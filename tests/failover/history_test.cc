@@ -72,7 +72,25 @@ TEST(HistoryTest, AnotherCopyIsATimerDuplicateTheSameCopyAgainIsARedelivery) {
   EXPECT_EQ(r.phantom, 1);
   EXPECT_EQ(r.receipts, 4);
   ASSERT_EQ(r.duplicate_examples.size(), 1u);
-  EXPECT_EQ(r.duplicate_examples[0], "m: g1/1@10 at 1 g1/1@31 at 3");
+  EXPECT_EQ(r.duplicate_examples[0], "m: g1/1@10 at 1 from ? g1/1@31 at 3 from ?");
+}
+
+TEST(HistoryTest, CopiesOfOneSourceAreATimerDuplicateOfTwoSourcesASendDuplicate) {
+  History h;
+  h.Attempt("moved twice", 0);
+  h.SendOk("moved twice", 0);
+  h.Received("moved twice", "g1", 0, 3, 1, 1, "4096");
+  h.Received("moved twice", "g1", 0, 9, 2, 1, "4096");  // the same source released again
+  h.Attempt("sent twice", 0);
+  h.SendOk("sent twice", 0);
+  h.Received("sent twice", "g1", 0, 4, 1, 1, "5000");
+  h.Received("sent twice", "g1", 1, 2, 2, 1, "7000");  // a retried send: another source
+  History::Report r = h.Check();
+  EXPECT_EQ(r.timer_duplicates, 1);
+  EXPECT_EQ(r.send_duplicates, 1);
+  EXPECT_EQ(r.redelivered, 0);
+  ASSERT_EQ(r.duplicate_examples.size(), 2u);
+  EXPECT_EQ(r.duplicate_examples[0], "moved twice: g1/0@3 at 1 from 4096 g1/0@9 at 2 from 4096");
 }
 
 TEST(HistoryTest, ARetryCopyIsARedeliveryNotATimerDuplicate) {

@@ -106,7 +106,9 @@ inline void ConsumeLoop(const client::ClientOptions& bootstrap, History* h,
     for (const client::ReceivedMessage& m : *msgs) {
       std::string group, handle;
       (void)client::SplitBrokerHandle(m.receipt_handle, &group, &handle);
-      h->Received(m.body, group, m.queue_id, m.queue_offset.value(), now, m.delivery_attempt);
+      auto source = m.properties.find("TIMER_SRC_OFFSET");
+      h->Received(m.body, group, m.queue_id, m.queue_offset.value(), now, m.delivery_attempt,
+                  source == m.properties.end() ? std::string() : source->second);
       handles.push_back(m.receipt_handle);
     }
     if (!handles.empty()) (void)consumer.AckBatch(handles);  // old-leader handles may fail

@@ -52,7 +52,12 @@ GroupStateLog::GroupStateLog(MessageStore* store, rocksdb::DB* db, Clock* clock)
     : store_(store),
       db_(db),
       clock_(clock),
-      end_at_open_(store->MaxQueueOffset(kGroupStateTopic, 0).value()) {}
+      end_at_open_(store->MaxQueueOffset(kGroupStateTopic, 0).value()) {
+  // Read once here, then kept in step with every write below (see replay_next_ in the header).
+  replay_next_.store(GetOffset(db_, kReplayNextKey).value_or(0));
+  std::string v;
+  stale_.store(db_->Get(rocksdb::ReadOptions(), kStaleKey, &v).ok());
+}
 
 absl::StatusOr<PutResult> GroupStateLog::AppendRecord(std::string body) {
   Message m;
@@ -146,6 +151,8 @@ absl::Status GroupStateLog::SnapshotWritten(const PutResult& first, size_t keys,
   pos.Delete(kStaleKey);
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &pos);
   if (!s.ok()) return absl::UnavailableError("group state snapshot position: " + s.ToString());
+  replay_next_.store(first.queue_offset.value());
+  stale_.store(false);
   snapshot_queue_.store(first.queue_offset.value());
   snapshot_physical_.store(first.physical_offset.value());
   TOKIMQ_LOG_INFO("replication: group state snapshot ({}): {} keys in {} records from queue "
@@ -270,14 +277,9 @@ absl::Status GroupStateLog::CompactSnapshot() {
   return SnapshotWritten(first, state.size(), parts, "moved ahead of retention");
 }
 
-int64_t GroupStateLog::replay_next() const {
-  return GetOffset(db_, kReplayNextKey).value_or(0);
-}
+int64_t GroupStateLog::replay_next() const { return replay_next_.load(); }
 
-bool GroupStateLog::stale() const {
-  std::string v;
-  return db_->Get(rocksdb::ReadOptions(), kStaleKey, &v).ok();
-}
+bool GroupStateLog::stale() const { return stale_.load(); }
 
 absl::StatusOr<bool> GroupStateLog::CheckStale() {
   std::lock_guard<std::mutex> l(replay_mu_);
@@ -313,6 +315,8 @@ absl::Status GroupStateLog::CheckAfterOpen(int64_t end) {
   b.Delete(kLedFromKey);
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b);
   if (!s.ok()) return absl::UnavailableError("group state replay: " + s.ToString());
+  replay_next_.store(std::min(next, end));
+  stale_.store(true);
   TOKIMQ_LOG_WARN("replication: group state marked stale: {}; replaying from queue offset {}, "
                   "the next snapshot replayed replaces it",
                   why, std::min(next, end));
@@ -328,6 +332,8 @@ absl::Status GroupStateLog::WriteReplayed(rocksdb::WriteBatch* batch, int64_t ne
   }
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), batch);
   if (!s.ok()) return absl::UnavailableError("group state replay: " + s.ToString());
+  replay_next_.store(next);
+  if (snapshot) stale_.store(false);
   return absl::OkStatus();
 }
 
@@ -404,6 +410,7 @@ absl::Status GroupStateLog::CatchUpLocked() {
     PutOffset(&b, kStaleKey, min);
     rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b);
     if (!s.ok()) return absl::UnavailableError("group state replay: " + s.ToString());
+    stale_.store(true);
     TOKIMQ_LOG_WARN("replication: group state marked stale: the group-state records before "
                     "queue offset {} are not in this CommitLog (replay position {}); the next "
                     "snapshot replayed replaces the state",
