@@ -1,6 +1,7 @@
 #include "group_election.h"
 
 #include <algorithm>
+#include <map>
 
 #include "campaign_order.h"
 #include "client/connection.h"
@@ -42,7 +43,8 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
     });
   };
   cb.on_leader = [this, leadership](int64_t term, const proto::BrokerRecord& leader) {
-    Post([this, leadership, term, address = leader.address()] {
+    Post([this, leadership, term, address = leader.address(), id = leader.broker_id()] {
+      RememberPeers(id, address);
       absl::Status s = leadership->Demote(term, address);
       if (!s.ok()) {
         TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address,
@@ -121,10 +123,32 @@ absl::Status GroupElection::AskPeer(const std::string& address, CampaignRank* ra
   absl::StatusOr<proto::Response> resp = (*conn)->Call(std::move(req), 500);
   if (!resp.ok()) return resp.status();
   if (!resp->has_group_status()) return absl::InternalError("no group_status in the answer");
+  if (!resp->group_status().broker_name().empty() &&
+      resp->group_status().broker_name() != options_.self.name()) {
+    // The address is another group's broker now (a port reused): not this peer.
+    return absl::UnavailableError("another broker name at that address");
+  }
   rank->commitlog_end = resp->group_status().max_offset();
   rank->broker_id = resp->group_status().broker_id();
   rank->group_state_stale = resp->group_status().group_state_stale();  // false before the field
   return absl::OkStatus();
+}
+
+void GroupElection::RememberPeers(int leader_id, const std::string& leader_address) {
+  std::map<int, std::string> seen;
+  if (leader_address != options_.self.address()) seen[leader_id] = leader_address;
+  absl::StatusOr<cluster::RangeResult> peers =
+      etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
+  if (peers.ok()) {
+    for (const cluster::KeyValue& kv : peers->kvs) {
+      proto::BrokerRecord peer;
+      if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
+      if (peer.address() == options_.self.address()) continue;
+      seen[peer.broker_id()] = peer.address();
+    }
+  }
+  std::lock_guard<std::mutex> l(known_mu_);
+  for (auto& [id, address] : seen) known_peers_[id] = std::move(address);
 }
 
 bool GroupElection::MayCampaign() {
@@ -137,6 +161,41 @@ bool GroupElection::MayCampaign() {
   mine.broker_id = options_.self.broker_id();
   mine.group_state_stale = replication_->GroupStateStale();
   std::string asked;
+  std::map<int, std::string> registered;  // broker id -> address, registered now
+  for (const cluster::KeyValue& kv : peers->kvs) {
+    proto::BrokerRecord peer;
+    if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
+    if (peer.address() == options_.self.address()) continue;
+    registered[peer.broker_id()] = peer.address();
+  }
+  std::map<int, std::string> known;
+  {
+    std::lock_guard<std::mutex> l(known_mu_);
+    for (const auto& [id, address] : registered) known_peers_[id] = address;
+    known = known_peers_;
+  }
+  // Peers seen registered before but not now: after an etcd outage every record may have
+  // lapsed, and the replica whose client reconnects first would otherwise campaign alone
+  // ("peers: none") with a shorter log than live peers that held acknowledged writes (found
+  // 2026-12-02: a follower paused 8 s across an etcd restart won and 450 acknowledged sends
+  // were cut). One that answers counts like a registered peer; one that does not answer does
+  // not hold the campaign (it may be gone for good).
+  for (const auto& [id, address] : known) {
+    if (id == options_.self.broker_id() || registered.contains(id)) continue;
+    CampaignRank theirs;
+    if (!AskPeer(address, &theirs).ok()) {
+      asked += fmt::format(" id {}: not registered, no answer;", id);
+      continue;
+    }
+    if (CampaignsBefore(theirs, mine)) {
+      TOKIMQ_LOG_INFO("group {}: not campaigning: broker id {} at {} (not registered now) holds "
+                      "CommitLog end {} (this replica: {}); waiting for it to register",
+                      options_.self.name(), id, address, theirs.commitlog_end,
+                      mine.commitlog_end);
+      return false;
+    }
+    asked += fmt::format(" id {}: not registered, end {};", id, theirs.commitlog_end);
+  }
   for (const cluster::KeyValue& kv : peers->kvs) {
     proto::BrokerRecord peer;
     if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;

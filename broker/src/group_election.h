@@ -20,7 +20,10 @@
 // that refuses the connection is dead and does not count; one that does not answer in time
 // (overloaded, frozen, cut off) defers the campaign until it answers or its record lapses
 // (within the TTL). (end, stale, id) orders the rest totally, so the first of them always
-// campaigns.
+// campaigns. Replicas this process saw registered before but that are not registered now (all
+// records lapse in an etcd outage; the first replica back must not campaign alone) are asked
+// too: one that answers with a longer log defers the campaign; one that does not answer is
+// ignored.
 //
 // The Leadership calls run in order on this object's own thread, not on the election thread:
 // a promotion starts the leader's services (timer store recovery among them), which must not
@@ -34,6 +37,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,6 +79,9 @@ class GroupElection {
 
  private:
   bool MayCampaign();
+  // Adds the leader and every replica registered now to known_peers_ (apply thread, at each
+  // new leader: a follower that never campaigned knows its peers before an etcd outage).
+  void RememberPeers(int leader_id, const std::string& leader_address);
   // Queues a Leadership call for the apply thread (in order).
   void Post(std::function<void()> f);
   void ApplyLoop();
@@ -90,6 +97,11 @@ class GroupElection {
   GroupElectionOptions options_;
   std::unique_ptr<cluster::Membership> replica_;
   std::unique_ptr<cluster::LeaderElection> election_;
+  // Every other replica of the group seen registered since this process started (broker id ->
+  // its last address; read at each new leader and at each campaign check): MayCampaign also
+  // asks those not registered now.
+  std::mutex known_mu_;
+  std::map<int, std::string> known_peers_;  // known_mu_
   std::mutex apply_mu_;
   std::condition_variable apply_cv_;
   std::deque<std::function<void()>> apply_queue_;  // apply_mu_
