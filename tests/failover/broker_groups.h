@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "client/admin.h"
+#include "client/producer.h"
 #include "support/await.h"
 #include "support/cluster_processes.h"
 
@@ -214,6 +215,20 @@ class BrokerGroupsTest : public ClusterProcessTest {
                       std::chrono::seconds(30), name + " on replica " + std::to_string(i),
                       std::chrono::milliseconds(5)));
       }
+    }
+  }
+
+  // Sends `n` messages "<prefix><k>" to `topic` through broker `i`, each delayed one hour, one
+  // at a time; each must be acknowledged (ASSERT: use ASSERT_NO_FATAL_FAILURE).
+  void SendDelayed(int i, const std::string& topic, int n, const std::string& prefix) {
+    client::Producer producer(Options(i));
+    for (int k = 0; k < n; ++k) {
+      client::OutgoingMessage m;
+      m.topic = topic;
+      m.body = prefix + std::to_string(k);
+      m.delay_ms = 3'600'000;
+      auto sent = producer.Send(m);
+      ASSERT_TRUE(sent.ok()) << m.body << ": " << sent.status();
     }
   }
 

@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "client/admin.h"
-#include "client/producer.h"
 #include "failover/broker_groups.h"
 
 namespace tokimq {
@@ -36,15 +35,8 @@ TEST_F(EtcdOutageTest, FollowerFrozenAcrossAnEtcdRestartDoesNotLeadWithAShorterL
     if (i != leader) frozen = i;
   }
   ASSERT_EQ(::kill(brokers_[frozen]->pid(), SIGSTOP), 0);
-  client::Producer producer(Options(leader));
-  for (int i = 0; i < 200; ++i) {
-    client::OutgoingMessage m;
-    m.topic = "orders";
-    m.body = "acked-" + std::to_string(i);
-    m.delay_ms = 3'600'000;
-    auto sent = producer.Send(m);
-    ASSERT_TRUE(sent.ok()) << "the other follower acknowledges: " << sent.status();
-  }
+  // Acknowledged: the other follower holds each.
+  ASSERT_NO_FATAL_FAILURE(SendDelayed(leader, "orders", 200, "acked-"));
   auto before = client::AdminClient(Quick(leader)).GroupStatus();
   ASSERT_TRUE(before.ok()) << before.status();
   const int64_t acked_end = before->max_offset();

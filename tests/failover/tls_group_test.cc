@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "client/admin.h"
-#include "client/producer.h"
 #include "failover/broker_groups.h"
 #include "integration/test_certificates.h"
 
@@ -50,15 +49,7 @@ TEST_F(TlsGroupTest, EnforcingReplicasCopyAndRankEachOtherOverTls) {
   ASSERT_GE(leader, 0);
   ASSERT_NO_FATAL_FAILURE(CreateDelayTopic("orders", 2, {g}));
   // Sync sends: each answered only once a follower copied it, over TLS.
-  client::Producer producer(Options(leader));
-  for (int i = 0; i < 20; ++i) {
-    client::OutgoingMessage m;
-    m.topic = "orders";
-    m.body = "order-" + std::to_string(i);
-    m.delay_ms = 3'600'000;
-    auto sent = producer.Send(m);
-    ASSERT_TRUE(sent.ok()) << sent.status();
-  }
+  ASSERT_NO_FATAL_FAILURE(SendDelayed(leader, "orders", 20, "order-"));
   ASSERT_TRUE(CaughtUp(g));
 
   brokers_[leader]->Kill();
