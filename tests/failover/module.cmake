@@ -2,7 +2,8 @@
 # etcd + tokimq-broker processes under a checked delayed-message load (failover/load.h): leader
 # kill and pause (failover_test.cc), leader isolation by network namespaces (partition_test.cc,
 # failover/netns.h), two groups with follower kills and an etcd restart
-# (broker_groups_test.cc), disk full on a follower (disk_full_follower_test.cc).
+# (broker_groups_test.cc), disk full on a follower (disk_full_follower_test.cc), TLS-enforcing
+# replicas (tls_group_test.cc), a follower frozen across an etcd restart (etcd_outage_test.cc).
 # scripts/jepsen.sh runs the long versions.
 tokimq_test_module(failover DEPS tokimq::client tokimq::cluster fmt::fmt)
 if(TARGET failover_test)
