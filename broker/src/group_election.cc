@@ -44,12 +44,12 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
   };
   cb.on_leader = [this, leadership](int64_t term, const proto::BrokerRecord& leader) {
     Post([this, leadership, term, address = leader.address(), id = leader.broker_id()] {
-      RememberPeers(id, address);
       absl::Status s = leadership->Demote(term, address);
       if (!s.ok()) {
         TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address,
                         s.ToString());
       }
+      RememberPeers(id, address);  // after: an etcd read must not delay the pulls
     });
   };
   cb.on_lost = [this, leadership](int64_t term, const std::string&) {
