@@ -49,7 +49,7 @@ GroupElection::GroupElection(cluster::EtcdClient* etcd, ReplicationService* repl
         TOKIMQ_LOG_WARN("group {}: cannot follow {}: {}", options_.self.name(), address,
                         s.ToString());
       }
-      RememberPeers(id, address);  // after: an etcd read must not delay the pulls
+      RememberGroup(id, address);  // after: an etcd read must not delay the pulls
     });
   };
   cb.on_lost = [this, leadership](int64_t term, const std::string&) {
@@ -134,21 +134,30 @@ absl::Status GroupElection::AskPeer(const std::string& address, CampaignRank* ra
   return absl::OkStatus();
 }
 
-void GroupElection::RememberPeers(int leader_id, const std::string& leader_address) {
+std::map<int, std::string> GroupElection::OtherReplicas(const cluster::RangeResult& range) const {
+  std::map<int, std::string> out;
+  for (const cluster::KeyValue& kv : range.kvs) {
+    proto::BrokerRecord peer;
+    if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
+    if (peer.address() == options_.self.address()) continue;
+    out[peer.broker_id()] = peer.address();
+  }
+  return out;
+}
+
+std::map<int, std::string> GroupElection::RememberPeers(const std::map<int, std::string>& peers) {
+  std::lock_guard<std::mutex> l(known_mu_);
+  for (const auto& [id, address] : peers) known_peers_[id] = address;
+  return known_peers_;
+}
+
+void GroupElection::RememberGroup(int leader_id, const std::string& leader_address) {
   std::map<int, std::string> seen;
-  if (leader_address != options_.self.address()) seen[leader_id] = leader_address;
   absl::StatusOr<cluster::RangeResult> peers =
       etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
-  if (peers.ok()) {
-    for (const cluster::KeyValue& kv : peers->kvs) {
-      proto::BrokerRecord peer;
-      if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
-      if (peer.address() == options_.self.address()) continue;
-      seen[peer.broker_id()] = peer.address();
-    }
-  }
-  std::lock_guard<std::mutex> l(known_mu_);
-  for (auto& [id, address] : seen) known_peers_[id] = std::move(address);
+  if (peers.ok()) seen = OtherReplicas(*peers);
+  if (leader_address != options_.self.address()) seen[leader_id] = leader_address;
+  (void)RememberPeers(seen);
 }
 
 bool GroupElection::MayCampaign() {
@@ -161,19 +170,8 @@ bool GroupElection::MayCampaign() {
   mine.broker_id = options_.self.broker_id();
   mine.group_state_stale = replication_->GroupStateStale();
   std::string asked;
-  std::map<int, std::string> registered;  // broker id -> address, registered now
-  for (const cluster::KeyValue& kv : peers->kvs) {
-    proto::BrokerRecord peer;
-    if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
-    if (peer.address() == options_.self.address()) continue;
-    registered[peer.broker_id()] = peer.address();
-  }
-  std::map<int, std::string> known;
-  {
-    std::lock_guard<std::mutex> l(known_mu_);
-    for (const auto& [id, address] : registered) known_peers_[id] = address;
-    known = known_peers_;
-  }
+  const std::map<int, std::string> registered = OtherReplicas(*peers);  // registered now
+  const std::map<int, std::string> known = RememberPeers(registered);
   // Peers seen registered before but not now: after an etcd outage every record may have
   // lapsed, and the replica whose client reconnects first would otherwise campaign alone
   // ("peers: none") with a shorter log than live peers that held acknowledged writes (found
@@ -196,19 +194,16 @@ bool GroupElection::MayCampaign() {
     }
     asked += fmt::format(" id {}: not registered, end {};", id, theirs.commitlog_end);
   }
-  for (const cluster::KeyValue& kv : peers->kvs) {
-    proto::BrokerRecord peer;
-    if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
-    if (peer.address() == options_.self.address()) continue;
+  for (const auto& [id, address] : registered) {
     CampaignRank theirs;
-    absl::Status s = AskPeer(peer.address(), &theirs);
+    absl::Status s = AskPeer(address, &theirs);
     if (absl::IsUnavailable(s)) {
-      asked += fmt::format(" id {}: down;", peer.broker_id());
+      asked += fmt::format(" id {}: down;", id);
       continue;  // refused: that process is gone; its record lapses by itself
     }
     if (!s.ok()) {
       TOKIMQ_LOG_INFO("group {}: not campaigning yet: peer id {} at {} did not answer ({})",
-                      options_.self.name(), peer.broker_id(), peer.address(), s.ToString());
+                      options_.self.name(), id, address, s.ToString());
       return false;
     }
     if (CampaignsBefore(theirs, mine)) {

@@ -79,9 +79,13 @@ class GroupElection {
 
  private:
   bool MayCampaign();
-  // Adds the leader and every replica registered now to known_peers_ (apply thread, at each
-  // new leader: a follower that never campaigned knows its peers before an etcd outage).
-  void RememberPeers(int leader_id, const std::string& leader_address);
+  // The other replicas' records in `range` (the group's replicas prefix): broker id -> address.
+  std::map<int, std::string> OtherReplicas(const cluster::RangeResult& range) const;
+  // Adds `peers` to known_peers_ and returns all of it.
+  std::map<int, std::string> RememberPeers(const std::map<int, std::string>& peers);
+  // Remembers the leader and every replica registered now (apply thread, at each new leader:
+  // a follower that never campaigned knows its peers before an etcd outage).
+  void RememberGroup(int leader_id, const std::string& leader_address);
   // Queues a Leadership call for the apply thread (in order).
   void Post(std::function<void()> f);
   void ApplyLoop();
