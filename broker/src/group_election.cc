@@ -134,6 +134,17 @@ absl::Status GroupElection::AskPeer(const std::string& address, CampaignRank* ra
   return absl::OkStatus();
 }
 
+bool GroupElection::SelfRegistered(const cluster::RangeResult& range) const {
+  for (const cluster::KeyValue& kv : range.kvs) {
+    proto::BrokerRecord r;
+    if (!cluster::DecodeValue(kv.key, kv.value, &r).ok()) continue;
+    if (r.address() == options_.self.address() && r.broker_id() == options_.self.broker_id()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::map<int, std::string> GroupElection::OtherReplicas(const cluster::RangeResult& range) const {
   std::map<int, std::string> out;
   for (const cluster::KeyValue& kv : range.kvs) {
@@ -165,6 +176,14 @@ bool GroupElection::MayCampaign() {
   absl::StatusOr<cluster::RangeResult> peers =
       etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
   if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
+  if (!SelfRegistered(*peers)) {
+    // The cached flag lags a lapsed lease by up to a keepalive period (seen once: a campaign
+    // 41 ms before "lease lost"); etcd's answer is the registration that counts.
+    TOKIMQ_LOG_INFO("group {}: not campaigning: this replica's record is not in etcd (its lease "
+                    "lapsed); registering again first",
+                    options_.self.name());
+    return false;
+  }
   CampaignRank mine;
   mine.commitlog_end = replication_->max_offset();
   mine.broker_id = options_.self.broker_id();

@@ -81,6 +81,8 @@ class GroupElection {
   bool MayCampaign();
   // The other replicas' records in `range` (the group's replicas prefix): broker id -> address.
   std::map<int, std::string> OtherReplicas(const cluster::RangeResult& range) const;
+  // Whether `range` holds this replica's own record (same address and broker id).
+  bool SelfRegistered(const cluster::RangeResult& range) const;
   // Adds `peers` to known_peers_ and returns all of it.
   std::map<int, std::string> RememberPeers(const std::map<int, std::string>& peers);
   // Remembers the leader and every replica registered now (apply thread, at each new leader:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "common/leadership_status.h"
 #include "fmt/format.h"
 
 namespace tokimq::client {
@@ -14,11 +15,6 @@ bool TryAnotherBroker(const absl::Status& s) {
          absl::IsResourceExhausted(s);
 }
 
-// The group's leader is gone or moved: wait for the election and the route to follow.
-bool LeaderMoved(const absl::Status& s) {
-  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) ||
-         (absl::IsFailedPrecondition(s) && s.message().find("follower") != std::string_view::npos);
-}
 
 const std::string& GroupOf(const OutgoingMessage& m) {
   return m.message_group.empty() ? m.key : m.message_group;
@@ -75,7 +71,7 @@ absl::StatusOr<std::vector<SendReceipt>> ClusterProducer::SendBatch(
   const int64_t deadline = clock_->NowMs() + failover_wait_ms_;
   while (true) {
     absl::StatusOr<std::vector<SendReceipt>> r = SendOnce(msgs);
-    if (r.ok() || !LeaderMoved(r.status()) || clock_->NowMs() >= deadline) return r;
+    if (r.ok() || !IsLeaderMoved(r.status()) || clock_->NowMs() >= deadline) return r;
     if (!msgs.empty()) routes_.Invalidate(msgs[0].topic);
     const int64_t until = std::min(clock_->NowMs() + 100, deadline);
     clock_->WaitUntilMs(until, std::chrono::milliseconds(100));

@@ -99,6 +99,12 @@ int64_t ClusterView::revision() const {
 
 absl::StatusOr<proto::RouteResponse> ClusterView::Route(const std::string& topic) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!loaded_) {
+    // A broker started (or restarted itself after a demotion) while etcd is unreachable knows
+    // no topic yet: "does not exist" would be wrong, and kUnavailable is retried by clients.
+    return absl::UnavailableError(fmt::format(
+        "cluster '{}': this broker has not read the topic catalog from etcd yet; retry", cluster_));
+  }
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
     return absl::NotFoundError(

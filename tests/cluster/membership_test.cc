@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -85,9 +86,22 @@ TEST_F(MembershipTest, RegistrationWaitsOutEtcdDownAtStart) {
   absl::Status first = m.RegisterOnce();
   EXPECT_TRUE(absl::IsUnavailable(first) || absl::IsDeadlineExceeded(first)) << first;
   m.Start(nullptr);
+  ClusterView view(etcd_client_.get(), "c1");
+  view.Start();
+  // Nothing read yet: not "does not exist" (a client would give up), but retry later.
+  absl::StatusOr<proto::RouteResponse> unknown = view.Route("orders");
+  EXPECT_TRUE(absl::IsUnavailable(unknown.status())) << unknown.status();
   ASSERT_TRUE(etcd_.Start());
+  const auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(AwaitTrue([&] { return m.registered(); }, 20s, "registration"));
+  // A figure, not a limit (etcd_client.cc: the reconnect backoff).
+  std::printf("registered %lld ms after etcd answered again\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - started)
+                                         .count()));
   EXPECT_TRUE(etcd_client_->Get(BrokerKey("c1", "b1"))->has_value());
+  ASSERT_TRUE(view.WaitLoaded(20'000));
+  EXPECT_TRUE(absl::IsNotFound(view.Route("orders").status())) << view.Route("orders").status();
 }
 
 TEST_F(MembershipTest, CatalogTxnsAndViewRoute) {

@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "client/admin.h"
@@ -45,11 +46,17 @@ TEST_F(EtcdOutageTest, FollowerFrozenAcrossAnEtcdRestartDoesNotLeadWithAShorterL
   std::this_thread::sleep_for(4s);  // past the TTL: the leader steps down
   ASSERT_EQ(::kill(brokers_[frozen]->pid(), SIGCONT), 0);
   ASSERT_TRUE(etcd_.Start()) << "etcd did not restart";
+  const auto restarted = std::chrono::steady_clock::now();
 
   int64_t new_term = 0;
   const int next = WaitLeader(g, term, &new_term);
   if (next < 0) DumpLogs();
   ASSERT_GE(next, 0) << "no leader after the etcd restart";
+  std::printf("a leader of term %lld %lld ms after etcd answered again\n",
+              static_cast<long long>(new_term),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - restarted)
+                                         .count()));
   auto after = client::AdminClient(Quick(next)).GroupStatus();
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_GE(after->max_offset(), acked_end)

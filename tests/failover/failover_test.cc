@@ -1,14 +1,15 @@
 // Failover by election (issue 20 items 4 and 7): etcd + one broker group of three replicas in
 // sync mode on loopback; the leader is killed (SIGKILL) under a load of delayed messages while a
 // consumer group receives and acks; every send ack, receipt and ack goes into a History.
-// Checked: a new leader is elected in a newer term, 0 acknowledged sends lost, 0 delivered early.
-// Duplicates (timer moves repeated by the new leader, redeliveries: consumer state is not
-// replicated yet) are counted and printed, not asserted.
+// Checked: a new leader is elected in a newer term, 0 acknowledged sends lost, 0 delivered
+// early, 0 timer duplicates (two copies of one source). Send duplicates (a producer's retry
+// after a lost answer) and redeliveries (a receive answer cut by a kill) are printed.
 //
 // TOKIMQ_FAILOVER_KILLS (default 2) sets the number of kills; scripts/jepsen.sh runs 20 and
 // prints the failover times (p50 / max). A killed replica comes back with an empty data dir
-// (a replaced machine) and catches up from the leader: a deposed leader's log may hold
-// unacknowledged bytes the new leader does not have, and rejoin truncation is not built yet.
+// (a replaced machine) and catches up from the leader. TOKIMQ_FAILOVER_DRAIN_MS (default
+// kDrainNoProgressMs) is how long the final drain waits without progress; TOKIMQ_KEEP_FAILED=DIR
+// keeps a failed run's etcd and replica directories.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -57,18 +58,6 @@ class FailoverTest : public testing::ClusterProcessTest {
     ASSERT_NO_FATAL_FAILURE(ClusterProcessTest::SetUp());
     for (int i = 0; i < kReplicas; ++i) ASSERT_TRUE(AddBroker("r" + std::to_string(i), Args(i)));
     ASSERT_GE(WaitLeader(0), 0);
-  }
-  // TOKIMQ_KEEP_FAILED=DIR (environment): a failed test's temp dir (etcd, every replica's data
-  // dir and log) is copied to DIR before it goes, for the post-mortem.
-  void TearDown() override {
-    const char* keep = std::getenv("TOKIMQ_KEEP_FAILED");
-    if (HasFailure() && keep != nullptr && *keep != 0) {
-      std::error_code ec;
-      std::filesystem::copy(dir_.path(), keep, std::filesystem::copy_options::recursive, ec);
-      std::printf("kept %s in %s%s\n", dir_.path().c_str(), keep,
-                  ec ? (" (" + ec.message() + ")").c_str() : "");
-    }
-    ClusterProcessTest::TearDown();
   }
   std::string Dir(int i) { return dir_.Join("r" + std::to_string(i)); }
   std::vector<std::string> Args(int i) {
@@ -303,11 +292,12 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   }
   stop_producer = true;
   producer.join();
-  // Everything acknowledged is due within 2.5 s, but each new leader delivers the topic from
-  // its start to the group again (consumer state is not replicated yet): after many kills the
-  // consumer wades through every message once per failover. Wait while it makes progress.
-  // The wait ends without a failure when 30 s pass without progress: the check below counts
-  // what is still missing as lost.
+  // Everything acknowledged is due within 2.5 s; a receive whose answer a kill cut leaves its
+  // messages leased (the lease was replicated) until the invisible duration and the first
+  // backoff pass. Wait while the consumer makes progress; the wait ends without a failure after
+  // kDrainNoProgressMs without progress: the check below counts what is still missing as lost.
+  const std::chrono::milliseconds drain_no_progress(
+      EnvInt("TOKIMQ_FAILOVER_DRAIN_MS", static_cast<int>(testing::kDrainNoProgressMs)));
   if (!HasFatalFailure()) {
     int64_t outstanding = history.Outstanding();
     auto last_progress = std::chrono::steady_clock::now();
@@ -316,9 +306,20 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
           const int64_t now_outstanding = history.Outstanding();
           if (now_outstanding < outstanding) last_progress = std::chrono::steady_clock::now();
           outstanding = now_outstanding;
-          return outstanding == 0 || std::chrono::steady_clock::now() - last_progress > 30s;
+          return outstanding == 0 ||
+                 std::chrono::steady_clock::now() - last_progress > drain_no_progress;
         },
         30min, "every acknowledged message received", 100ms);
+  }
+  // The verdict is taken now; on a loss the consumer runs 60 s more to tell a send that never
+  // comes back from one that came back later than the window allows (printed, still a failure).
+  const History::Report at_window = history.Check();
+  if (at_window.lost > 0) {
+    (void)AwaitTrue([&] { return history.Outstanding() == 0; }, 60s,
+                    "the lost sends, late", 100ms);
+    std::printf("of %lld lost, %lld arrived within 60 s after the drain window\n",
+                static_cast<long long>(at_window.lost),
+                static_cast<long long>(at_window.lost - history.Check().lost));
   }
   // Late duplicates, if any: three more receive calls (long polls of 200 ms) see them.
   const int64_t rounds_then = receive_rounds.load();
@@ -327,8 +328,7 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
   stop_consumer = true;
   consumer.join();
   if (HasFatalFailure()) return;
-
-  History::Report r = history.Check();
+  const History::Report r = history.Check();  // late duplicates included
   std::printf("history: %s\n", r.ToString().c_str());
   std::printf(
       "failover over %d kills: election p50 %lld ms max %lld ms; sends acknowledged "
@@ -338,13 +338,13 @@ TEST_F(FailoverTest, KillNineOfTheLeaderUnderDelayedLoadLosesNothingAcknowledged
       static_cast<long long>(Percentile(writes_back_ms, 0.5)),
       static_cast<long long>(Percentile(writes_back_ms, 1.0)), kLeaseTtlS);
   // Evidence for a failure: when each kill and each lost send's acknowledgement happened.
-  if (r.lost > 0 || r.timer_duplicates > 0) {
+  if (at_window.lost > 0 || r.timer_duplicates > 0) {
     std::printf("kills at (client ms): %s\n", fmt::format("{}", fmt::join(killed_at_ms, " ")).c_str());
     std::printf("lost sends acknowledged at: %s\n",
-                fmt::format("{}", fmt::join(r.lost_ack_ms, " ")).c_str());
+                fmt::format("{}", fmt::join(at_window.lost_ack_ms, " ")).c_str());
   }
   EXPECT_GT(r.acknowledged, 0);
-  EXPECT_EQ(r.lost, 0) << r.ToString();
+  EXPECT_EQ(at_window.lost, 0) << at_window.ToString();
   EXPECT_EQ(r.early, 0) << r.ToString();
   EXPECT_EQ(r.phantom, 0) << r.ToString();
   // Sync mode: a copy reaches a consumer only after a follower holds it (the receive waits for

@@ -12,6 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +28,19 @@ namespace tokimq::testing {
 
 class ClusterProcessTest : public EtcdTest {
  protected:
+  // TOKIMQ_KEEP_FAILED=DIR (environment): a failed test's temp dir (etcd, every broker's data
+  // dir and log) is copied to DIR before it goes, for the post-mortem.
+  void TearDown() override {
+    const char* keep = std::getenv("TOKIMQ_KEEP_FAILED");
+    if (HasFailure() && keep != nullptr && *keep != 0) {
+      std::error_code ec;
+      std::filesystem::copy(dir_.path(), keep, std::filesystem::copy_options::recursive, ec);
+      std::printf("kept %s in %s%s\n", dir_.path().c_str(), keep,
+                  ec ? (" (" + ec.message() + ")").c_str() : "");
+    }
+    EtcdTest::TearDown();
+  }
+
   // The flags that make a broker a member of `cluster` in this test's etcd, named `name`.
   std::vector<std::string> MemberArgs(const std::string& name,
                                       const std::string& cluster = "c1") const {

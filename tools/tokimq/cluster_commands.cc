@@ -88,8 +88,12 @@ void PrintGroups(const ClientOptions& o, const proto::ClusterStatusResponse& st)
 
 }  // namespace
 
-bool InCluster(const ClientOptions& o) {
-  return client::AdminClient(o).ClusterStatus().ok();
+absl::StatusOr<bool> InCluster(const ClientOptions& o) {
+  auto st = client::AdminClient(o).ClusterStatus();
+  if (st.ok()) return true;
+  // The single node's answer (Broker::Handle, kClusterStatus): kFailedPrecondition.
+  if (absl::IsFailedPrecondition(st.status())) return false;
+  return st.status();
 }
 
 bool IsClusterHandle(const std::string& handle) {

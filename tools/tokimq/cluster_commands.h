@@ -12,8 +12,11 @@
 
 namespace tokimq::cli {
 
-// True when the broker at o.broker answers a cluster status (it runs with --cluster).
-bool InCluster(const client::ClientOptions& o);
+// True when the broker at o.broker answers a cluster status (it runs with --cluster), false when
+// it answers that it is a single node. Any other failure (unreachable, timeout, a member that is
+// busy restarting) is returned: a cluster member must not be driven as a single node (its
+// answers as a follower would not be retried at the leader).
+absl::StatusOr<bool> InCluster(const client::ClientOptions& o);
 // True for a handle printed by a routing command ("<broker>|<handle>").
 bool IsClusterHandle(const std::string& handle);
 

@@ -178,7 +178,9 @@ absl::Status Send(const ClientOptions& o, const SendArgs& a) {
     if (!t.ok()) return t.status();
     base.deliver_at_ms = *t;
   }
-  if (InCluster(o)) {  // --broker is one broker of a cluster: route (cluster_commands.h)
+  absl::StatusOr<bool> in_cluster = InCluster(o);
+  if (!in_cluster.ok()) return in_cluster.status();
+  if (*in_cluster) {  // --broker is one broker of a cluster: route (cluster_commands.h)
     std::string text;
     if (a.body) text = *a.body;
     if (!a.body && !a.file.empty()) {
@@ -342,7 +344,9 @@ absl::Status Consume(const ClientOptions& o, const ConsumeArgs& a) {
   if (!invisible.ok()) return invisible.status();
   auto wait = ParseDuration(a.wait);
   if (!wait.ok()) return wait.status();
-  if (InCluster(o)) return ClusterConsume(o, a);  // any broker of a cluster: routed
+  absl::StatusOr<bool> in_cluster = InCluster(o);
+  if (!in_cluster.ok()) return in_cluster.status();
+  if (*in_cluster) return ClusterConsume(o, a);  // any broker of a cluster: routed
   client::SimpleConsumer consumer(o, a.group);
   int got = 0;
   while (a.count <= 0 || got < a.count) {

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "client/connection.h"
+#include "common/leadership_status.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 
@@ -133,20 +134,11 @@ bool ReplicationService::Leads() const {
 absl::Status ReplicationService::CheckWritable() const {
   replication::LeadershipView v = leadership_.Current();
   if (v.role == Role::kLeader) {
-    if (!ready_.load()) {
-      return absl::FailedPreconditionError(fmt::format(
-          "this broker is becoming the leader of term {}: its services are starting; retry",
-          v.term));
-    }
+    if (!ready_.load()) return BecomingLeaderError(v.term);
     if (!lease_valid_ || lease_valid_()) return absl::OkStatus();
-    return absl::FailedPreconditionError(
-        fmt::format("this broker led term {} but its election lease may have expired: not a leader "
-                    "(a follower until the election decides)",
-                    v.term));
+    return LeaseMayHaveExpiredError(v.term);
   }
-  return absl::FailedPreconditionError(
-      fmt::format("this broker is a follower in term {} (leader: {}); send to the leader", v.term,
-                  v.leader_address.empty() ? "unknown" : v.leader_address));
+  return FollowerError(v.term, v.leader_address);
 }
 
 void ReplicationService::WhenReplicated(PhysicalOffset end, replication::AckTracker::Done done) {

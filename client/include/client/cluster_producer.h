@@ -14,9 +14,10 @@
 //     go elsewhere and reorder the group.
 // Failover (issue 20): a broker name is a group whose leader the cluster elects. When a send
 // fails because the leader is gone (unreachable, timeout) or the broker asked is no longer the
-// leader (kFailedPrecondition "... follower ..."), the route is re-read and the send retried,
-// every 100 ms, for up to failover_wait_ms (default 15 s: the default 10 s leader lease plus
-// the election), so sends go on once the route names the new leader. Such a retry may store a
+// leader or is still starting as leader (common/leadership_status.h IsLeaderMoved), the route
+// is re-read and the send retried, every 100 ms, for up to failover_wait_ms (default 15 s: the
+// default 10 s leader lease plus the election), so sends go on once the route names the new
+// leader. Such a retry may store a
 // message twice, as above.
 // Receipts name the broker (SendReceipt.broker); recall handles are "<broker>|<handle>" and
 // Recall sends them to that broker.

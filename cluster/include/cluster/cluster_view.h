@@ -48,7 +48,8 @@ class ClusterView {
   int64_t revision() const;
 
   // The route of `topic`: its settings and, per broker of the placement, the address (when
-  // live) and queue count. kNotFound for a topic the cluster does not have.
+  // live) and queue count. kNotFound for a topic the cluster does not have; kUnavailable before
+  // the first read of etcd succeeded (nothing is known yet).
   absl::StatusOr<proto::RouteResponse> Route(const std::string& topic) const;
 
  private:
