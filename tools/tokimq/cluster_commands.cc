@@ -89,11 +89,11 @@ void PrintGroups(const ClientOptions& o, const proto::ClusterStatusResponse& st)
 }  // namespace
 
 absl::StatusOr<bool> InCluster(const ClientOptions& o) {
-  auto st = client::AdminClient(o).ClusterStatus();
-  if (st.ok()) return true;
-  // The single node's answer (Broker::Handle, kClusterStatus): kFailedPrecondition.
-  if (absl::IsFailedPrecondition(st.status())) return false;
-  return st.status();
+  // group_status needs no permission (any user may send through a cluster; cluster_status
+  // needs cluster admin); in cluster mode ClusterNode fills in the broker name.
+  auto st = client::AdminClient(o).GroupStatus();
+  if (!st.ok()) return st.status();
+  return !st->broker_name().empty();
 }
 
 bool IsClusterHandle(const std::string& handle) {

@@ -12,10 +12,10 @@
 
 namespace tokimq::cli {
 
-// True when the broker at o.broker answers a cluster status (it runs with --cluster), false when
-// it answers that it is a single node. Any other failure (unreachable, timeout, a member that is
-// busy restarting) is returned: a cluster member must not be driven as a single node (its
-// answers as a follower would not be retried at the leader).
+// True when the broker at o.broker is a cluster member (it runs with --cluster: its group
+// status names its broker group), false when it says it is not. A failure to ask (unreachable,
+// timeout, a member busy restarting) is returned: a cluster member must not be driven as a
+// single node (its answers as a follower would not be retried at the leader).
 absl::StatusOr<bool> InCluster(const client::ClientOptions& o);
 // True for a handle printed by a routing command ("<broker>|<handle>").
 bool IsClusterHandle(const std::string& handle);
