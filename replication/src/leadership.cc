@@ -29,6 +29,7 @@ bool Leadership::ObserveTerm(int64_t term) {
     if (term < view_.term) return false;
     if (term == view_.term) return true;
     view_.term = term;
+    term_only_observed_ = true;
     if (view_.role == Role::kLeader) {
       view_.role = Role::kFollower;
       view_.leader_address.clear();
@@ -43,11 +44,12 @@ absl::Status Leadership::Promote(int64_t term) {
   LeadershipView changed;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (term <= view_.term) {
+    if (term < view_.term || (term == view_.term && !term_only_observed_)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "cannot lead term ", term, ": term ", view_.term, " was already seen"));
     }
     view_ = LeadershipView{Role::kLeader, term, ""};
+    term_only_observed_ = false;
     changed = view_;
   }
   Notify(changed);
@@ -65,6 +67,7 @@ absl::Status Leadership::Demote(int64_t term, std::string leader_address) {
           view_.role == Role::kLeader ? " and leads it" : ""));
     }
     view_ = LeadershipView{Role::kFollower, term, std::move(leader_address)};
+    term_only_observed_ = false;
     changed = view_;
   }
   Notify(changed);

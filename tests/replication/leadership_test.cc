@@ -43,6 +43,31 @@ TEST(LeadershipTest, PromoteNeedsANewTermAndDemoteNeverGoesBack) {
   EXPECT_EQ(l.Current().leader_address, "127.0.0.1:2");
 }
 
+// The elected replica's followers learn its term from etcd and may pull from it, carrying the
+// term, before its own promotion is applied (the election posts it to another thread). Found
+// by a fresh tester, 2026-12-02: Promote then refused "term N was already seen" and the group
+// had no leader until the replica was restarted.
+TEST(LeadershipTest, ATermOnlyObservedCanStillBeLedByTheReplicaGivenIt) {
+  Leadership l(Role::kLeader, 4, "");
+  EXPECT_TRUE(l.ObserveTerm(8));  // a follower's pull of term 8 arrives first
+  EXPECT_EQ(l.Current().role, Role::kFollower);
+  ASSERT_TRUE(l.Promote(8).ok());
+  EXPECT_TRUE(l.IsLeaderOf(8));
+  // Led once: the same term is not given again, after a step-down either.
+  EXPECT_EQ(l.Promote(8).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(l.StepDown(8));
+  EXPECT_EQ(l.Promote(8).code(), absl::StatusCode::kFailedPrecondition);
+  // Followed a named leader in a term: that term has its leader.
+  EXPECT_TRUE(l.ObserveTerm(9));
+  ASSERT_TRUE(l.Demote(9, "127.0.0.1:2").ok());
+  EXPECT_EQ(l.Promote(9).code(), absl::StatusCode::kFailedPrecondition);
+  // A follower that sees its leader's newer term keeps the leader's address (it goes on
+  // pulling); which replica a term belongs to is the election's to say (etcd: one winner per
+  // revision), not this object's.
+  EXPECT_TRUE(l.ObserveTerm(10));
+  EXPECT_EQ(l.Current().leader_address, "127.0.0.1:2");
+}
+
 TEST(LeadershipTest, StepDownEndsOnlyTheGivenTermAndKeepsIt) {
   Leadership l(Role::kFollower, 1, "127.0.0.1:1");
   ASSERT_TRUE(l.Promote(7).ok());

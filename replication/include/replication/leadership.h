@@ -52,7 +52,11 @@ class Leadership {
   bool ObserveTerm(int64_t term);
 
   // This replica leads from `term` on. kFailedPrecondition unless term > the seen term (a term
-  // has at most one leader: the one that was given it).
+  // has at most one leader: the one that was given it) — or term == the seen term when that
+  // term was only observed (ObserveTerm), never led, stepped down from or followed here: the
+  // followers of an elected replica learn its term from etcd and may pull from it (carrying
+  // the term) before its own promotion is applied (found 2026-12-02: the winner then refused
+  // its term and the group had no leader until it was restarted).
   absl::Status Promote(int64_t term);
   // This replica follows `leader_address` in `term`. kFailedPrecondition if term < the seen
   // term, or if term == the seen term while this replica leads it; kInvalidArgument for an
@@ -74,6 +78,9 @@ class Leadership {
 
   mutable std::mutex mu_;
   LeadershipView view_;  // guarded by mu_
+  // view_.term came from ObserveTerm alone: this replica has not led, stepped down from or
+  // followed a named leader in it. Guarded by mu_.
+  bool term_only_observed_ = false;
   std::mutex listeners_mu_;
   std::vector<Listener> listeners_;  // guarded by listeners_mu_
 };
