@@ -189,7 +189,7 @@ void Connection::Dispatch(std::shared_ptr<Call> call) {
     // broker's CPU for single-message sends (perf: scheduler and futex time), and the worker
     // had nothing to wait for. In async mode that hop was still taken until 2026-12-02:
     // 2.6 context switches and ~68 us of broker CPU per single-message send against 1.2 and
-    // ~56 us with --flush sync (bench/durable_ceiling.sh's load, /proc counters).
+    // ~56 us with --flush sync (bench/cpu_per_send.sh; docs/performance.md "Round 4").
     return SendNoWait(std::move(call));
   }
   asio::post(*context_->workers, [self = shared_from_this(), call = std::move(call)]() mutable {

@@ -15,7 +15,6 @@ bool TryAnotherBroker(const absl::Status& s) {
          absl::IsResourceExhausted(s);
 }
 
-
 const std::string& GroupOf(const OutgoingMessage& m) {
   return m.message_group.empty() ? m.key : m.message_group;
 }
