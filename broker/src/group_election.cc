@@ -179,9 +179,11 @@ bool GroupElection::MayCampaign() {
   if (!SelfRegistered(*peers)) {
     // The cached flag lags a lapsed lease by up to a keepalive period (seen once: a campaign
     // 41 ms before "lease lost"); etcd's answer is the registration that counts.
-    TOKIMQ_LOG_INFO("group {}: not campaigning: this replica's record is not in etcd (its lease "
-                    "lapsed); registering again first",
-                    options_.self.name());
+    if (uint64_t held; defer_log_.Allow(SystemClock::Default()->NowMs(), &held)) {
+      TOKIMQ_LOG_INFO("group {}: not campaigning: this replica's record is not in etcd (its "
+                      "lease lapsed); registering again first ({} similar lines held back)",
+                      options_.self.name(), held);
+    }
     return false;
   }
   CampaignRank mine;
@@ -205,10 +207,13 @@ bool GroupElection::MayCampaign() {
       continue;
     }
     if (CampaignsBefore(theirs, mine)) {
-      TOKIMQ_LOG_INFO("group {}: not campaigning: broker id {} at {} (not registered now) holds "
-                      "CommitLog end {} (this replica: {}); waiting for it to register",
-                      options_.self.name(), id, address, theirs.commitlog_end,
-                      mine.commitlog_end);
+      if (uint64_t held; defer_log_.Allow(SystemClock::Default()->NowMs(), &held)) {
+        TOKIMQ_LOG_INFO("group {}: not campaigning: broker id {} at {} (not registered now) "
+                        "holds CommitLog end {} (this replica: {}); waiting for it to register "
+                        "({} similar lines held back)",
+                        options_.self.name(), id, address, theirs.commitlog_end,
+                        mine.commitlog_end, held);
+      }
       return false;
     }
     asked += fmt::format(" id {}: not registered, end {};", id, theirs.commitlog_end);
@@ -221,8 +226,11 @@ bool GroupElection::MayCampaign() {
       continue;  // refused: that process is gone; its record lapses by itself
     }
     if (!s.ok()) {
-      TOKIMQ_LOG_INFO("group {}: not campaigning yet: peer id {} at {} did not answer ({})",
-                      options_.self.name(), id, address, s.ToString());
+      if (uint64_t held; defer_log_.Allow(SystemClock::Default()->NowMs(), &held)) {
+        TOKIMQ_LOG_INFO("group {}: not campaigning yet: peer id {} at {} did not answer ({}) "
+                        "({} similar lines held back)",
+                        options_.self.name(), id, address, s.ToString(), held);
+      }
       return false;
     }
     if (CampaignsBefore(theirs, mine)) {
@@ -232,9 +240,12 @@ bool GroupElection::MayCampaign() {
                        mine.commitlog_end, theirs.group_state_stale ? "stale" : "fresh",
                        mine.group_state_stale ? "stale" : "fresh");
       if (mine.group_state_stale && !theirs.group_state_stale) {
-        TOKIMQ_LOG_INFO("group {}: not campaigning: this replica's group state is marked "
-                        "stale and broker id {} (CommitLog end {}) can lead",
-                        options_.self.name(), theirs.broker_id, theirs.commitlog_end);
+        if (uint64_t held; defer_log_.Allow(SystemClock::Default()->NowMs(), &held)) {
+          TOKIMQ_LOG_INFO("group {}: not campaigning: this replica's group state is marked "
+                          "stale and broker id {} (CommitLog end {}) can lead ({} similar "
+                          "lines held back)",
+                          options_.self.name(), theirs.broker_id, theirs.commitlog_end, held);
+        }
       }
       return false;
     }

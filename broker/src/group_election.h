@@ -48,6 +48,7 @@
 #include "cluster/etcd_client.h"
 #include "cluster/leader_election.h"
 #include "cluster/membership.h"
+#include "common/log_limiter.h"
 #include "proto/tokimq.pb.h"
 
 namespace tokimq::broker {
@@ -108,6 +109,9 @@ class GroupElection {
   // asks those not registered now.
   std::mutex known_mu_;
   std::map<int, std::string> known_peers_;  // known_mu_
+  // MayCampaign runs every 100 ms while no leader is known: its "not campaigning" lines get
+  // one per 5 s (an etcd outage logged ~10 a second per replica before).
+  LogLimiter defer_log_{1, 5'000};
   std::mutex apply_mu_;
   std::condition_variable apply_cv_;
   std::deque<std::function<void()>> apply_queue_;  // apply_mu_
