@@ -134,23 +134,19 @@ absl::Status GroupElection::AskPeer(const std::string& address, CampaignRank* ra
   return absl::OkStatus();
 }
 
-bool GroupElection::SelfRegistered(const cluster::RangeResult& range) const {
-  for (const cluster::KeyValue& kv : range.kvs) {
-    proto::BrokerRecord r;
-    if (!cluster::DecodeValue(kv.key, kv.value, &r).ok()) continue;
-    if (r.address() == options_.self.address() && r.broker_id() == options_.self.broker_id()) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::map<int, std::string> GroupElection::OtherReplicas(const cluster::RangeResult& range) const {
+std::map<int, std::string> GroupElection::OtherReplicas(const cluster::RangeResult& range,
+                                                        bool* self_registered) const {
   std::map<int, std::string> out;
+  if (self_registered != nullptr) *self_registered = false;
   for (const cluster::KeyValue& kv : range.kvs) {
     proto::BrokerRecord peer;
     if (!cluster::DecodeValue(kv.key, kv.value, &peer).ok()) continue;
-    if (peer.address() == options_.self.address()) continue;
+    if (peer.address() == options_.self.address()) {
+      if (self_registered != nullptr && peer.broker_id() == options_.self.broker_id()) {
+        *self_registered = true;
+      }
+      continue;
+    }
     out[peer.broker_id()] = peer.address();
   }
   return out;
@@ -176,7 +172,10 @@ bool GroupElection::MayCampaign() {
   absl::StatusOr<cluster::RangeResult> peers =
       etcd_->RangePrefix(cluster::ReplicasPrefix(options_.cluster, options_.self.name()));
   if (!peers.ok()) return false;  // etcd unreachable: a campaign would fail too
-  if (!SelfRegistered(*peers)) {
+  bool self_registered = false;
+  const std::map<int, std::string> registered =
+      OtherReplicas(*peers, &self_registered);  // registered now
+  if (!self_registered) {
     // The cached flag lags a lapsed lease by up to a keepalive period (seen once: a campaign
     // 41 ms before "lease lost"); etcd's answer is the registration that counts.
     if (uint64_t held; defer_log_.Allow(SystemClock::Default()->NowMs(), &held)) {
@@ -191,7 +190,6 @@ bool GroupElection::MayCampaign() {
   mine.broker_id = options_.self.broker_id();
   mine.group_state_stale = replication_->GroupStateStale();
   std::string asked;
-  const std::map<int, std::string> registered = OtherReplicas(*peers);  // registered now
   const std::map<int, std::string> known = RememberPeers(registered);
   // Peers seen registered before but not now: after an etcd outage every record may have
   // lapsed, and the replica whose client reconnects first would otherwise campaign alone

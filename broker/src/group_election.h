@@ -81,9 +81,10 @@ class GroupElection {
  private:
   bool MayCampaign();
   // The other replicas' records in `range` (the group's replicas prefix): broker id -> address.
-  std::map<int, std::string> OtherReplicas(const cluster::RangeResult& range) const;
-  // Whether `range` holds this replica's own record (same address and broker id).
-  bool SelfRegistered(const cluster::RangeResult& range) const;
+  // *self_registered (when given): whether `range` holds this replica's own record (same
+  // address and broker id).
+  std::map<int, std::string> OtherReplicas(const cluster::RangeResult& range,
+                                           bool* self_registered = nullptr) const;
   // Adds `peers` to known_peers_ and returns all of it.
   std::map<int, std::string> RememberPeers(const std::map<int, std::string>& peers);
   // Remembers the leader and every replica registered now (apply thread, at each new leader:
