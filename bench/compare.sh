@@ -321,6 +321,8 @@ ratio() {  # ratio <a> <b>
 rows=(
   "a|enqueue_rate|a: enqueue, msg/s (higher is better)"
   "a|consume_rate|a: delivery, msg/s"
+  "a|due_rate|a: due rate, msg/s (messages / span of their deliver times: delivery keeps up when close to it)"
+  "a|drain_lag_ms|a: last received, ms after the last deliver time"
   "a|p50_ms|a: lateness p50, ms"
   "a|p99_ms|a: lateness p99, ms (target <= 5)"
   "a|max_ms|a: lateness max, ms"

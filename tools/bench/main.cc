@@ -171,6 +171,11 @@ int main(int argc, char** argv) {
     std::printf("  consume   %llu received (%llu duplicates), %.0f msg/s\n",
                 static_cast<unsigned long long>(r.received),
                 static_cast<unsigned long long>(r.duplicates), r.consume_rate);
+    if (r.due_rate >= 0) {
+      std::printf("  due       %.0f msg/s over the span of the deliver times; last received %lld ms "
+                  "after the last deliver time\n",
+                  r.due_rate, static_cast<long long>(r.drain_lag_ms));
+    }
     std::printf("  lateness  p50 %.2f ms  p99 %.2f ms  p999 %.2f ms  max %.2f ms\n", r.p50_ms,
                 r.p99_ms, r.p999_ms, r.max_ms);
     std::printf("  early     %llu%s\n", static_cast<unsigned long long>(r.early),
@@ -223,7 +228,7 @@ int main(int argc, char** argv) {
               "release_p50_ms=%lld release_p99_ms=%lld release_max_ms=%lld released=%lld "
               "released_topic=%lld hot_released_ms=%lld hot_released_lo_ms=%lld "
               "rss_anon_kb_max=%lld rss_file_kb_max=%lld anon_b_per_msg=%.1f log_syncs=%lld "
-              "syncs_per_msg=%.4f errors=%llu complete=%d\n",
+              "syncs_per_msg=%.4f errors=%llu complete=%d due_rate=%.0f drain_lag_ms=%lld\n",
               d.system.c_str(), label.c_str(), static_cast<unsigned long long>(w.messages),
               r.enqueue_rate, r.consume_rate, r.p50_ms, r.p99_ms, r.p999_ms, r.max_ms,
               static_cast<unsigned long long>(r.early), static_cast<long long>(r.hot_drain_ms),
@@ -234,6 +239,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(r.hot_released_lo_ms),
               static_cast<long long>(r.rss_anon_kb_max), static_cast<long long>(r.rss_file_kb_max),
               r.anon_bytes_per_msg, static_cast<long long>(r.log_syncs), r.syncs_per_msg,
-              static_cast<unsigned long long>(r.errors), r.complete ? 1 : 0);
+              static_cast<unsigned long long>(r.errors), r.complete ? 1 : 0, r.due_rate,
+              static_cast<long long>(r.drain_lag_ms));
   return r.complete && r.early == 0 && r.errors == 0 ? 0 : 1;
 }

@@ -309,6 +309,11 @@ Result Run(Driver* driver, const Workload& w) {
     int64_t span_start = consume_after ? consume_start : std::max(first_deliver.load(), consume_start);
     double span_s = (last_recv.load() - span_start) / 1000.0;
     res.consume_rate = span_s > 0 ? res.received / span_s : 0;
+    if (!consume_after) {
+      const double due_span_s = (last_deliver.load() - first_deliver.load()) / 1000.0;
+      if (due_span_s > 0) res.due_rate = res.received / due_span_s;
+      res.drain_lag_ms = last_recv.load() - last_deliver.load();
+    }
   }
   if ((w.delay == DelayKind::kHot || w.delay == DelayKind::kSpread) && res.received > 0) {
     res.hot_drain_ms = last_recv.load() - hot_start;

@@ -33,6 +33,11 @@ struct Result {
   uint64_t sent = 0, received = 0, duplicates = 0, early = 0, errors = 0;
   double enqueue_s = 0, enqueue_rate = 0;
   double consume_rate = 0;       // lease: received / consume time; e2e: received / delivery span
+  // e2e: how fast messages fell due — received / (last deliver time - first deliver time); with
+  // consume_rate's span starting at the first deliver time too, consume_rate keeps up with it
+  // when drain_lag_ms is small. -1: not measured (lease, or no span).
+  double due_rate = -1;
+  int64_t drain_lag_ms = -1;     // e2e: last receive - last deliver time (the consumers' finish)
   double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;  // lateness
   int64_t hot_drain_ms = -1;     // hot, spread: last receive - start of the (hot) second
   // Broker-side release (tokimq, e2e with delays; -1: not measured): the broker timer's release
