@@ -91,8 +91,11 @@ class PrefixWatcher;
 
 class EtcdClient {
  public:
-  // Does not connect (gRPC channels connect lazily): an etcd that is down shows as
-  // kUnavailable on the first call. kInvalidArgument for no endpoint.
+  // Starts connecting in the background, one thread per endpoint that keeps its channel
+  // connecting while the client lives (a reconnection after an etcd restart completes within
+  // ~100 ms of etcd answering, not at gRPC's 5 s backup poll); an etcd that is down shows as
+  // kUnavailable on the first call. kInvalidArgument for no endpoint. The destructor joins
+  // those threads (up to 100 ms).
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Create(EtcdOptions options);
   ~EtcdClient();
 
