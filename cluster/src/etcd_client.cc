@@ -90,6 +90,7 @@ struct EtcdClient::Impl {
     constexpr auto kWait = std::chrono::milliseconds(100);  // bounds the destructor's join
     while (!stop->load()) {
       const grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
+      if (state == GRPC_CHANNEL_SHUTDOWN) return;  // final: waiting on it would return at once
       channel->WaitForStateChange(state, std::chrono::system_clock::now() + kWait);
     }
   }
