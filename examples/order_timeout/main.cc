@@ -306,7 +306,8 @@ bool Report(const Flags& f, const ot::RunConfig& config, const RunState& st, con
               Percentile(late, 0.50), Percentile(late, 0.99),
               late.empty() ? int64_t{0} : late.back(), late.size());
   std::printf("this process        %s %" PRIu64 " in %.2f s (%.0f msg/s), paid %" PRIu64
-              ", cancelled %" PRIu64 ", timeouts of paid orders %" PRIu64 ", duplicates %" PRIu64
+              ", cancelled %" PRIu64 ", timeouts of paid orders %" PRIu64
+              ", redeliveries found processed %" PRIu64 " (not applied again)"
               ", already cancelled %" PRIu64 ", foreign %" PRIu64 "\n",
               f.job.transactional ? "created+committed" : "sent", m.sent.load(), send_s,
               send_s > 0 ? m.sent.load() / send_s : 0.0, m.paid_now.load(), m.cancelled_now.load(),
