@@ -6,7 +6,10 @@
 // does not exist, put my BrokerRecord under my lease"; the winner's term is the etcd revision of
 // that put (the key's mod_revision): strictly greater than every earlier term of every group,
 // never reused, held durably by etcd. A record with this replica's own address is its own from
-// before a restart: replaced by a compare-and-swap on its mod_revision, which is a new term too.
+// before a restart: replaced by a compare-and-swap on its mod_revision, which is a new term too;
+// or, when may_campaign() defers to another replica, deleted by the same compare, so that replica
+// campaigns at once instead of after that record's lease runs out (an etcd restart renews every
+// lease to its full TTL, and a deposed leader's revoke fails while etcd is down).
 //
 // A leader keeps its lease alive (a keepalive every ttl/3) and gives up (on_lost) when
 //   - the key disappears or names another record (lease expired at etcd, operator delete), or
@@ -102,6 +105,9 @@ class LeaderElection {
   int64_t StepFollowing(const Observed& seen);
   // One campaign; `stale` is this replica's own record from before a restart (CAS-replaced).
   void Campaign(const std::optional<KeyValue>& stale);
+  // Deletes this replica's own record from before a restart (`stale`) if the key still holds
+  // that revision, for a replica that defers to another one.
+  void Release(const KeyValue& stale);
   void Lose(const std::string& why);
   void Follow(int64_t term, const proto::BrokerRecord& leader);
   int64_t NowMs() const { return clock_->NowMs(); }
