@@ -33,6 +33,9 @@
 #      second (sent 3 s ahead), alone (label g) and again while a second tokimq-bench sends
 #      G_BG_RATE msg/s (full 100k, smoke 5k) of 1 h-delayed messages to another queue (label gb):
 #      release lateness (tokimq) and consumer-side lateness; targets p99 <= 1 ms / <= 3 ms.
+# Consumers ack their last batch with their next receive (tokimq-bench --ack with-receive: one
+# round trip per batch where the system allows it); ACK=separate gives each ack its own round
+# trip (the form of the runs before 2026-12-03).
 # Sizes can be overridden: A_N B_N C_N E_N environment variables. START_TIMEOUT (120s): how long
 # a start (and d's restart) waits for the system to serve before the run fails.
 # --workloads "abcde f" picks workloads (default all); f alone: --workloads f.
@@ -190,7 +193,8 @@ run() {
   shift 2
   echo "== $sys $label: $*"
   local rc=0
-  "$bench" --system "$sys" --addr "$addr" --label "$label" "$@" >"$work/$sys.$label.out" 2>&1 || rc=$?
+  "$bench" --system "$sys" --addr "$addr" --label "$label" --ack "${ACK:-with-receive}" "$@" \
+    >"$work/$sys.$label.out" 2>&1 || rc=$?
   sed 's/^/   /' "$work/$sys.$label.out" | grep -v '^   RESULT'
   grep '^RESULT' "$work/$sys.$label.out" >>"$results" || true
   if [[ $rc -ne 0 ]]; then

@@ -18,6 +18,13 @@ using asio::ip::tcp;
 struct Call {
   google::protobuf::Arena arena;
   proto::Request* request = google::protobuf::Arena::CreateMessage<proto::Request>(&arena);
+  // A receive that carried acks: they are applied once, on its first try (HandleToFrame), and
+  // their results answered with whatever try answers the receive (after its long poll, on a
+  // worker). `ack_wait_end`: the CommitLog end a follower must hold before that answer (sync
+  // replication; 0: none), kept from the first try.
+  bool acks_taken = false;
+  std::vector<absl::Status> ack_results;
+  PhysicalOffset ack_wait_end = PhysicalOffset(0);
 };
 
 Connection::Connection(const ConnectionContext* context, asio::io_context* io, tcp::socket socket)
@@ -196,6 +203,7 @@ void Connection::Dispatch(std::shared_ptr<Call> call) {
     // Handled and serialized here, on the worker, not on the connection's I/O thread.
     PhysicalOffset end;
     std::string frame = self->HandleToFrameDeferred(call.get(), nullptr, &end);
+    if (call->ack_wait_end > end) end = call->ack_wait_end;
     if (end > PhysicalOffset(0)) {
       return self->CompleteWhenReplicated(call->request->id(), std::move(frame), end);
     }
@@ -292,7 +300,8 @@ bool Connection::TryInline(Call* call, std::string* frame, PhysicalOffset* wait_
   if (may_wait) call->request->mutable_receive()->set_long_poll_ms(0);
   bool empty = false;
   std::string answer = HandleToFrameDeferred(call, &empty, wait_end);
-  if (may_wait && empty) {  // nothing leased: nothing to wait for (*wait_end is 0)
+  if (may_wait && empty) {  // nothing leased: nothing to wait for but the acks it carried
+    call->ack_wait_end = *wait_end;
     call->request->mutable_receive()->set_long_poll_ms(long_poll_ms);  // wait on a worker
     return false;
   }
@@ -303,7 +312,21 @@ bool Connection::TryInline(Call* call, std::string* frame, PhysicalOffset* wait_
 std::string Connection::HandleToFrame(Call* call, bool* empty_receive) {
   const proto::Request& req = *call->request;
   proto::Response* resp = google::protobuf::Arena::CreateMessage<proto::Response>(&call->arena);
-  if (auto encoded = context_->broker->HandleReceiveFrame(req)) {
+  if (req.body_case() == proto::Request::kReceive && req.receive().ack_receipt_handles_size() > 0) {
+    // Applied here, once: a retry of this call after its long poll finds them cleared.
+    absl::StatusOr<std::vector<absl::Status>> acks =
+        context_->broker->TakeReceiveAcks(call->request->mutable_receive());
+    if (!acks.ok()) {
+      if (empty_receive) *empty_receive = false;
+      resp->set_id(req.id());
+      wire::ToProto(acks.status(), resp->mutable_status());
+      return EncodeResponse(*resp);
+    }
+    call->acks_taken = true;
+    call->ack_results = std::move(*acks);
+  }
+  const std::vector<absl::Status>* acks = call->acks_taken ? &call->ack_results : nullptr;
+  if (auto encoded = context_->broker->HandleReceiveFrame(req, acks)) {
     if (encoded->status.ok()) {
       if (empty_receive) *empty_receive = encoded->messages == 0;
       return std::move(encoded->frame);
@@ -312,6 +335,10 @@ std::string Connection::HandleToFrame(Call* call, bool* empty_receive) {
     wire::ToProto(encoded->status, resp->mutable_status());
   } else {
     context_->broker->Handle(req, resp);
+    if (acks != nullptr && resp->has_receive()) {
+      resp->mutable_receive()->mutable_ack_results()->Reserve(static_cast<int>(acks->size()));
+      for (const absl::Status& s : *acks) wire::ToProto(s, resp->mutable_receive()->add_ack_results());
+    }
     auth_.Filter(req, resp);  // ListTopics / Stats: only what this user may see
     if (!namespace_.empty()) UnscopeResponse(namespace_, req.body_case(), resp);
   }

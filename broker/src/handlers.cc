@@ -252,17 +252,23 @@ absl::Status Broker::HandleDescribeTopic(const std::string& name, proto::Respons
   return absl::OkStatus();
 }
 
-absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse* resp) {
-  if (req.receipt_handles().empty()) return absl::InvalidArgumentError("ack without handles");
+absl::StatusOr<std::vector<absl::Status>> Broker::AckHandles(
+    const std::string& group, const google::protobuf::RepeatedPtrField<std::string>& handles) {
   // One AckBatch per request: one group-state write for all its handles.
-  std::vector<std::string_view> handles(req.receipt_handles().begin(),
-                                        req.receipt_handles().end());
-  std::vector<absl::Status> results = consumers_->AckBatch(req.group(), handles);
+  std::vector<std::string_view> views(handles.begin(), handles.end());
+  std::vector<absl::Status> results = consumers_->AckBatch(group, views);
   // replication = "sync": answered once a follower holds the acks (a failed wait fails the
   // request; the acks stand on this broker, so a retry finds the handles stale).
   if (std::any_of(results.begin(), results.end(), [](const absl::Status& r) { return r.ok(); })) {
     TOKIMQ_RETURN_IF_ERROR(replication_->AwaitStateReplicated());
   }
+  return results;
+}
+
+absl::Status Broker::HandleAck(const proto::AckRequest& req, proto::AckResponse* resp) {
+  if (req.receipt_handles().empty()) return absl::InvalidArgumentError("ack without handles");
+  TOKIMQ_ASSIGN_OR_RETURN(std::vector<absl::Status> results,
+                          AckHandles(req.group(), req.receipt_handles()));
   resp->mutable_results()->Reserve(static_cast<int>(results.size()));
   for (const absl::Status& s : results) wire::ToProto(s, resp->add_results());
   return absl::OkStatus();

@@ -77,7 +77,8 @@ size_t ReceivedMessageSize(const ReceivedFields& f) {
          IntFieldSize(f.invisible_until_ms) + StringFieldSize(f.properties_encoded);
 }
 
-std::string EncodeReceiveFrame(uint64_t id, const std::vector<ReceivedFields>& messages) {
+std::string EncodeReceiveFrame(uint64_t id, const std::vector<ReceivedFields>& messages,
+                               std::string_view tail) {
   std::vector<size_t> sizes;
   sizes.reserve(messages.size());
   size_t receive = 0;  // ReceiveResponse body
@@ -85,6 +86,7 @@ std::string EncodeReceiveFrame(uint64_t id, const std::vector<ReceivedFields>& m
     sizes.push_back(ReceivedMessageSize(f));
     receive += 1 + VarintSize(sizes.back()) + sizes.back();
   }
+  receive += tail.size();
   const uint32_t receive_tag = Tag(kResponseReceive, kLen);
   const size_t body = (id == 0 ? 0 : 1 + VarintSize(id)) + VarintSize(receive_tag) +
                       VarintSize(receive) + receive;
@@ -101,6 +103,10 @@ std::string EncodeReceiveFrame(uint64_t id, const std::vector<ReceivedFields>& m
     *p++ = static_cast<char>(Tag(kReceiveMessages, kLen));
     p = PutVarint(p, sizes[i]);
     p = PutReceived(p, messages[i]);
+  }
+  if (!tail.empty()) {
+    std::memcpy(p, tail.data(), tail.size());
+    p += tail.size();
   }
   if (p != out.data() + out.size()) return std::string();  // a sizing bug: never sent
   return out;

@@ -42,6 +42,9 @@ size_t ReceivedMessageSize(const ReceivedFields& f);
 // A whole frame (4-byte big-endian length + proto::Response{id, receive{messages}}) holding
 // `messages` in order. Sizes are computed before anything is written: one allocation. Empty
 // only on an internal sizing error (never expected; the caller then answers through the proto).
-std::string EncodeReceiveFrame(uint64_t id, const std::vector<ReceivedFields>& messages);
+// `tail`: serialized ReceiveResponse fields written after the messages (the ack results of a
+// receive that carried acks, field 2: protobuf reads concatenated fields as one message).
+std::string EncodeReceiveFrame(uint64_t id, const std::vector<ReceivedFields>& messages,
+                               std::string_view tail = {});
 
 }  // namespace tokimq::broker

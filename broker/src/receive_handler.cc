@@ -8,12 +8,13 @@
 #include "common/status.h"
 #include "consumer/message_filter.h"
 #include "fmt/format.h"
+#include "proto/status.h"
 #include "receive_encoder.h"
 #include "replication/replication_service.h"
 
 namespace tokimq::broker {
 
-absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
+absl::StatusOr<std::shared_ptr<const consumer::SqlFilter>> Broker::ValidateReceive(
     const proto::ReceiveRequest& req) {
   if (req.group().empty()) return absl::InvalidArgumentError("receive needs a consumer group");
   TOKIMQ_RETURN_IF_ERROR(ResolveTopic(req.topic()).status());
@@ -31,9 +32,30 @@ absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
     return absl::InvalidArgumentError(
         fmt::format("unknown filter type {}", static_cast<int>(req.filter_type())));
   }
-  TOKIMQ_ASSIGN_OR_RETURN(
-      std::shared_ptr<const consumer::SqlFilter> sql,
-      consumer::RequestSqlFilter(req.filter_type() == proto::FILTER_SQL92, req.filter_expression()));
+  return consumer::RequestSqlFilter(req.filter_type() == proto::FILTER_SQL92,
+                                    req.filter_expression());
+}
+
+absl::StatusOr<std::vector<absl::Status>> Broker::ApplyReceiveAcks(
+    const proto::ReceiveRequest& req) {
+  if (req.ack_receipt_handles_size() > kMaxReceiveBatch) {
+    return absl::InvalidArgumentError(
+        fmt::format("a receive carries at most {} acks", kMaxReceiveBatch));
+  }
+  TOKIMQ_RETURN_IF_ERROR(replication_->CheckWritable());
+  TOKIMQ_RETURN_IF_ERROR(ValidateReceive(req).status());
+  return AckHandles(req.group(), req.ack_receipt_handles());
+}
+
+absl::StatusOr<std::vector<absl::Status>> Broker::TakeReceiveAcks(proto::ReceiveRequest* req) {
+  absl::StatusOr<std::vector<absl::Status>> results = ApplyReceiveAcks(*req);
+  req->clear_ack_receipt_handles();
+  return results;
+}
+
+absl::StatusOr<std::vector<ReceivedMessage>> Broker::ReceiveFor(
+    const proto::ReceiveRequest& req) {
+  TOKIMQ_ASSIGN_OR_RETURN(std::shared_ptr<const consumer::SqlFilter> sql, ValidateReceive(req));
   RememberSubscription(req.group(), req.topic());
   ReceiveRequest r;
   r.group = req.group();
@@ -86,7 +108,14 @@ absl::Status FieldsOf(const ReceivedMessage& rm, ReceivedFields* f) {
 
 absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
                                    proto::ReceiveResponse* resp) {
+  // Acks not taken by the caller (Connection takes them first, TakeReceiveAcks): applied here.
+  std::vector<absl::Status> acks;
+  if (req.ack_receipt_handles_size() > 0) {
+    TOKIMQ_ASSIGN_OR_RETURN(acks, ApplyReceiveAcks(req));
+  }
   TOKIMQ_ASSIGN_OR_RETURN(std::vector<ReceivedMessage> got, ReceiveFor(req));
+  resp->mutable_ack_results()->Reserve(static_cast<int>(acks.size()));
+  for (const absl::Status& s : acks) wire::ToProto(s, resp->add_ack_results());
   resp->mutable_messages()->Reserve(static_cast<int>(got.size()));
   for (ReceivedMessage& rm : got) {
     ReceivedFields f;
@@ -120,8 +149,10 @@ absl::Status Broker::HandleReceive(const proto::ReceiveRequest& req,
   return absl::OkStatus();
 }
 
-std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(const proto::Request& req) {
-  if (req.body_case() != proto::Request::kReceive || !req.receive().encoded_properties()) {
+std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(
+    const proto::Request& req, const std::vector<absl::Status>* ack_results) {
+  if (req.body_case() != proto::Request::kReceive || !req.receive().encoded_properties() ||
+      req.receive().ack_receipt_handles_size() > 0) {
     return std::nullopt;
   }
   // On a failure after the receive (never expected), the messages leased here are redelivered
@@ -142,7 +173,14 @@ std::optional<Broker::EncodedResponse> Broker::HandleReceiveFrame(const proto::R
     out.status = FieldsOf((*got)[i], &fields[i]);
     if (!out.status.ok()) return out;
   }
-  out.frame = EncodeReceiveFrame(req.id(), fields);
+  std::string tail;  // ReceiveResponse.ack_results, appended after the messages
+  if (ack_results != nullptr && !ack_results->empty()) {
+    proto::ReceiveResponse acks;
+    acks.mutable_ack_results()->Reserve(static_cast<int>(ack_results->size()));
+    for (const absl::Status& s : *ack_results) wire::ToProto(s, acks.add_ack_results());
+    tail = acks.SerializeAsString();
+  }
+  out.frame = EncodeReceiveFrame(req.id(), fields, tail);
   out.messages = static_cast<int>(fields.size());
   if (out.frame.empty()) out.status = absl::InternalError("receive response encoding failed");
   return out;

@@ -1,6 +1,7 @@
 #include "client/simple_consumer.h"
 
 #include "common/coding.h"
+#include "common/status.h"
 #include "proto/status.h"
 
 namespace tokimq::client {
@@ -10,6 +11,15 @@ SimpleConsumer::SimpleConsumer(ClientOptions options, std::string group)
 
 absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::string& topic,
                                                                      const ReceiveOptions& o) {
+  return AckAndReceive({}, topic, o, nullptr);
+}
+
+absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::AckAndReceive(
+    const std::vector<std::string>& ack_handles, const std::string& topic,
+    const ReceiveOptions& o, std::vector<absl::Status>* ack_results) {
+  if (!ack_handles.empty() && ack_results == nullptr) {
+    return absl::InvalidArgumentError("AckAndReceive needs somewhere to put the ack results");
+  }
   proto::Request req;
   proto::ReceiveRequest* r = req.mutable_receive();
   r->set_group(group_);
@@ -24,8 +34,22 @@ absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::Receive(const std::
   }
   r->set_encoded_properties(true);
   if (o.max_per_group != 1) r->set_max_per_group(o.max_per_group);
+  for (const std::string& h : ack_handles) r->add_ack_receipt_handles(h);
   auto resp = conn_.Call(std::move(req), o.long_poll_ms);
   if (!resp.ok()) return resp.status();
+  if (!ack_handles.empty()) {
+    const auto& acked = resp->receive().ack_results();
+    ack_results->clear();
+    if (acked.empty()) {
+      // A broker that predates ack_receipt_handles ignored them (unknown field): ack here.
+      TOKIMQ_ASSIGN_OR_RETURN(*ack_results, AckBatch(ack_handles));
+    } else if (static_cast<size_t>(acked.size()) != ack_handles.size()) {
+      return absl::InternalError("broker answered a receive's acks with the wrong number of results");
+    } else {
+      ack_results->reserve(ack_handles.size());
+      for (const proto::Status& s : acked) ack_results->push_back(wire::FromProto(s));
+    }
+  }
   std::vector<ReceivedMessage> out;
   auto& got = *resp->mutable_receive()->mutable_messages();
   out.reserve(static_cast<size_t>(got.size()));

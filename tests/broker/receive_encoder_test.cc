@@ -67,6 +67,51 @@ TEST(ReceiveEncoderTest, TypicalMessageMatchesProtobuf) {
   EXPECT_EQ(back.receive().messages(0).invisible_until_ms(), 1'764'547'290'000);
 }
 
+// A receive that carried acks: their results follow the messages (ReceiveResponse field 2),
+// as protobuf writes them.
+TEST(ReceiveEncoderTest, AckResultsAfterTheMessagesMatchProtobuf) {
+  ReceivedFields f;
+  f.message_id = "0A0B";
+  f.topic = "orders";
+  f.queue_offset = 9;
+  f.body = "b";
+  f.receipt_handle = "01ab";
+  f.delivery_attempt = 1;
+  proto::ReceiveResponse acks;
+  acks.add_ack_results();  // OK: code 0, empty
+  acks.add_ack_results()->set_code(9);
+  acks.mutable_ack_results(1)->set_message("receipt handle is stale");
+  const std::string tail = acks.SerializeAsString();
+
+  proto::Response want;
+  want.set_id(12);
+  auto* m = want.mutable_receive()->add_messages();
+  m->set_message_id("0A0B");
+  m->set_topic("orders");
+  m->set_queue_offset(9);
+  m->set_body("b");
+  m->set_receipt_handle("01ab");
+  m->set_delivery_attempt(1);
+  *want.mutable_receive()->mutable_ack_results() = acks.ack_results();
+  auto frame = wire::EncodeFrame(want, UINT32_MAX);
+  ASSERT_TRUE(frame.ok());
+  EXPECT_EQ(EncodeReceiveFrame(12, {f}, tail), *frame);
+
+  // No message, only the results (a receive that found nothing after its acks).
+  proto::Response only;
+  only.set_id(13);
+  *only.mutable_receive()->mutable_ack_results() = acks.ack_results();
+  auto only_frame = wire::EncodeFrame(only, UINT32_MAX);
+  ASSERT_TRUE(only_frame.ok());
+  const std::string got = EncodeReceiveFrame(13, {}, tail);
+  EXPECT_EQ(got, *only_frame);
+  proto::Response back;
+  ASSERT_TRUE(
+      wire::DecodeFrameBody(std::string_view(got).substr(wire::kFrameHeaderBytes), &back).ok());
+  ASSERT_EQ(back.receive().ack_results_size(), 2);
+  EXPECT_EQ(back.receive().ack_results(1).code(), 9);
+}
+
 TEST(ReceiveEncoderTest, EmptyAndDefaultsMatchProtobuf) {
   EXPECT_EQ(EncodeReceiveFrame(1, {}), ProtoFrame(1, {}));
   EXPECT_EQ(EncodeReceiveFrame(0, {}), ProtoFrame(0, {}));

@@ -90,11 +90,21 @@ class BeanstalkConsumer final : public ConsumerSession {
   explicit BeanstalkConsumer(std::unique_ptr<TcpStream> s) : s_(std::move(s)) {}
 
   absl::StatusOr<std::vector<Received>> Receive(int max, int64_t wait_ms) override {
+    return AckAndReceive({}, max, wait_ms);
+  }
+
+  // The deletes go in the same write as the reserve sweep (beanstalkd answers in order).
+  absl::StatusOr<std::vector<Received>> AckAndReceive(const std::vector<Received>& acks, int max,
+                                                      int64_t wait_ms) override {
     std::vector<Received> out;
     // First a pipelined sweep of non-blocking reserves, then one blocking reserve if empty.
     std::string cmds;
+    for (const Received& m : acks) cmds += "delete " + m.handle + "\r\n";
     for (int i = 0; i < max; ++i) cmds += "reserve-with-timeout 0\r\n";
     absl::Status st = s_->WriteAll(cmds);
+    if (!st.ok()) return st;
+    std::string line;
+    for (size_t i = 0; st.ok() && i < acks.size(); ++i) st = Expect(s_.get(), "DELETED", &line);
     if (!st.ok()) return st;
     for (int i = 0; i < max; ++i) {
       st = ReadReserve(&out);

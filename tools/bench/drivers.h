@@ -51,6 +51,15 @@ class ConsumerSession {
   // Up to max messages, waiting up to wait_ms for the first one. Empty: none ready.
   virtual absl::StatusOr<std::vector<Received>> Receive(int max, int64_t wait_ms) = 0;
   virtual absl::Status Ack(const std::vector<Received>& msgs) = 0;
+  // Acks `acks` (the last batch) and receives the next, in as few round trips as the system
+  // allows: tokimq carries the acks in the receive (ReceiveRequest.ack_receipt_handles), Redis
+  // pipelines its ZREM with the pop script, PostgreSQL runs the DELETE and the claim in one
+  // statement. This default makes two round trips (Ack, then Receive).
+  virtual absl::StatusOr<std::vector<Received>> AckAndReceive(const std::vector<Received>& acks,
+                                                              int max, int64_t wait_ms) {
+    if (absl::Status s = Ack(acks); !s.ok()) return s;
+    return Receive(max, wait_ms);
+  }
 };
 
 // The broker's own view of its timer releases (tokimq only): what the dequeue service has put

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   tb::DriverOptions d;
   tb::Workload w;
   std::string delay = "uniform:1s-10s", lease = "60s", max_run = "10m", label;
+  std::string ack_mode = "with-receive";
   app.add_option("--system", d.system, "tokimq | redis | beanstalkd | postgresql")
       ->required()->check(CLI::IsMember({"tokimq", "redis", "beanstalkd", "postgresql"}));
   app.add_option("--addr", d.addr, "host:port of the system")->required();
@@ -97,6 +98,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10'000));
   app.add_option("--pipeline", d.pipeline, "send requests in flight per producer")
       ->default_val(16)->check(CLI::Range(1, 1024));
+  app.add_option("--ack", ack_mode,
+                 "with-receive: a consumer acks its last batch in its next receive's round trip "
+                 "(tokimq ack_receipt_handles, Redis pipelined ZREM, PostgreSQL DELETE in the "
+                 "claim); separate: an Ack round trip of its own")
+      ->check(CLI::IsMember({"with-receive", "separate"}))
+      ->default_val("with-receive");
   app.add_option("--receive-batch", w.receive_batch, "max messages per receive")
       ->default_val(32)->check(CLI::Range(1, 1024));
   app.add_option("--lease", lease, "invisible duration / TTR")->default_val("60s");
@@ -112,6 +119,7 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", d.tls, "tokimq: connect with TLS");
   app.add_option("--tls-ca", d.tls_ca_file, "tokimq --tls: PEM CA file to trust");
   CLI11_PARSE(app, argc, argv);
+  w.ack_with_receive = ack_mode == "with-receive";
 
   if (!ParseDelay(delay, &w)) {
     std::fprintf(stderr, "tokimq-bench: bad --delay %s\n", delay.c_str());

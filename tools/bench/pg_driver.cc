@@ -158,14 +158,23 @@ class PgConsumer final : public ConsumerSession {
   PgConsumer(Conn c, int64_t lease_ms) : c_(std::move(c)), lease_ms_(lease_ms) {}
 
   absl::StatusOr<std::vector<Received>> Receive(int max, int64_t wait_ms) override {
+    return AckAndReceive({}, max, wait_ms);
+  }
+
+  // The DELETE runs in the claim's statement (a data-modifying CTE): one round trip.
+  absl::StatusOr<std::vector<Received>> AckAndReceive(const std::vector<Received>& acks, int max,
+                                                      int64_t wait_ms) override {
     Clock& clock = *SystemClock::Default();
     const int64_t until = clock.NowMs() + wait_ms;
     const std::string n = std::to_string(max);
+    std::string ids = acks.empty() ? std::string() : IdArray(acks);  // first pass only
     while (true) {
       const int64_t now = clock.NowMs();
       const std::string now_s = std::to_string(now), lease_s = std::to_string(now + lease_ms_);
-      const char* params[] = {now_s.c_str(), n.c_str(), lease_s.c_str()};
-      Result r(PQexecPrepared(c_.get(), "claim", 3, params, nullptr, nullptr, 0));
+      const char* params[] = {now_s.c_str(), n.c_str(), lease_s.c_str(), ids.c_str()};
+      Result r(ids.empty() ? PQexecPrepared(c_.get(), "claim", 3, params, nullptr, nullptr, 0)
+                           : PQexecPrepared(c_.get(), "ack_claim", 4, params, nullptr, nullptr, 0));
+      ids.clear();
       if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return ConnError(c_.get(), "claim");
       std::vector<Received> out;
       const int rows = PQntuples(r.get());
@@ -183,12 +192,7 @@ class PgConsumer final : public ConsumerSession {
 
   absl::Status Ack(const std::vector<Received>& msgs) override {
     if (msgs.empty()) return absl::OkStatus();
-    std::string ids = "{";
-    for (size_t i = 0; i < msgs.size(); ++i) {
-      if (i) ids.push_back(',');
-      ids += msgs[i].handle;
-    }
-    ids.push_back('}');
+    const std::string ids = IdArray(msgs);
     const char* params[] = {ids.c_str()};
     Result r(PQexecPrepared(c_.get(), "ack", 1, params, nullptr, nullptr, 0));
     if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) return ConnError(c_.get(), "ack");
@@ -196,6 +200,16 @@ class PgConsumer final : public ConsumerSession {
   }
 
  private:
+  // A bigint[] literal of the messages' ids: {1,2,3}.
+  static std::string IdArray(const std::vector<Received>& msgs) {
+    std::string ids = "{";
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      if (i) ids.push_back(',');
+      ids += msgs[i].handle;
+    }
+    ids.push_back('}');
+    return ids;
+  }
   Conn c_;
   int64_t lease_ms_;
 };
@@ -244,14 +258,22 @@ class PgDriver final : public Driver {
     auto c = Connect(options_.addr);
     if (!c.ok()) return c.status();
     const std::string& q = Table();
-    absl::Status st = Prepare(
-        c->get(), "claim",
-        absl::StrCat("WITH next AS (SELECT id FROM ", q, " WHERE ", DueExpr(),
-                     " <= $1::bigint ORDER BY ", DueExpr(),
-                     ", id LIMIT $2::int FOR UPDATE SKIP LOCKED) UPDATE ", q,
-                     " SET locked_until = $3::bigint FROM next WHERE ", q,
-                     ".id = next.id RETURNING ", q, ".id, ", q, ".body"),
-        3);
+    // Claim: lease the next due rows. Ack + claim: the last batch's DELETE in the same
+    // statement (a data-modifying CTE; the deleted rows are leased, so the claim cannot pick
+    // them although its snapshot still sees them).
+    const std::string next =
+        absl::StrCat("next AS (SELECT id FROM ", q, " WHERE ", DueExpr(), " <= $1::bigint ORDER BY ",
+                     DueExpr(), ", id LIMIT $2::int FOR UPDATE SKIP LOCKED)");
+    const std::string update =
+        absl::StrCat(" UPDATE ", q, " SET locked_until = $3::bigint FROM next WHERE ", q,
+                     ".id = next.id RETURNING ", q, ".id, ", q, ".body");
+    absl::Status st = Prepare(c->get(), "claim", absl::StrCat("WITH ", next, update), 3);
+    if (st.ok()) {
+      st = Prepare(c->get(), "ack_claim",
+                   absl::StrCat("WITH done AS (DELETE FROM ", q,
+                                " WHERE id = ANY($4::bigint[])), ", next, update),
+                   4);
+    }
     if (st.ok()) {
       st = Prepare(c->get(), "ack",
                    absl::StrCat("DELETE FROM ", q, " WHERE id = ANY($1::bigint[])"), 1);

@@ -167,11 +167,21 @@ class RedisConsumer final : public ConsumerSession {
     const int64_t until = clock.NowMs() + wait_ms;
     while (true) {
       const int64_t now = clock.NowMs();
-      auto r = Call(s_.get(), {"EVALSHA", pop_sha_, "2", keys_.ready, keys_.inflight,
-                               std::to_string(max), std::to_string(now + lease_ms_)});
-      if (!r.ok()) return r.status();
+      // An ack from AckAndReceive goes in the same write, its reply first.
+      std::string cmd = std::move(pending_ack_);
+      pending_ack_.clear();
+      const bool ack_reply = !cmd.empty();
+      AppendCommand(&cmd, {"EVALSHA", pop_sha_, "2", keys_.ready, keys_.inflight,
+                           std::to_string(max), std::to_string(now + lease_ms_)});
+      if (absl::Status st = s_->WriteAll(cmd); !st.ok()) return st;
+      Reply ack;
+      if (ack_reply) {
+        if (absl::Status st = ReadReply(s_.get(), &ack); !st.ok()) return st;
+      }
+      Reply r;
+      if (absl::Status st = ReadReply(s_.get(), &r); !st.ok()) return st;
       std::vector<Received> out;
-      for (Reply& e : r->elements) {
+      for (Reply& e : r.elements) {
         Received m;
         if (!ParseBody(e.str, &m.deliver_ms, &m.seq)) continue;
         m.handle = std::move(e.str);
@@ -183,13 +193,24 @@ class RedisConsumer final : public ConsumerSession {
   }
   absl::Status Ack(const std::vector<Received>& msgs) override {
     if (msgs.empty()) return absl::OkStatus();
-    std::vector<std::string> args{"ZREM", keys_.inflight};
-    for (const Received& m : msgs) args.push_back(m.handle);
-    return Call(s_.get(), args).status();
+    return Call(s_.get(), AckArgs(msgs)).status();
+  }
+
+  // The ZREM is pipelined with the pop script: one write, one round trip.
+  absl::StatusOr<std::vector<Received>> AckAndReceive(const std::vector<Received>& acks, int max,
+                                                      int64_t wait_ms) override {
+    if (!acks.empty()) AppendCommand(&pending_ack_, AckArgs(acks));
+    return Receive(max, wait_ms);
   }
 
  private:
+  std::vector<std::string> AckArgs(const std::vector<Received>& msgs) const {
+    std::vector<std::string> args{"ZREM", keys_.inflight};
+    for (const Received& m : msgs) args.push_back(m.handle);
+    return args;
+  }
   std::unique_ptr<TcpStream> s_;
+  std::string pending_ack_;  // a ZREM written before the next pop script
   Keys keys_;
   std::string pop_sha_;
   int64_t lease_ms_;

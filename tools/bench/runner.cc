@@ -216,8 +216,15 @@ Result Run(Driver* driver, const Workload& w) {
     auto c = driver->NewConsumer();
     if (!c.ok()) return fail(c.status());
     std::vector<int64_t>& lat = lateness[static_cast<size_t>(index)];
+    std::vector<Received> unacked;  // the last batch: acked with the next receive
     while (!stop_consumers && received.load() < w.messages && clock.NowMs() < give_up) {
-      auto got = (*c)->Receive(w.receive_batch, 200);
+      absl::StatusOr<std::vector<Received>> got;
+      if (w.ack_with_receive) {
+        got = (*c)->AckAndReceive(unacked, w.receive_batch, 200);
+        unacked.clear();  // acked, or failed (the run then fails)
+      } else {
+        got = (*c)->Receive(w.receive_batch, 200);
+      }
       const int64_t now_us = clock.NowMicros();
       if (!got.ok()) {
         fail(got.status());
@@ -239,10 +246,14 @@ Result Run(Driver* driver, const Workload& w) {
         int64_t now_ms = now_us / 1000, cur = last_recv.load();
         while (now_ms > cur && !last_recv.compare_exchange_weak(cur, now_ms)) {
         }
-        absl::Status s = (*c)->Ack(*got);
-        if (!s.ok()) fail(s);
+        if (w.ack_with_receive) {
+          unacked = std::move(*got);
+        } else if (absl::Status s = (*c)->Ack(*got); !s.ok()) {
+          fail(s);
+        }
       }
     }
+    if (absl::Status s = (*c)->Ack(unacked); !s.ok()) fail(s);
   };
 
   std::vector<std::thread> producers, consumers;

@@ -25,6 +25,9 @@ struct Workload {
   int consumers = 4;
   int batch = 128;
   int receive_batch = 32;
+  // true: a consumer acks its last batch with its next receive (ConsumerSession::AckAndReceive,
+  // one round trip per batch where the system allows); false: Ack, then Receive.
+  bool ack_with_receive = true;
   int64_t max_run_ms = 600'000;
   int rss_pid = 0;  // broker process to sample (/proc/<pid>/status), 0: none
 };

@@ -73,12 +73,25 @@ class TokimqConsumer final : public ConsumerSession {
       : options_(o), consumer_(std::move(co), "bench-" + o.queue) {}
 
   absl::StatusOr<std::vector<Received>> Receive(int max, int64_t wait_ms) override {
+    return AckAndReceive({}, max, wait_ms);
+  }
+
+  // The acks ride in the receive (ReceiveRequest.ack_receipt_handles): one round trip.
+  absl::StatusOr<std::vector<Received>> AckAndReceive(const std::vector<Received>& acks, int max,
+                                                      int64_t wait_ms) override {
     client::ReceiveOptions ro;
     ro.max_messages = max;
     ro.invisible_ms = options_.lease_ms;
     ro.long_poll_ms = wait_ms;
-    auto got = consumer_.Receive(options_.queue, ro);
+    std::vector<std::string> handles;
+    handles.reserve(acks.size());
+    for (const Received& r : acks) handles.push_back(r.handle);
+    std::vector<absl::Status> acked;
+    auto got = consumer_.AckAndReceive(handles, options_.queue, ro, &acked);
     if (!got.ok()) return got.status();
+    for (const absl::Status& s : acked) {
+      if (!s.ok()) return s;
+    }
     std::vector<Received> out;
     out.reserve(got->size());
     for (client::ReceivedMessage& m : *got) {

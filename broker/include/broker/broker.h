@@ -230,7 +230,21 @@ class Broker {
     std::string frame;
     int messages = 0;
   };
-  std::optional<EncodedResponse> HandleReceiveFrame(const proto::Request& req);
+  // `ack_results`: the results of the acks this receive carried, already applied by
+  // TakeReceiveAcks (written into the frame as ReceiveResponse.ack_results); nullptr when it
+  // carried none. std::nullopt also for a receive whose acks were not taken.
+  std::optional<EncodedResponse> HandleReceiveFrame(
+      const proto::Request& req, const std::vector<absl::Status>* ack_results = nullptr);
+
+  // The acks a receive carries (ReceiveRequest.ack_receipt_handles, docs/protocol.md "Acks
+  // carried by a receive"): checks that this broker takes writes and that the receive itself
+  // is valid (the errors Handle would answer for it: then nothing is acked), applies them as
+  // one AckRequest would (one AckBatch; sync replication: waits as HandleAck does, deferred
+  // inside a ReplicationService::DeferStateWaits scope), and clears them from *req so that the
+  // receive that follows — at once, or after its long poll on another thread — does not apply
+  // them again. One result per handle, in order. kInvalidArgument: more than kMaxReceiveBatch
+  // handles. Thread-safe.
+  absl::StatusOr<std::vector<absl::Status>> TakeReceiveAcks(proto::ReceiveRequest* req);
 
   // First step of a shutdown, before the servers stop (they wait for running requests): ends
   // every waiting long poll now — it answers with what it has, usually nothing — and makes
@@ -331,7 +345,17 @@ class Broker {
   absl::Status HandleReceive(const proto::ReceiveRequest& req, proto::ReceiveResponse* resp);
   // Validates a receive request and takes its messages (raw records, leased).
   absl::StatusOr<std::vector<ReceivedMessage>> ReceiveFor(const proto::ReceiveRequest& req);
+  // ReceiveFor's checks of the request (group, topic, sizes, durations, filters); the parsed
+  // SQL92 filter (null: none).
+  absl::StatusOr<std::shared_ptr<const consumer::SqlFilter>> ValidateReceive(
+      const proto::ReceiveRequest& req);
+  // TakeReceiveAcks without clearing: validates and applies req's ack_receipt_handles.
+  absl::StatusOr<std::vector<absl::Status>> ApplyReceiveAcks(const proto::ReceiveRequest& req);
   absl::Status HandleAck(const proto::AckRequest& req, proto::AckResponse* resp);
+  // The acks of an AckRequest or of a receive that carries them: one AckBatch of `group`, then
+  // (replication = "sync", some OK) the wait for a follower. One result per handle.
+  absl::StatusOr<std::vector<absl::Status>> AckHandles(
+      const std::string& group, const google::protobuf::RepeatedPtrField<std::string>& handles);
   absl::Status HandleChangeInvisibleDuration(const proto::ChangeInvisibleDurationRequest& req,
                                              proto::Response* resp);
   absl::Status HandleNack(const proto::NackRequest& req);

@@ -57,6 +57,17 @@ class SimpleConsumer {
   // Empty result: nothing became ready within the long poll.
   absl::StatusOr<std::vector<ReceivedMessage>> Receive(const std::string& topic,
                                                        const ReceiveOptions& options = {});
+  // Acks `ack_handles` and receives in one round trip (ReceiveRequest.ack_receipt_handles,
+  // docs/protocol.md "Acks carried by a receive"): what AckBatch(ack_handles) then Receive
+  // do, for a consumer that asks for its next batch when it is done with the last (BullMQ's
+  // fetch-next on completion). *ack_results: one status per handle, in order, with AckBatch's
+  // codes. The acks are applied before the receive, once, even if it then waits out its long
+  // poll. A receive the broker refuses (its validation: unknown topic, bad sizes) fails the
+  // call and acks nothing. At most 1024 handles. A broker that predates the field ignores
+  // them: then this client acks them with AckBatch after the receive.
+  absl::StatusOr<std::vector<ReceivedMessage>> AckAndReceive(
+      const std::vector<std::string>& ack_handles, const std::string& topic,
+      const ReceiveOptions& options, std::vector<absl::Status>* ack_results);
   absl::Status Ack(const std::string& receipt_handle);
   // One status per handle, same order; the call itself fails only on transport errors.
   absl::StatusOr<std::vector<absl::Status>> AckBatch(const std::vector<std::string>& handles);
