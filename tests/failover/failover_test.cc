@@ -32,6 +32,7 @@
 #include "fmt/format.h"
 #include "support/await.h"
 #include "support/cluster_processes.h"
+#include "support/run_command.h"
 
 namespace tokimq {
 namespace {
@@ -364,6 +365,49 @@ TEST_F(FailoverTest, PausedLeaderThatComesBackAcknowledgesNothingAndFollows) {
 
 TEST_F(FailoverAsyncTest, PausedLeaderThatComesBackAcknowledgesNothingEvenInAsyncMode) {
   CheckPausedLeader();
+}
+
+// `tokimq send --failover-wait`: how long the CLI retries while the group cannot take the send
+// (a fresh tester's finding: `--timeout 1s` still blocked ~15 s, the cluster producer's
+// default wait). Two of the three replicas frozen: the one left may lead but gets no follower
+// ack (sync), so every attempt fails until the wait is over.
+TEST_F(FailoverTest, CliSendGivesUpWhenItsFailoverWaitIsOver) {
+  int64_t term = 0;
+  const int leader = WaitLeader(0, &term);
+  ASSERT_GE(leader, 0);
+  proto::TopicConfig t;
+  t.set_name("orders");
+  t.set_type(proto::DELAY);
+  t.set_queues(1);
+  ASSERT_TRUE(AdminClient(brokers_[leader]->Options()).CreateTopic(t, {}).ok());
+  const int left = (leader + 1) % kReplicas;
+  for (int i = 0; i < kReplicas; ++i) {
+    if (i != left) {
+      ASSERT_EQ(::kill(brokers_[i]->pid(), SIGSTOP), 0);
+    }
+  }
+  auto send = [&](const std::string& wait, int64_t* took_ms) {
+    const auto t0 = std::chrono::steady_clock::now();
+    testing::CommandResult r = testing::RunShell(
+        fmt::format("{} --broker {} --timeout 1s send --topic orders --body x --delay 1s "
+                    "--failover-wait {} 2>&1",
+                    TOKIMQ_CLI_BIN, brokers_[left]->Options().broker, wait));
+    *took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - t0)
+                   .count();
+    return r;
+  };
+  int64_t at_once_ms = 0, waited_ms = 0;
+  testing::CommandResult at_once = send("0s", &at_once_ms);
+  testing::CommandResult waited = send("4s", &waited_ms);
+  for (int i = 0; i < kReplicas; ++i) {
+    if (i != left) ::kill(brokers_[i]->pid(), SIGCONT);
+  }
+  EXPECT_NE(at_once.exit_code, 0) << at_once.out;
+  EXPECT_LT(at_once_ms, 4'000) << at_once.out;  // one attempt: a route read and a 1 s request
+  EXPECT_NE(waited.exit_code, 0) << waited.out;
+  EXPECT_GE(waited_ms, 4'000) << waited.out;
+  EXPECT_LT(waited_ms, 12'000) << waited.out;  // not the default 15 s
 }
 
 }  // namespace

@@ -137,7 +137,11 @@ absl::Status ClusterSend(const ClientOptions& o, const SendArgs& a,
     return absl::UnimplementedError("--transactional is not routed in a cluster yet: use "
                                     "--broker with the broker that hosts the topic");
   }
-  client::ClusterProducer producer(o);
+  absl::StatusOr<int64_t> failover_wait = ParseDuration(a.failover_wait);
+  if (!failover_wait.ok() || *failover_wait < 0) {
+    return absl::InvalidArgumentError("bad --failover-wait '" + a.failover_wait + "'");
+  }
+  client::ClusterProducer producer(o, 30'000, *failover_wait);
   if (body != nullptr) {
     client::OutgoingMessage m = base;
     m.body = *body;

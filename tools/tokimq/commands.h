@@ -35,6 +35,9 @@ struct SendArgs {
   int batch = 64;    // messages per request when reading lines
   bool quiet = false;
   bool transactional = false;  // TRANSACTION topics: a half message; prints the transaction id
+  // Cluster mode: how long a send retries while its broker group has no leader (human
+  // duration; "0s": fail at once). ClusterProducer's failover_wait_ms.
+  std::string failover_wait = "15s";
 };
 
 struct ConsumeArgs {

@@ -3,6 +3,7 @@
 // (2 for usage errors).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -42,7 +43,10 @@ int main(int argc, char** argv) {
   std::string timeout = "10s";
   app.add_option("--broker", opts.broker, "broker address host:port")
       ->default_val("127.0.0.1:10911");
-  app.add_option("--timeout", timeout, "per-request timeout (e.g. 10s)")->default_val("10s");
+  app.add_option("--timeout", timeout,
+                 "per-request timeout, also bounding each connect (e.g. 10s); a cluster send "
+                 "retries up to --failover-wait")
+      ->default_val("10s");
   app.add_option("--namespace", opts.namespace_,
                  "RocketMQ namespace: topics and groups named by this command are those of the "
                  "namespace (docs/protocol.md \"Namespaces\")")
@@ -108,6 +112,10 @@ int main(int argc, char** argv) {
   send->add_option("--batch", sargs.batch, "messages per request for stdin lines")
       ->default_val(64);
   send->add_flag("--quiet,-q", sargs.quiet, "print only the summary");
+  send->add_option("--failover-wait", sargs.failover_wait,
+                   "cluster: how long a send retries while its broker group has no leader "
+                   "(--timeout is per request; 0s: fail at once)")
+      ->default_val("15s");
   send->add_flag("--transactional", sargs.transactional,
                  "TRANSACTION topics: store as a half message (invisible until `tokimq tx "
                  "commit`); prints the transaction id");
@@ -224,6 +232,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   opts.request_timeout_ms = *t;
+  // Connecting (TCP, TLS and the handshake request) gets at most as long as a request: a
+  // frozen broker accepts connections (the kernel does) and never answers the handshake.
+  opts.connect_timeout_ms = std::min(opts.connect_timeout_ms, *t);
   opts.client_id = "tokimq-cli";
   absl::Status s = action ? action() : absl::InvalidArgumentError("no command");
   if (!s.ok()) {
