@@ -27,6 +27,8 @@ pkgs=(
   nlohmann-json3-dev chromium
   etcd-server golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev
+  # etcdctl, which docs/cluster.md's and docs/security.md's examples use (a tester lacked it).
+  etcd-client
   # `ip` (netns, veth, bridge): tests/failover/partition_test.cc isolates a leader with them.
   iproute2
 )
