@@ -137,6 +137,45 @@ TEST_F(AckWithReceiveTest, AcksAreAppliedOnceWhenTheReceiveWaitsOutItsLongPoll) 
   EXPECT_EQ(consumer.Ack(first[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A namespaced connection (its requests go through the proto path, not the encoded receive):
+// the same results, and the acks are those of the namespace's group.
+TEST_F(AckWithReceiveTest, ANamespacedConsumerGetsTheSameResults) {
+  client::ClientOptions o = broker_->Options();
+  o.namespace_ = "team_a";
+  client::AdminClient admin(o);
+  proto::TopicConfig t;
+  t.set_name("orders");
+  t.set_type(proto::NORMAL);
+  t.set_queues(1);
+  ASSERT_TRUE(admin.CreateTopic(t).ok());
+  client::Producer producer(o);
+  for (const char* body : {"a", "b"}) {
+    OutgoingMessage m;
+    m.topic = "orders";
+    m.body = body;
+    ASSERT_TRUE(producer.Send(m).ok());
+  }
+  SimpleConsumer consumer(o, "billing");
+  std::vector<ReceivedMessage> first;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (first.empty() && std::chrono::steady_clock::now() < deadline) {
+    auto got = consumer.Receive("orders", Options(1, 2000));
+    ASSERT_TRUE(got.ok()) << got.status();
+    first = std::move(*got);
+  }
+  ASSERT_EQ(first.size(), 1u);
+  std::vector<absl::Status> acked;
+  auto next = consumer.AckAndReceive({first[0].receipt_handle}, "orders", Options(16, 2000),
+                                     &acked);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(acked.size(), 1u);
+  EXPECT_TRUE(acked[0].ok()) << acked[0];
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_NE((*next)[0].body, first[0].body);
+  EXPECT_EQ((*next)[0].topic, "orders");  // the client's name, not the stored one
+  EXPECT_EQ(consumer.Ack(first[0].receipt_handle).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // A receive refused by its own validation answers its error and acks nothing.
 TEST_F(AckWithReceiveTest, ARefusedReceiveAcksNothing) {
   CreateTopic("orders", proto::NORMAL);
