@@ -126,6 +126,15 @@ class FailoverTest : public testing::ClusterProcessTest {
     return ok;
   }
 
+  // The DELAY topic "orders" with one queue, created through the leader.
+  void CreateOrders(int leader) {
+    proto::TopicConfig t;
+    t.set_name("orders");
+    t.set_type(proto::DELAY);
+    t.set_queues(1);
+    ASSERT_TRUE(AdminClient(brokers_[leader]->Options()).CreateTopic(t, {}).ok());
+  }
+
   // A leader frozen (SIGSTOP) past its lease is replaced; when it runs again it must not
   // acknowledge a single write, even to a client that still talks to it directly, and it
   // becomes a follower of the new term.
@@ -133,11 +142,7 @@ class FailoverTest : public testing::ClusterProcessTest {
     int64_t term = 0;
     const int old = WaitLeader(0, &term);
     ASSERT_GE(old, 0);
-    proto::TopicConfig t;
-    t.set_name("orders");
-    t.set_type(proto::DELAY);
-    t.set_queues(1);
-    ASSERT_TRUE(AdminClient(brokers_[old]->Options()).CreateTopic(t, {}).ok());
+    ASSERT_NO_FATAL_FAILURE(CreateOrders(old));
     ASSERT_TRUE(CaughtUp(old));
     client::Producer stale(brokers_[old]->Options());  // a client that never re-reads routes
     client::OutgoingMessage m;
@@ -375,11 +380,7 @@ TEST_F(FailoverTest, CliSendGivesUpWhenItsFailoverWaitIsOver) {
   int64_t term = 0;
   const int leader = WaitLeader(0, &term);
   ASSERT_GE(leader, 0);
-  proto::TopicConfig t;
-  t.set_name("orders");
-  t.set_type(proto::DELAY);
-  t.set_queues(1);
-  ASSERT_TRUE(AdminClient(brokers_[leader]->Options()).CreateTopic(t, {}).ok());
+  ASSERT_NO_FATAL_FAILURE(CreateOrders(leader));
   const int left = (leader + 1) % kReplicas;
   for (int i = 0; i < kReplicas; ++i) {
     if (i != left) {

@@ -67,6 +67,14 @@ class AckWithReceiveTest : public ::testing::Test {
     return out;
   }
 
+  // The NORMAL topic "orders" with one message, received (leased for 60 s) into *first.
+  void LeaseOne(SimpleConsumer& consumer, std::vector<ReceivedMessage>* first) {
+    CreateTopic("orders", proto::NORMAL);
+    Send("orders", "only");
+    *first = ReceiveN(consumer, "orders", 1);
+    ASSERT_EQ(first->size(), 1u);
+  }
+
   tokimq::testing::TempDir dir_;
   std::unique_ptr<BrokerProcess> broker_;
   std::unique_ptr<client::AdminClient> admin_;
@@ -119,11 +127,9 @@ TEST_F(AckWithReceiveTest, EachHandleGetsTheResultAnAckWouldGiveAndTheNextBatchC
 // Nothing ready: the receive waits out its long poll on a worker and is answered from there; the
 // acks were applied once, before the wait (a second application would answer kFailedPrecondition).
 TEST_F(AckWithReceiveTest, AcksAreAppliedOnceWhenTheReceiveWaitsOutItsLongPoll) {
-  CreateTopic("orders", proto::NORMAL);
-  Send("orders", "only");
   SimpleConsumer consumer(broker_->Options(), "billing");
-  std::vector<ReceivedMessage> first = ReceiveN(consumer, "orders", 1);
-  ASSERT_EQ(first.size(), 1u);
+  std::vector<ReceivedMessage> first;
+  ASSERT_NO_FATAL_FAILURE(LeaseOne(consumer, &first));
   std::vector<absl::Status> acked;
   const auto t0 = std::chrono::steady_clock::now();
   auto next = consumer.AckAndReceive({first[0].receipt_handle}, "orders", Options(16, 400), &acked);
@@ -178,11 +184,9 @@ TEST_F(AckWithReceiveTest, ANamespacedConsumerGetsTheSameResults) {
 
 // A receive refused by its own validation answers its error and acks nothing.
 TEST_F(AckWithReceiveTest, ARefusedReceiveAcksNothing) {
-  CreateTopic("orders", proto::NORMAL);
-  Send("orders", "m");
   SimpleConsumer consumer(broker_->Options(), "billing");
-  std::vector<ReceivedMessage> first = ReceiveN(consumer, "orders", 1);
-  ASSERT_EQ(first.size(), 1u);
+  std::vector<ReceivedMessage> first;
+  ASSERT_NO_FATAL_FAILURE(LeaseOne(consumer, &first));
   std::vector<absl::Status> acked;
   auto missing = consumer.AckAndReceive({first[0].receipt_handle}, "no-such-topic",
                                         Options(16, 0), &acked);
