@@ -337,7 +337,9 @@ std::string Connection::HandleToFrame(Call* call, bool* empty_receive) {
     context_->broker->Handle(req, resp);
     if (acks != nullptr && resp->has_receive()) {
       resp->mutable_receive()->mutable_ack_results()->Reserve(static_cast<int>(acks->size()));
-      for (const absl::Status& s : *acks) wire::ToProto(s, resp->mutable_receive()->add_ack_results());
+      for (const absl::Status& s : *acks) {
+        wire::ToProto(s, resp->mutable_receive()->add_ack_results());
+      }
     }
     auth_.Filter(req, resp);  // ListTopics / Stats: only what this user may see
     if (!namespace_.empty()) UnscopeResponse(namespace_, req.body_case(), resp);

@@ -44,7 +44,8 @@ absl::StatusOr<std::vector<ReceivedMessage>> SimpleConsumer::AckAndReceive(
       // A broker that predates ack_receipt_handles ignored them (unknown field): ack here.
       TOKIMQ_ASSIGN_OR_RETURN(*ack_results, AckBatch(ack_handles));
     } else if (static_cast<size_t>(acked.size()) != ack_handles.size()) {
-      return absl::InternalError("broker answered a receive's acks with the wrong number of results");
+      return absl::InternalError(
+          "broker answered a receive's acks with the wrong number of results");
     } else {
       ack_results->reserve(ack_handles.size());
       for (const proto::Status& s : acked) ack_results->push_back(wire::FromProto(s));

@@ -261,9 +261,9 @@ class PgDriver final : public Driver {
     // Claim: lease the next due rows. Ack + claim: the last batch's DELETE in the same
     // statement (a data-modifying CTE; the deleted rows are leased, so the claim cannot pick
     // them although its snapshot still sees them).
-    const std::string next =
-        absl::StrCat("next AS (SELECT id FROM ", q, " WHERE ", DueExpr(), " <= $1::bigint ORDER BY ",
-                     DueExpr(), ", id LIMIT $2::int FOR UPDATE SKIP LOCKED)");
+    const std::string next = absl::StrCat("next AS (SELECT id FROM ", q, " WHERE ", DueExpr(),
+                                          " <= $1::bigint ORDER BY ", DueExpr(),
+                                          ", id LIMIT $2::int FOR UPDATE SKIP LOCKED)");
     const std::string update =
         absl::StrCat(" UPDATE ", q, " SET locked_until = $3::bigint FROM next WHERE ", q,
                      ".id = next.id RETURNING ", q, ".id, ", q, ".body");
