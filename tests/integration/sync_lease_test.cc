@@ -231,5 +231,48 @@ TEST_F(SyncLeaseTest, WithoutAFollowerLeaseRequestsFailAfterTheTimeoutAndOthersA
   EXPECT_NE(retry->ack().results(0).code(), 0);
 }
 
+// Acks carried by a receive that finds nothing and waits out its long poll on a worker
+// (docs/protocol.md "Acks carried by a receive"): the answer still waits for a follower to hold
+// the acks — with the follower there it is OK after the poll, without one it is UNAVAILABLE after
+// replication_ack_timeout, not an OK right after the poll.
+TEST_F(SyncLeaseTest, AcksCarriedByAReceiveThatLongPollsWaitForTheFollower) {
+  SendMessages(2);
+  auto conn = client::Connection::Open(leader_->Options());
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  auto leased = (*conn)->Call(ReceiveRequest(2), 10'000);
+  ASSERT_TRUE(leased.ok()) << leased.status();
+  ASSERT_EQ(leased->receive().messages_size(), 2);
+  auto carrying = [&](const std::string& handle) {
+    proto::Request req = ReceiveRequest(16, /*encoded=*/true);
+    req.mutable_receive()->set_long_poll_ms(300);
+    req.mutable_receive()->add_ack_receipt_handles(handle);
+    return req;
+  };
+
+  Clock::time_point sent = Clock::now();
+  auto with_follower = (*conn)->Call(carrying(leased->receive().messages(0).receipt_handle()),
+                                     30'000);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
+  ASSERT_TRUE(with_follower.ok()) << with_follower.status();
+  EXPECT_EQ(with_follower->receive().messages_size(), 0);
+  ASSERT_EQ(with_follower->receive().ack_results_size(), 1);
+  EXPECT_EQ(with_follower->receive().ack_results(0).code(), 0);
+  EXPECT_GE(ms, 250);  // the long poll ran
+  EXPECT_LT(ms, kAckTimeoutMs);
+
+  follower_->Kill();
+  sent = Clock::now();
+  const std::string second = leased->receive().messages(1).receipt_handle();
+  auto without = (*conn)->Call(carrying(second), 30'000);
+  ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
+  EXPECT_TRUE(absl::IsUnavailable(StatusOf(without))) << StatusOf(without);
+  EXPECT_GE(ms, kAckTimeoutMs - 100);
+  // The ack stood on the leader: a retry finds the handle stale.
+  auto retry = (*conn)->Call(AckRequest(second), 10'000);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  ASSERT_EQ(retry->ack().results_size(), 1);
+  EXPECT_NE(retry->ack().results(0).code(), 0);
+}
+
 }  // namespace
 }  // namespace tokimq
