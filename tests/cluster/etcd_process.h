@@ -47,11 +47,14 @@ class EtcdProcess {
                                      "--initial-advertise-peer-urls", peer_url,
                                      "--initial-cluster", "tokimq-test=" + peer_url,
                                      "--logger", "zap", "--log-outputs", data_dir_ + ".log"};
+    // Built before the fork: in the child of a multi-threaded test (load threads, clients) only
+    // async-signal-safe calls are safe until exec; an allocation can deadlock on an allocator
+    // lock another thread held at the fork (tools/crashloop hung so once under ASan).
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
       ::execvp(argv[0], argv.data());
       ::_exit(127);
     }

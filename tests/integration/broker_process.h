@@ -50,6 +50,12 @@ class BrokerProcess {
       args.insert(args.end(), {"--http-port", "0"});
     }
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    // Built before the fork: in the child of a multi-threaded test (load threads, clients) only
+    // async-signal-safe calls are safe until exec; an allocation can deadlock on an allocator
+    // lock another thread held at the fork (tools/crashloop hung so once under ASan).
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
       if (nofile_limit_ > 0) {  // as `ulimit -n`: soft and hard
@@ -61,9 +67,6 @@ class BrokerProcess {
         const int ns = ::open(netns_.c_str(), O_RDONLY | O_CLOEXEC);
         if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) ::_exit(125);
       }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
