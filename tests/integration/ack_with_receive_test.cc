@@ -32,12 +32,8 @@ class AckWithReceiveTest : public ::testing::Test {
     producer_ = std::make_unique<client::Producer>(broker_->Options());
   }
   void CreateTopic(const std::string& name, proto::TopicType type) {
-    proto::TopicConfig t;
-    t.set_name(name);
-    t.set_type(type);
-    t.set_queues(1);
-    auto created = admin_->CreateTopic(t);
-    ASSERT_TRUE(created.ok()) << created.status();
+    absl::Status created = testing::CreateTopic(*broker_, name, type, 1);
+    ASSERT_TRUE(created.ok()) << created;
   }
   void Send(const std::string& topic, const std::string& body, const std::string& group = "") {
     OutgoingMessage m;
